@@ -1,0 +1,1 @@
+"""flopwatch driver: CLI, configuration, discovery, planning, Ray execution, store, statistics."""

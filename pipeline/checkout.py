@@ -1,0 +1,82 @@
+"""Commit pickup with gitpython: resolve a revision and materialise it into a cache folder,
+never touching the checkout the user stands in."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+
+class CheckoutError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    author: str
+    authored_at: str
+    parents: tuple[str, ...]
+    dirty: bool = False
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10] + ("+dirty" if self.dirty else "")
+
+
+def open_repo(path: Path) -> git.Repo:
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise CheckoutError(f"{path} is not inside a git repository") from None
+
+
+def commit_info(repo: git.Repo, rev: str, dirty: bool = False) -> CommitInfo:
+    try:
+        c = repo.commit(rev)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise CheckoutError(f"unknown revision {rev!r} in {repo.working_tree_dir}") from None
+    return CommitInfo(c.hexsha, c.summary if isinstance(c.summary, str) else c.summary.decode(),
+                      f"{c.author.name} <{c.author.email}>", c.authored_datetime.isoformat(),
+                      tuple(p.hexsha for p in c.parents), dirty)
+
+
+def working_tree(repo: git.Repo) -> tuple[Path, CommitInfo]:
+    """The working tree as it is; the commit is HEAD, marked dirty when anything differs."""
+    dirty = repo.is_dirty(untracked_files=True)
+    return Path(repo.working_tree_dir), commit_info(repo, "HEAD", dirty)
+
+
+def materialise(repo: git.Repo, rev: str, cache: Path) -> tuple[Path, CommitInfo]:
+    """Extract the tree of `rev` (git archive) into `cache/<sha>/`, reused when present."""
+    info = commit_info(repo, rev)
+    target = cache / info.sha
+    if (target / ".flopwatch-complete").exists():
+        return target, info
+    if target.exists():
+        shutil.rmtree(target)
+    buf = io.BytesIO()
+    repo.archive(buf, treeish=info.sha, format="tar")
+    buf.seek(0)
+    target.mkdir(parents=True)
+    with tarfile.open(fileobj=buf) as tar:
+        tar.extractall(target, filter="data")
+    (target / ".flopwatch-complete").write_text(info.sha)
+    return target, info
+
+
+def first_parent_range(repo: git.Repo, good: str, bad: str) -> list[CommitInfo]:
+    """Commits after `good` up to and including `bad`, oldest first, along first parents."""
+    good_sha = commit_info(repo, good).sha
+    out = []
+    for c in repo.iter_commits(bad, first_parent=True):
+        if c.hexsha == good_sha:
+            return [commit_info(repo, x.hexsha) for x in reversed(out)]
+        out.append(c)
+    raise CheckoutError(f"{good} is not a first-parent ancestor of {bad}")

@@ -1,0 +1,56 @@
+"""Options and set-up shared by the subcommands that measure (run, compare, bisect, nightly)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from pipeline import checkout, cluster
+from pipeline.progress import Progress
+from pipeline.runflow import RunOptions, Session
+from pipeline.store import Store
+
+
+def add_repo_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", default=".", help="repository to benchmark (default: the one around the cwd)")
+    p.add_argument("--db", help="results database (default: <repo>/.flopwatch/results.db)")
+    p.add_argument("--site", help="report folder (default: <repo>/.flopwatch/site)")
+
+
+def add_measure_options(p: argparse.ArgumentParser) -> None:
+    add_repo_options(p)
+    p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
+    p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
+    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
+                   help="join this Ray cluster (default: start one locally)")
+    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local cluster (default: all torch sees)")
+    p.add_argument("--budget", type=float, help="timing budget per job in seconds (default: config, 2 s)")
+    p.add_argument("--timeout", type=float, help="per-job timeout in seconds (default: manifest)")
+    p.add_argument("--threads", type=int, help="CPU threads for torch in jobs (default: all cores)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def workdir(args) -> tuple[object, Path]:
+    repo = checkout.open_repo(Path(args.repo).resolve())
+    return repo, Path(repo.working_tree_dir) / ".flopwatch"
+
+
+def db_path(args, work: Path) -> Path:
+    return Path(args.db) if args.db else work / "results.db"
+
+
+def site_path(args, work: Path) -> Path:
+    return Path(args.site) if getattr(args, "site", None) else work / "site"
+
+
+def run_options(args, command: str, resume: bool = False) -> RunOptions:
+    return RunOptions(kernel_dirs=tuple(args.kernels) if args.kernels else None, only=tuple(args.variant),
+                      resume=resume, budget_s=args.budget, timeout_s=args.timeout, threads=args.threads,
+                      command=command)
+
+
+def open_session(args, work: Path) -> Session:
+    store = Store(db_path(args, work))
+    info = cluster.connect(args.ray_address, args.num_gpus)
+    return Session(store, work, info, Progress(enabled=not args.json))

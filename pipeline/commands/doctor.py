@@ -1,0 +1,77 @@
+"""flopwatch doctor: what this machine offers flopwatch, and how to get what is missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from rich.console import Console
+from rich.table import Table
+
+from workers import device
+from workers.build import toolchains
+
+HELP = "report compilers, devices, profilers and Ray on this machine"
+
+_HINTS = {
+    "cpp": "install a C++ compiler (apt-get install g++)",
+    "python": "pip install torch",
+    "cuda": "install the CUDA toolkit (nvcc) or set CUDA_HOME",
+    "hip": "on a ROCm node put hipcc on PATH (ROCM_PATH); elsewhere run tools/install-hip-cross.sh",
+    "ncu": "Nsight Compute ships with the CUDA toolkit (ncu on PATH)",
+    "rocprofv3": "ships with ROCm 6.2+ (/opt/rocm/bin)",
+    "cuobjdump": "pip install nvidia-cuda-cuobjdump (or the CUDA toolkit)",
+}
+
+
+def _version(cmd: list[str]) -> str | None:
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "found"
+
+
+def gather() -> list[dict]:
+    rows = []
+    for backend, tc in toolchains().items():
+        rows.append({"what": f"build: {backend}", "found": bool(tc.get("ident")),
+                     "detail": tc.get("version") or tc.get("reason", ""), "hint": _HINTS.get(backend, "")})
+    for kind in device.kinds_here():
+        info = device.info(kind)
+        rows.append({"what": f"device: {kind}", "found": True,
+                     "detail": f"{info.name} {info.arch} {info.runtime}".strip(), "hint": ""})
+    if device.gpu_kind() is None:
+        rows.append({"what": "device: gpu", "found": False, "detail": "torch sees no CUDA/ROCm GPU",
+                     "hint": "GPU nodes install torch built for CUDA or ROCm (README)"})
+    for tool, cmd in (("ncu", ["ncu", "--version"]), ("rocprofv3", ["rocprofv3", "--version"]),
+                      ("cuobjdump", ["cuobjdump", "--version"])):
+        found = _version(cmd)
+        rows.append({"what": f"profiler: {tool}", "found": bool(found), "detail": found or "not found",
+                     "hint": "" if found else _HINTS[tool]})
+    import ray
+
+    rows.append({"what": "ray", "found": True, "detail": ray.__version__, "hint": ""})
+    return rows
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true")
+
+
+def main(args) -> int:
+    rows = gather()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    table = Table(title="flopwatch doctor")
+    for col in ("what", "found", "detail", "how to get it"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["what"], "yes" if r["found"] else "[yellow]no[/yellow]", r["detail"], r["hint"])
+    Console().print(table)
+    return 0

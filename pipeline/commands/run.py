@@ -1,0 +1,55 @@
+"""flopwatch run [REV]: build, check, time and store every variant of a commit, then report."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+
+from pipeline import cluster
+from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.runflow import run_commit
+from pipeline.summary import exit_code, print_table, with_peer
+
+HELP = "benchmark a commit (default: the working tree) and write the report"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("rev", nargs="?", help="revision to benchmark (default: the working tree, recorded as dirty)")
+    p.add_argument("--resume", action="store_true", help="skip results already stored for this commit")
+    p.add_argument("--no-report", action="store_true", help="do not regenerate the site")
+    add_measure_options(p)
+
+
+def main(args) -> int:
+    repo, work = workdir(args)
+    session = open_session(args, work)
+    try:
+        outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume))
+    finally:
+        cluster.shutdown(session.cluster_info)
+    rows = [r.to_dict() for r in outcome.results]
+    if not args.no_report:
+        from reports.site import write_site
+
+        write_site(session.store, site_path(args, work))
+    session.store.close()
+    if args.json:
+        print(json.dumps({
+            "commit": outcome.commit.sha, "dirty": outcome.commit.dirty, "run_id": outcome.run_id,
+            "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
+            "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
+                        for r in with_peer(rows)],
+        }, default=str))
+    else:
+        console = Console()
+        console.print(f"commit {outcome.commit.short}  {outcome.commit.subject}", highlight=False, markup=False)
+        built = "nothing rebuilt" if outcome.rebuilt == 0 else f"{outcome.rebuilt} built"
+        console.print(f"builds: {built}, {outcome.from_cache} from cache"
+                      + (f"; resume skipped {outcome.resumed} stored result(s)" if args.resume else ""),
+                      highlight=False)
+        print_table(rows, console, title=f"results ({len(rows)} new)")
+        if not args.no_report:
+            console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)
+    return exit_code(rows)

@@ -1,0 +1,203 @@
+"""Load and validate a variant's `variant.toml` into a `Variant` record.
+
+Every complaint names the file and the key that is wrong, so a broken manifest becomes an
+`invalid` result a developer can fix without reading flopwatch's code.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path, PurePosixPath
+
+from pipeline.config import ProjectConfig
+from workers.ops import DTYPES, OPS
+from workers.records import Binding, Shape, Variant
+
+BACKENDS = ("cpp", "cuda", "hip", "python")
+BINDINGS = {
+    "cpp": ("c",),
+    "cuda": ("c", "raw", "pybind11"),
+    "hip": ("c", "raw", "pybind11"),
+    "python": ("python",),
+}
+DEVICE_KINDS = ("cpu", "cuda", "rocm")
+_DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "python": ("cpu",)}
+_TOP_KEYS = {
+    "name", "op", "backend", "sources", "binding", "build", "dtypes", "shapes", "layout",
+    "alpha_beta", "arches", "tolerance", "peer", "devices", "timeout_s", "launch", "description",
+}
+
+
+class ManifestError(ValueError):
+    """A manifest is wrong; `str()` is `<file>: <key>: <what is wrong>`."""
+
+    def __init__(self, path: str, key: str, message: str):
+        self.path, self.key = path, key
+        super().__init__(f"{path}: {key}: {message}")
+
+
+def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Variant:
+    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`."""
+    rel = manifest.relative_to(repo_root).as_posix()
+    folder = manifest.parent
+    try:
+        data = tomllib.loads(manifest.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(rel, "(syntax)", f"not valid TOML: {exc}") from exc
+    check = _Checker(rel, data)
+    check.no_unknown_keys(_TOP_KEYS)
+    name = check.string("name")
+    op = check.choice("op", tuple(OPS))
+    backend = check.choice("backend", BACKENDS)
+    sources = check.string_list("sources", required=backend != "python" or "binding" not in data)
+    for src in sources:
+        _check_inside(rel, "sources", folder, src)
+        if not (folder / src).is_file():
+            raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/")
+    binding = _binding(check, backend)
+    layout = check.choice("layout", OPS[op].LAYOUTS, default="nt")
+    dtypes = check.string_list("dtypes")
+    for d in dtypes:
+        if d not in DTYPES:
+            raise ManifestError(rel, "dtypes", f"{d!r} is not one of {list(DTYPES)}")
+    peer = check.boolean("peer", False)
+    shapes = _shapes(check, op, config, peer)
+    build = check.table("build")
+    flags = _Checker(rel + " [build]", build).string_list("flags", required=False)
+    includes = _Checker(rel + " [build]", build).string_list("include_dirs", required=False)
+    tol = check.table("tolerance")
+    devices = check.string_list("devices", required=False) or _DEFAULT_DEVICES[backend]
+    for d in devices:
+        if d not in DEVICE_KINDS:
+            raise ManifestError(rel, "devices", f"{d!r} is not one of {list(DEVICE_KINDS)}")
+    return Variant(
+        name=name,
+        op=op,
+        backend=backend,
+        folder=folder.relative_to(repo_root).as_posix(),
+        sources=tuple(sources),
+        binding=binding,
+        dtypes=tuple(dtypes),
+        shapes=tuple(shapes),
+        layout=layout,
+        alpha_beta=check.boolean("alpha_beta", False),
+        arches=tuple(check.string_list("arches", required=False)),
+        flags=tuple(flags),
+        include_dirs=tuple(includes),
+        openmp=bool(build.get("openmp", False)),
+        peer=peer,
+        devices=tuple(devices),
+        timeout_s=float(check.number("timeout_s", config.timeout_s)),
+        rtol=_Checker(rel + " [tolerance]", tol).number("rtol", None),
+        atol=_Checker(rel + " [tolerance]", tol).number("atol", None),
+        launch=check.table("launch"),
+        makefile=str(build.get("makefile", "")),
+        description=str(data.get("description", "")),
+    )
+
+
+def _check_inside(rel: str, key: str, folder: Path, src: str) -> None:
+    """Sources must live in the variant folder: they are what is hashed and shipped."""
+    p = PurePosixPath(src)
+    if p.is_absolute() or ".." in p.parts:
+        raise ManifestError(rel, key, f"{src!r} points outside the variant folder")
+    if not (folder / src).resolve().is_relative_to(folder.resolve()):
+        raise ManifestError(rel, key, f"{src!r} resolves outside the variant folder")
+
+
+def _binding(check: "_Checker", backend: str) -> Binding:
+    table = check.table("binding", required=True)
+    sub = _Checker(check.path + " [binding]", table)
+    kind = sub.choice("kind", BINDINGS[backend])
+    grid = tuple(table.get("grid", ()))
+    block = tuple(table.get("block", ()))
+    if kind == "raw" and not (grid and block):
+        raise ManifestError(check.path, "binding.grid", "a raw kernel needs grid and block expressions")
+    return Binding(kind=kind, entry=sub.string("entry"), module=str(table.get("module", "")),
+                   grid=grid, block=block)
+
+
+def _shapes(check: "_Checker", op: str, config: ProjectConfig, peer: bool) -> list[Shape]:
+    raw = check.data.get("shapes")
+    if raw is None or raw == "*":
+        if peer:
+            return []  # a peer runs at every shape the op's other variants use
+        raise ManifestError(check.path, "shapes", "missing: give a list of shapes or a shape-set name")
+    if isinstance(raw, str):
+        if raw not in config.shape_sets:
+            known = sorted(config.shape_sets) or "none defined"
+            raise ManifestError(check.path, "shapes", f"unknown shape set {raw!r} (known: {known})")
+        raw = config.shape_sets[raw]
+    if not isinstance(raw, list) or not raw:
+        raise ManifestError(check.path, "shapes", "must be a non-empty list or a shape-set name")
+    dims = OPS[op].DIMS
+    shapes = []
+    for item in raw:
+        if isinstance(item, list) and len(item) == len(dims):
+            values = dict(zip(dims, item))
+        elif isinstance(item, dict) and set(item) == set(dims):
+            values = {d: item[d] for d in dims}
+        else:
+            raise ManifestError(check.path, "shapes", f"{item!r} is not a {op} shape {list(dims)}")
+        if not all(isinstance(v, int) and v > 0 for v in values.values()):
+            raise ManifestError(check.path, "shapes", f"{item!r}: sizes must be positive integers")
+        shapes.append(Shape(values))
+    return shapes
+
+
+class _Checker:
+    """Typed access to one TOML table that raises `ManifestError` naming the key."""
+
+    def __init__(self, path: str, data: dict):
+        self.path, self.data = path, data
+
+    def _get(self, key, required=True):
+        if key not in self.data and required:
+            raise ManifestError(self.path, key, "missing")
+        return self.data.get(key)
+
+    def no_unknown_keys(self, known: set) -> None:
+        for key in self.data:
+            if key not in known:
+                raise ManifestError(self.path, key, f"unknown key (known: {sorted(known)})")
+
+    def string(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ManifestError(self.path, key, f"must be a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, key: str, options: tuple, default=None) -> str:
+        value = self._get(key, required=default is None)
+        value = default if value is None else value
+        if value not in options:
+            raise ManifestError(self.path, key, f"{value!r} is not one of {list(options)}")
+        return value
+
+    def string_list(self, key: str, required: bool = True) -> list[str]:
+        value = self._get(key, required)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ManifestError(self.path, key, f"must be a list of strings, got {value!r}")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise ManifestError(self.path, key, f"must be true or false, got {value!r}")
+        return value
+
+    def number(self, key: str, default):
+        value = self.data.get(key, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ManifestError(self.path, key, f"must be a number, got {value!r}")
+        return value
+
+    def table(self, key: str, required: bool = False) -> dict:
+        value = self._get(key, required)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ManifestError(self.path, key, f"must be a table, got {value!r}")
+        return value

@@ -1,0 +1,55 @@
+"""Planning: which builds and which jobs a run needs, as pure functions over records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.bundle import digest, pack
+from workers.records import Job, Shape, Variant
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """One variant to build: its shipped sources and the content hash that names the build."""
+
+    variant: Variant
+    bundle: dict
+    include_dirs: tuple[str, ...]
+    build_hash: str
+
+
+def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], toolchain_ident: str) -> BuildPlan:
+    """Bundle the variant folder and the project's shared include folders; hash them with
+    everything else that changes the binary (flags, arches, binding, toolchain version)."""
+    bundle = pack(root, [variant.folder, *project_includes])
+    key = digest(bundle, variant.backend, toolchain_ident, " ".join(variant.flags), " ".join(variant.arches),
+                 repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs),
+                 repr(sorted(variant.launch.items())), variant.makefile)
+    return BuildPlan(variant, bundle, tuple(project_includes), key)
+
+
+def jobs_for(variants: list[Variant]) -> list[Job]:
+    """Every (variant, shape, dtype, device kind). A peer variant without shapes runs at every
+    shape and dtype the op's other variants use on that device, so each row has its peer."""
+    jobs: list[Job] = []
+    for v in variants:
+        if v.peer:
+            continue
+        for kind in v.devices:
+            for shape in v.shapes:
+                for dtype in v.dtypes:
+                    jobs.append(Job(v.name, v.op, shape, dtype, kind))
+    needed: dict[tuple, list[tuple[Shape, str]]] = {}
+    for j in jobs:
+        needed.setdefault((j.op, j.device_kind), [])
+        if (j.shape, j.dtype) not in needed[(j.op, j.device_kind)]:
+            needed[(j.op, j.device_kind)].append((j.shape, j.dtype))
+    for v in variants:
+        if not v.peer:
+            continue
+        for kind in v.devices:
+            pairs = [(s, d) for s in v.shapes for d in v.dtypes] if v.shapes else \
+                [(s, d) for s, d in needed.get((v.op, kind), []) if d in v.dtypes]
+            jobs.extend(Job(v.name, v.op, s, d, kind) for s, d in pairs)
+    return jobs

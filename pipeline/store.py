@@ -1,0 +1,165 @@
+"""SQLite result store (WAL mode, versioned schema, one transaction per finished result).
+
+A driver killed at any moment loses only the job in flight: every finished result is its own
+committed transaction, and `--resume` asks `done_keys` what to skip.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+from workers.records import BuildResult, Result
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS commits (
+  sha TEXT PRIMARY KEY, subject TEXT, author TEXT, authored_at TEXT, parents TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, dirty INTEGER NOT NULL, kind TEXT NOT NULL,
+  repo TEXT, host TEXT, command TEXT, started_at REAL, finished_at REAL);
+CREATE TABLE IF NOT EXISTS builds (
+  build_hash TEXT PRIMARY KEY, variant TEXT, ok INTEGER, toolchain TEXT, seconds REAL,
+  first_errors TEXT, log TEXT, analysis TEXT, created_at REAL);
+CREATE TABLE IF NOT EXISTS results (
+  id INTEGER PRIMARY KEY, run_id INTEGER, commit_sha TEXT NOT NULL, dirty INTEGER NOT NULL,
+  variant TEXT NOT NULL, op TEXT, backend TEXT, shape TEXT NOT NULL, dtype TEXT NOT NULL,
+  device TEXT NOT NULL, toolchain TEXT, build_hash TEXT NOT NULL, status TEXT NOT NULL,
+  peer INTEGER, median_s REAL, ci_low_s REAL, ci_high_s REAL, flops REAL, bytes_moved REAL,
+  diagnostic TEXT, samples TEXT, correctness TEXT, timing TEXT, counters TEXT, resources TEXT,
+  device_info TEXT, stderr_tail TEXT, created_at REAL);
+CREATE INDEX IF NOT EXISTS results_key ON results (commit_sha, variant, shape, dtype, device, build_hash);
+CREATE INDEX IF NOT EXISTS results_series ON results (variant, shape, dtype, device);
+"""
+
+_JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "device_info")
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class Store:
+    """One results database file. Open, use, close; safe to open from several processes."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _migrate(self) -> None:
+        self.db.executescript(_SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {row[0]} is newer than this flopwatch "
+                             f"({SCHEMA_VERSION}); upgrade flopwatch")
+
+    # -- writes: each one its own transaction -------------------------------------------------
+
+    def record_commit(self, sha: str, subject: str, author: str, authored_at: str, parents: list[str]) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO commits VALUES (?,?,?,?,?)",
+                            (sha, subject, author, authored_at, json.dumps(parents)))
+
+    def start_run(self, commit_sha: str, dirty: bool, kind: str, repo: str, host: str, command: str) -> int:
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO runs (commit_sha, dirty, kind, repo, host, command, started_at) VALUES (?,?,?,?,?,?,?)",
+                (commit_sha, int(dirty), kind, repo, host, command, time.time()))
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET finished_at=? WHERE id=?", (time.time(), run_id))
+
+    def record_build(self, b: BuildResult) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO builds VALUES (?,?,?,?,?,?,?,?,?)",
+                            (b.build_hash, b.variant, int(b.ok), b.toolchain, b.seconds, b.first_errors,
+                             b.log, json.dumps(b.analysis), time.time()))
+
+    def record_result(self, run_id: int, commit_sha: str, dirty: bool, r: Result) -> int:
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO results (run_id, commit_sha, dirty, variant, op, backend, shape, dtype, device, "
+                "toolchain, build_hash, status, peer, median_s, ci_low_s, ci_high_s, flops, bytes_moved, "
+                "diagnostic, samples, correctness, timing, counters, resources, device_info, stderr_tail, "
+                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, commit_sha, int(dirty), r.variant, r.op, r.backend, r.shape, r.dtype, r.device,
+                 r.toolchain, r.build_hash, r.status, int(r.peer), r.median_s, r.ci_low_s, r.ci_high_s,
+                 r.flops, r.bytes_moved, r.diagnostic, json.dumps(list(r.samples_s)),
+                 json.dumps(r.correctness), json.dumps(r.timing), json.dumps(r.counters),
+                 json.dumps(r.resources), json.dumps(r.device_info), r.stderr_tail, time.time()))
+        return int(cur.lastrowid)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def done_keys(self, commit_sha: str) -> set[tuple]:
+        """(variant, shape, dtype, device, build_hash) of every result stored for a commit."""
+        rows = self.db.execute("SELECT variant, shape, dtype, device, build_hash FROM results WHERE commit_sha=?",
+                               (commit_sha,))
+        return {tuple(r) for r in rows}
+
+    def build(self, build_hash: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM builds WHERE build_hash=?", (build_hash,)).fetchone()
+        if row is None:
+            return None
+        d = dict(row)
+        d["analysis"] = json.loads(d["analysis"] or "{}")
+        return d
+
+    def results(self, where: str = "1", params: tuple = ()) -> list[dict]:
+        """Result rows as dicts with JSON columns decoded, oldest first."""
+        rows = self.db.execute(f"SELECT * FROM results WHERE {where} ORDER BY id", params).fetchall()
+        return [_decode(r) for r in rows]
+
+    def latest_results(self, commit_sha: str) -> list[dict]:
+        """The newest result per (variant, shape, dtype, device) of one commit."""
+        rows = self.results("commit_sha=?", (commit_sha,))
+        latest: dict[tuple, dict] = {}
+        for r in rows:
+            latest[(r["variant"], r["shape"], r["dtype"], r["device"])] = r
+        return list(latest.values())
+
+    def commit(self, sha: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM commits WHERE sha=?", (sha,)).fetchone()
+        return dict(row) if row else None
+
+    def commits_with_results(self) -> list[dict]:
+        """Commits that have results, newest result first."""
+        rows = self.db.execute(
+            "SELECT r.commit_sha AS sha, MAX(r.id) AS last_id, c.subject, c.author, c.authored_at "
+            "FROM results r LEFT JOIN commits c ON c.sha = r.commit_sha GROUP BY r.commit_sha ORDER BY last_id DESC")
+        return [dict(r) for r in rows]
+
+
+def _decode(row: sqlite3.Row) -> dict:
+    d = dict(row)
+    for col in _JSON_COLUMNS:
+        d[col] = json.loads(d[col]) if d[col] else ({} if col != "samples" else [])
+    return d
+
+
+def count_results(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]

@@ -1,0 +1,63 @@
+"""Result rows for people: throughput units, % of the peer, the compact end-of-run table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from workers import status
+
+
+def rate(row: dict) -> float | None:
+    """FLOP/s of a row (bytes/s for ops that do no arithmetic), or None when not timed."""
+    if not row.get("median_s"):
+        return None
+    work = row.get("flops") or row.get("bytes_moved") or 0.0
+    return work / row["median_s"] if work else None
+
+
+def format_rate(row: dict) -> str:
+    value = rate(row)
+    if value is None:
+        return "—"
+    unit = "FLOP/s" if row.get("flops") else "B/s"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}" if value / scale < 100 else f"{value / scale:.0f} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def with_peer(rows: list[dict]) -> list[dict]:
+    """Add `rate` and `pct_of_peer` (vs. the peer row at the same op, shape, dtype, device)."""
+    peers = {(r["op"], r["shape"], r["dtype"], r["device"]): rate(r) for r in rows if r.get("peer") and rate(r)}
+    out = []
+    for r in rows:
+        r = dict(r, rate=rate(r))
+        peer_rate = peers.get((r["op"], r["shape"], r["dtype"], r["device"]))
+        r["pct_of_peer"] = 100.0 * r["rate"] / peer_rate if r["rate"] and peer_rate else None
+        out.append(r)
+    return out
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    """Failures first, then by op, shape, and throughput (fastest first)."""
+    return sorted(rows, key=lambda r: (r["status"] not in status.FAILURES, r["op"] or "", r["device"] or "",
+                                       r["shape"] or "", r["dtype"] or "", -(r.get("rate") or 0)))
+
+
+def print_table(rows: list[dict], console: Console, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
+        table.add_column(col, overflow="fold")
+    for r in sort_rows(with_peer(rows)):
+        pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
+        err = r.get("correctness", {}).get("rel_fro_err")
+        detail = r["diagnostic"][:160] if r["status"] != status.OK else (f"rel err {err:.1e}" if err is not None else "")
+        style = "red" if r["status"] in status.FAILURES else ("dim" if r["status"] == status.SKIPPED else None)
+        table.add_row(r["variant"], r["shape"], r["dtype"], (r["device"] or "").split(":")[0], r["status"],
+                      format_rate(r), pct, detail, style=style)
+    console.print(table)
+
+
+def exit_code(rows: list[dict]) -> int:
+    return 1 if any(r["status"] in status.FAILURES for r in rows) else 0

@@ -1,0 +1,1 @@
+"""flopwatch rendering: static HTML site and markdown from stored results."""

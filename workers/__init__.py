@@ -1,0 +1,1 @@
+"""flopwatch node side: toolchains, builds, the job sandbox, correctness, timing, profilers."""

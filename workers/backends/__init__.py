@@ -1,0 +1,14 @@
+"""Build back ends, one module per compiler family; the table is the whole registry.
+
+Each back end module exposes:
+  toolchain() -> Toolchain | None      what compiler this node has (None: cannot build here)
+  build(variant, src, out, toolchain) -> BuildOutput
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from workers.backends import cpp, python
+
+BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python}

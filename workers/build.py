@@ -1,0 +1,62 @@
+"""Build stage, node side: unpack shipped sources, run the back end, pack the artifact.
+
+Nothing assumes a shared filesystem: sources arrive as a {relative path: bytes} bundle and
+the artifact leaves the same way, so the driver can cache it and ship it to any run node.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from workers.backends import BACKENDS
+from workers.bundle import pack, unpack
+from workers.records import BuildResult, Variant
+
+
+def toolchains() -> dict[str, dict]:
+    """What this node can build with: {backend: {"ident", "compiler", "version"}} or a reason."""
+    found = {}
+    for name, backend in BACKENDS.items():
+        try:
+            tc = backend.toolchain()
+        except Exception as exc:  # a broken toolchain is a finding, not a crash of the probe
+            tc, reason = None, f"{type(exc).__name__}: {exc}"
+        else:
+            reason = "not found"
+        found[name] = ({"ident": tc.ident, "compiler": tc.compiler, "version": tc.version, **tc.detail}
+                       if tc else {"ident": None, "reason": reason})
+    return found
+
+
+def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
+                  include_dirs: list[str] = ()) -> tuple[BuildResult, dict[str, bytes]]:
+    """Build one variant from its shipped bundle (the variant folder plus the project's shared
+    include folders, repository-relative); returns the record and the artifact files."""
+    start = time.perf_counter()
+    backend = BACKENDS.get(variant.backend)
+    tc = backend.toolchain() if backend else None
+    if tc is None:
+        msg = f"no {variant.backend} toolchain on this node (see `flopwatch doctor`)"
+        return BuildResult(variant.name, build_hash, False, "", msg, msg), {}
+    with tempfile.TemporaryDirectory(prefix="flopwatch-build-") as tmp:
+        root, out = Path(tmp) / "src", Path(tmp) / "out"
+        unpack(bundle, root)
+        out.mkdir()
+        src = root / variant.folder
+        includes = [root / d for d in include_dirs] + [Path(d) for d in _node_include_dirs(variant)]
+        result = backend.build(variant, src, out, tc, includes)
+        artifact = pack(out) if result.ok else {}
+    return BuildResult(
+        variant=variant.name, build_hash=build_hash, ok=result.ok, toolchain=tc.ident,
+        log=result.log[-20000:], first_errors=result.first_errors, analysis=result.analysis,
+        seconds=round(time.perf_counter() - start, 3),
+    ), artifact
+
+
+def _node_include_dirs(variant: Variant) -> list[str]:
+    """Include folders that exist only on the node (a ThunderKittens checkout named by an
+    environment variable, `${THUNDERKITTENS_ROOT}/include`)."""
+    return [os.path.expandvars(d) for d in variant.include_dirs]

@@ -1,0 +1,124 @@
+"""The sandboxed child: check one variant at one shape, then time it; write result.json.
+
+Run as `python -m workers.child SPEC.json RESULT.json` by `workers.runner`. Anything that
+goes wrong in here — a Python exception, a segfault, a hang — is classified by the parent
+from the exit status and the stderr tail; this file only reports what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from workers import bindings, correctness, device
+from workers.ops import get_op, torch_dtype
+from workers.records import Variant
+from workers.timing import TimingSettings, time_cpu, time_gpu
+
+ALPHA, BETA = 1.5, 0.5  # used when a kernel declares alpha_beta, so both terms are exercised
+
+
+def _sync(kind: str) -> None:
+    if kind != "cpu":
+        torch.cuda.synchronize()
+
+
+def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -> dict:
+    """One correctness check with fresh random inputs from `seed`."""
+    dev = "cpu" if kind == "cpu" else "cuda"
+    gen = torch.Generator().manual_seed(seed)
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
+    out_dtype = torch_dtype(op.output_dtype(_dtype_name(dtype)))
+    g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
+    alpha, beta, c_init = 1.0, 0.0, None
+    if variant.alpha_beta:
+        alpha, beta = ALPHA, BETA
+        c_init = torch.randn(op.output_shape(dims), generator=gen).to(out_dtype).to(dev)
+        g.out.copy_(c_init)
+    call(inputs, g.out, alpha, beta)
+    _sync(kind)
+    ref = op.reference(inputs, variant.layout, alpha, beta, c_init)
+    rtol_default, atol_default = op.TOLERANCE[_dtype_name(dtype)]
+    figures = correctness.evaluate(g, ref, variant.rtol if variant.rtol is not None else rtol_default,
+                                   variant.atol if variant.atol is not None else atol_default)
+    if variant.alpha_beta:
+        figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
+    figures["seed"] = seed
+    if figures["passed"] and not variant.alpha_beta:
+        figures["repeat_mismatch"] = _repeat_mismatch(call, inputs, g, kind)
+        figures["passed"] = figures["repeat_mismatch"] == 0
+    return figures
+
+
+def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str) -> int:
+    """Run again on the same inputs: a race shows up as an output that moves."""
+    first = g.out.clone()
+    correctness.reset(g)
+    call(inputs, g.out)
+    _sync(kind)
+    return int((first.view(torch.int32 if first.element_size() == 4 else torch.int16)
+                != g.out.view(torch.int32 if first.element_size() == 4 else torch.int16)).sum())
+
+
+def _dtype_name(dtype) -> str:
+    return {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
+
+
+def run(spec: dict) -> dict:
+    variant = Variant.from_dict(spec["variant"])
+    kind, dims = spec["device_kind"], spec["dims"]
+    op = get_op(variant.op)
+    dtype = torch_dtype(spec["dtype"])
+    if kind != "cpu":
+        torch.cuda.set_device(0)
+    dev_info = device.info(kind)
+    call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims)
+    checks = [check(call, op, variant, dims, dtype, kind, seed) for seed in spec["seeds"]]
+    result = {"device_info": dev_info.to_dict(), "checks": checks}
+    if not all(c["passed"] for c in checks):
+        result["status"] = "incorrect"
+        bad = next(c for c in checks if not c["passed"])
+        result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, op.output_shape(dims))
+                                + (f"; output changed between two runs on the same inputs at "
+                                   f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
+        return result
+    dev = "cpu" if kind == "cpu" else "cuda"
+    gen = torch.Generator().manual_seed(spec["seeds"][0] + 1)
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
+    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(op.output_dtype(spec["dtype"])), device=dev)
+    settings = TimingSettings(**spec.get("timing", {}))
+
+    def timed() -> None:
+        call(inputs, out)
+
+    if kind == "cpu":
+        timing = time_cpu(timed, settings)
+    else:
+        timing = time_gpu(timed, settings, device.flush_bytes(dev_info))
+    result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
+    return result
+
+
+def main(argv: list[str]) -> int:
+    spec_path, result_path = Path(argv[1]), Path(argv[2])
+    spec = json.loads(spec_path.read_text())
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    try:
+        result = run(spec)
+    except Exception as exc:  # reported, then the parent marks the job crashed
+        traceback.print_exc()
+        result = {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, result_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,161 @@
+"""Correctness check of one call against the op's reference, in the child process.
+
+The output lives inside a larger buffer: guard bands before and after it are filled with a
+sentinel, the output itself with a poison pattern. After the call, changed guards mean an
+out-of-bounds write, remaining poison means elements never written, and the per-tile
+max-abs-error map shows which 64×64 tile a bad index corrupted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# NaN bit patterns with distinct payloads: a kernel that computes NaN produces a different
+# pattern, so "never written" and "wrote NaN" are told apart bit-exactly.
+_PATTERNS = {4: (torch.int32, 0x7FA00BAD, 0x7FB0C0DE), 2: (torch.int16, 0x7D0B, 0x7D0C)}
+TILE = 64
+MAX_TILES_LISTED = 8
+
+
+@dataclass(frozen=True)
+class GuardedOutput:
+    buffer: torch.Tensor  # guard | output | guard, flat
+    out: torch.Tensor  # view of the output part, op's output shape
+    guard: int
+
+
+def guarded_output(shape: tuple, dtype: torch.dtype, device: str) -> GuardedOutput:
+    """Allocate the output with guard bands one tile-row (plus 4 KiB) wide on each side."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    guard = (TILE * shape[-1] if len(shape) > 1 else TILE * TILE) + 1024
+    buffer = torch.empty(guard + numel + guard, dtype=dtype, device=device)
+    int_dtype, poison, sentinel = _PATTERNS[buffer.element_size()]
+    raw = buffer.view(int_dtype)
+    raw[:guard].fill_(sentinel)
+    raw[guard + numel:].fill_(sentinel)
+    raw[guard:guard + numel].fill_(poison)
+    return GuardedOutput(buffer, buffer[guard:guard + numel].view(shape), guard)
+
+
+def reset(g: GuardedOutput) -> None:
+    """Poison the output again before the next call."""
+    int_dtype, poison, _ = _PATTERNS[g.buffer.element_size()]
+    g.out.view(int_dtype).fill_(poison)
+
+
+def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> dict:
+    """Compare the output with the fp64 reference; returns plain figures and a verdict.
+
+    Passing needs: guards intact, every element written, no NaN/Inf, relative Frobenius
+    error ≤ rtol and max abs error ≤ atol·max|ref|.
+    """
+    int_dtype, poison, sentinel = _PATTERNS[g.buffer.element_size()]
+    raw = g.buffer.view(int_dtype)
+    numel = g.out.numel()
+    before = (raw[:g.guard] != sentinel).nonzero()
+    after = (raw[g.guard + numel:] != sentinel).nonzero()
+    unwritten_mask = (g.out.view(int_dtype) == poison)
+    out = g.out.double().cpu()
+    ref = ref.cpu()
+    unwritten_mask = unwritten_mask.cpu()
+    nonfinite_mask = ~torch.isfinite(out) & ~unwritten_mask
+    err = (out - ref).abs()
+    err[unwritten_mask | nonfinite_mask] = float("inf")
+    finite = ~(unwritten_mask | nonfinite_mask)
+    ref_norm = float(torch.linalg.vector_norm(ref)) or 1.0
+    rel_fro = float(torch.linalg.vector_norm(torch.where(finite, out - ref, 0.0))) / ref_norm
+    if not bool(finite.all()):
+        rel_fro = float("inf")
+    scale = float(ref.abs().max()) or 1.0
+    tiles = tile_map(err)
+    bad_tiles = _bad_tiles(tiles, atol * scale)
+    figures = {
+        "rel_fro_err": rel_fro,
+        "max_abs_err": float(err.max()),
+        "ref_max_abs": scale,
+        "rtol": rtol,
+        "atol": atol,
+        "unwritten": int(unwritten_mask.sum()),
+        "first_unwritten": _first_index(unwritten_mask),
+        "nonfinite": int(nonfinite_mask.sum()),
+        "first_nonfinite": _first_index(nonfinite_mask),
+        "guard_before": int(before.numel()),
+        "guard_after": int(after.numel()),
+        "first_guard_after": int(after[0]) if after.numel() else None,
+        "tile": TILE,
+        "tile_map": [[_round(v) for v in row] for row in tiles.tolist()],
+        "bad_tiles": bad_tiles,
+    }
+    figures["passed"] = (
+        figures["guard_before"] == 0 and figures["guard_after"] == 0 and figures["unwritten"] == 0
+        and figures["nonfinite"] == 0 and rel_fro <= rtol and not bad_tiles
+    )
+    return figures
+
+
+def tile_map(err: torch.Tensor) -> torch.Tensor:
+    """Max abs error per TILE×TILE tile (1-D outputs: per TILE² chunk, as one row)."""
+    if err.dim() == 1:
+        err = err.view(1, -1)
+        th, tw = 1, TILE * TILE
+    else:
+        th = tw = TILE
+    rows, cols = err.shape
+    tr, tc = -(-rows // th), -(-cols // tw)
+    padded = torch.zeros((tr * th, tc * tw), dtype=err.dtype)
+    padded[:rows, :cols] = err
+    return padded.view(tr, th, tc, tw).amax(dim=(1, 3))
+
+
+def _bad_tiles(tiles: torch.Tensor, limit: float) -> list[dict]:
+    bad = (tiles > limit).nonzero().tolist()
+    bad.sort(key=lambda rc: -float(tiles[rc[0], rc[1]]))
+    return [{"row": r, "col": c, "max_abs_err": _round(float(tiles[r, c]))} for r, c in bad]
+
+
+def _first_index(mask: torch.Tensor) -> list[int] | None:
+    idx = mask.nonzero()
+    return idx[0].tolist() if idx.numel() else None
+
+
+def _round(v: float) -> float | str:
+    if v != v or v in (float("inf"), float("-inf")):
+        return "inf"  # JSON has no inf; unwritten or NaN elements
+    return float(f"{v:.3g}")
+
+
+def diagnose(figures: dict, out_shape: tuple) -> str:
+    """One paragraph a developer can act on, most telling finding first."""
+    parts = []
+    if figures["guard_before"] or figures["guard_after"]:
+        parts.append(
+            f"wrote outside the output: {figures['guard_after']} element(s) past the end"
+            + (f" (first at offset +{figures['first_guard_after']} after the last element)"
+               if figures["first_guard_after"] is not None else "")
+            + f", {figures['guard_before']} before the start")
+    if figures["unwritten"]:
+        parts.append(f"{figures['unwritten']} element(s) never written, first at {figures['first_unwritten']}")
+    if figures["nonfinite"]:
+        parts.append(f"{figures['nonfinite']} NaN/Inf element(s), first at {figures['first_nonfinite']}")
+    bad = figures["bad_tiles"]
+    if bad:
+        total = sum(len(r) for r in figures["tile_map"])
+        listed = "; ".join(_tile_text(t, figures["tile"], len(out_shape)) for t in bad[:MAX_TILES_LISTED])
+        more = f" (+{len(bad) - MAX_TILES_LISTED} more)" if len(bad) > MAX_TILES_LISTED else ""
+        parts.append(f"{len(bad)} of {total} tiles wrong: {listed}{more}")
+    if figures["rel_fro_err"] > figures["rtol"] and figures["rel_fro_err"] != float("inf"):
+        parts.append(f"relative error {figures['rel_fro_err']:.3g} > tolerance {figures['rtol']:.3g}")
+    return "; ".join(parts) or "output matches the reference"
+
+
+def _tile_text(t: dict, tile: int, ndim: int) -> str:
+    r, c = t["row"], t["col"]
+    if ndim == 1:
+        span = tile * tile
+        return f"chunk {c} = out[{c * span}:{(c + 1) * span}] max abs err {t['max_abs_err']}"
+    return (f"tile ({r}, {c}) = C[{r * tile}:{(r + 1) * tile}, {c * tile}:{(c + 1) * tile}]"
+            f" max abs err {t['max_abs_err']}")

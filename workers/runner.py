@@ -1,0 +1,95 @@
+"""Run stage, node side: one job in the sandboxed child, classified into a `Result`.
+
+This is the body of the Ray run task. It never raises for a misbehaving kernel: a crash, a
+hang or an exception becomes a result with a status and a diagnostic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import tempfile
+from pathlib import Path
+
+from workers import status
+from workers.bundle import unpack
+from workers.ops import get_op, torch_dtype
+from workers.records import BuildResult, Job, Result, Variant
+from workers.sandbox import run_child
+
+_FAULT_HINTS = ("Memory access fault", "illegal memory access", "an illegal instruction",
+                "misaligned address", "unspecified launch failure")
+
+
+def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[str, bytes],
+                settings: dict) -> Result:
+    """Check and time `job` in a child process; `settings` holds timing and timeout choices."""
+    op = get_op(variant.op)
+    itemsize = torch_dtype(job.dtype).itemsize
+    base = dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,
+                dtype=job.dtype, device=settings.get("device_key", job.device_kind), build_hash=build.build_hash,
+                toolchain=build.toolchain, flops=op.flops(job.shape.dims),
+                bytes_moved=op.bytes_moved(job.shape.dims, itemsize), peer=variant.peer,
+                resources=build.analysis)
+    with tempfile.TemporaryDirectory(prefix="flopwatch-job-") as tmp:
+        work = Path(tmp)
+        unpack(artifact, work / "artifact")
+        seeds = [secrets.randbelow(2**31) for _ in range(2)]  # fresh inputs every check
+        spec = {"variant": variant.to_dict(), "device_kind": job.device_kind, "dims": job.shape.dims,
+                "dtype": job.dtype, "artifact": str(work / "artifact"), "seeds": seeds,
+                "timing": settings.get("timing", {}), "threads": settings.get("threads")}
+        (work / "spec.json").write_text(json.dumps(spec))
+        argv = [sys.executable, "-m", "workers.child", "spec.json", "result.json"]
+        timeout = float(settings.get("timeout_s") or variant.timeout_s)
+        outcome = run_child(argv, timeout, work, env=_child_env())
+        result_file = work / "result.json"
+        data = json.loads(result_file.read_text()) if result_file.exists() else None
+    if outcome.timed_out:
+        return Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
+                      diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
+                                 f"last stderr: {_last_line(outcome.stderr_tail)}")
+    if data is None:
+        return Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
+                      diagnostic=_crash_text(outcome))
+    return _from_child(base, data, outcome.stderr_tail)
+
+
+def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
+    checks = data.get("checks", [])
+    correctness = {"checks": [{k: v for k, v in c.items() if k != "tile_map"} for c in checks]}
+    if checks:  # keep one tile map: the failing check's, else the first
+        worst = next((c for c in checks if not c["passed"]), checks[0])
+        correctness.update(tile_map=worst["tile_map"], tile=worst["tile"],
+                           rel_fro_err=max(c["rel_fro_err"] for c in checks),
+                           max_abs_err=max(c["max_abs_err"] for c in checks))
+    common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""),
+                  correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
+    if data["status"] != status.OK:
+        return Result(**common)
+    t = data["timing"]
+    return Result(**common, median_s=t["median_s"], ci_low_s=t["ci_low_s"], ci_high_s=t["ci_high_s"],
+                  samples_s=tuple(data["samples_s"]), timing=t)
+
+
+def _crash_text(outcome) -> str:
+    hint = next((h for h in _FAULT_HINTS if h in outcome.stderr_tail), "")
+    how = (f"killed by {outcome.signal_name}" if outcome.signal_name
+           else f"exited with code {outcome.returncode} before writing a result")
+    core = " (core dumped)" if outcome.signal_name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL") else ""
+    return f"the kernel's process was {how}{core}" + (f": {hint}" if hint else "") + \
+        (f"; last stderr: {_last_line(outcome.stderr_tail)}" if outcome.stderr_tail.strip() else "")
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(empty)"
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONFAULTHANDLER", "1")  # a segfault prints the Python stack to stderr
+    return env
