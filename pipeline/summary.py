@@ -45,16 +45,40 @@ def sort_rows(rows: list[dict]) -> list[dict]:
                                        r["shape"] or "", r["dtype"] or "", -(r.get("rate") or 0)))
 
 
+def _collapse_skipped(rows: list[dict]) -> list[dict]:
+    """One line per skipped variant and reason instead of one per shape: the table stays short."""
+    out, seen = [], {}
+    for r in rows:
+        if r["status"] != status.SKIPPED:
+            out.append(r)
+            continue
+        key = (r["variant"], r["diagnostic"])
+        if key in seen:
+            seen[key]["shape"] = f"{seen[key]['_n'] + 1} shapes"
+            seen[key]["_n"] += 1
+        else:
+            seen[key] = dict(r, _n=1)
+            out.append(seen[key])
+    return out
+
+
+def shape_label(key: str) -> str:
+    """`M=512,N=512,K=512` → `512×512×512` for tables."""
+    if "=" not in (key or ""):
+        return key or ""
+    return "×".join(part.split("=", 1)[1] for part in key.split(","))
+
+
 def print_table(rows: list[dict], console: Console, title: str) -> None:
     table = Table(title=title, title_justify="left")
     for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
         table.add_column(col, overflow="fold")
-    for r in sort_rows(with_peer(rows)):
+    for r in _collapse_skipped(sort_rows(with_peer(rows))):
         pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
         err = r.get("correctness", {}).get("rel_fro_err")
         detail = r["diagnostic"][:160] if r["status"] != status.OK else (f"rel err {err:.1e}" if err is not None else "")
         style = "red" if r["status"] in status.FAILURES else ("dim" if r["status"] == status.SKIPPED else None)
-        table.add_row(r["variant"], r["shape"], r["dtype"], (r["device"] or "").split(":")[0], r["status"],
+        table.add_row(r["variant"], shape_label(r["shape"]), r["dtype"], (r["device"] or "").split(":")[0], r["status"],
                       format_rate(r), pct, detail, style=style)
     console.print(table)
 

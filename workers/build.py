@@ -49,9 +49,12 @@ def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
         includes = [root / d for d in include_dirs] + [Path(d) for d in _node_include_dirs(variant)]
         result = backend.build(variant, src, out, tc, includes)
         artifact = pack(out) if result.ok else {}
+    # Compiler output names the temporary folder; show repository-relative paths instead.
+    log = result.log.replace(str(root) + "/", "")
+    errors = result.first_errors.replace(str(root) + "/", "")
     return BuildResult(
         variant=variant.name, build_hash=build_hash, ok=result.ok, toolchain=tc.ident,
-        log=result.log[-20000:], first_errors=result.first_errors, analysis=result.analysis,
+        log=log[-20000:], first_errors=errors, analysis=result.analysis,
         seconds=round(time.perf_counter() - start, 3),
     ), artifact
 

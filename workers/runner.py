@@ -82,8 +82,16 @@ def _crash_text(outcome) -> str:
         (f"; last stderr: {_last_line(outcome.stderr_tail)}" if outcome.stderr_tail.strip() else "")
 
 
+_TELLING = ("Fatal Python error", "Memory access fault", "Error", "error:", "Aborted", "Traceback")
+
+
 def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
+    """The most telling stderr line: a fatal error or exception if any, else the last line
+    (faulthandler ends with a list of extension modules, which says nothing)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if any(word in line for word in _TELLING) and not line.startswith("Extension modules"):
+            return line[:300]
     return lines[-1][:300] if lines else "(empty)"
 
 

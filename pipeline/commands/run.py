@@ -43,7 +43,7 @@ def main(args) -> int:
                         for r in with_peer(rows)],
         }, default=str))
     else:
-        console = Console()
+        console = Console(width=None if sys.stdout.isatty() else 160)
         console.print(f"commit {outcome.commit.short}  {outcome.commit.subject}", highlight=False, markup=False)
         built = "nothing rebuilt" if outcome.rebuilt == 0 else f"{outcome.rebuilt} built"
         console.print(f"builds: {built}, {outcome.from_cache} from cache"

@@ -1,0 +1,173 @@
+"""Change points in a per-commit series of one benchmark (E-Divisive with means).
+
+Method: E-Divisive (Matteson D. S. & James N. A., "A Nonparametric Approach for Multiple
+Change Point Analysis of Multivariate Data", JASA 109(505):334-345, 2014), the algorithm
+behind MongoDB's signal-processing-algorithms and Apache Otava (formerly Hunter), applied to
+a 1-D series. For a split of a segment into X = x[a:t] and Y = x[t:b] (m and n points) the
+energy statistic is
+
+    Q(t) = m n / (m + n) * ( 2/(m n)   sum_{i,j} |X_i - Y_j|
+                             - 1/C(m,2) sum_{i<k} |X_i - X_k|
+                             - 1/C(n,2) sum_{j<k} |Y_j - Y_k| )
+
+(the divergence with exponent alpha = 1, which detects changes in distribution, mean
+included). Like MongoDB's and Otava's implementations, Y always runs to the end of the
+segment (the paper also searches that end point; for step changes this loses little and
+makes one pass O(n^2)). Multiple change points come by bisection: find the best split in
+every current segment, take the one with the largest Q, and keep it only if a permutation
+test says it is significant; repeat until a split is not significant.
+
+Significance: shuffle the points within every current segment (which destroys any change
+inside a segment but keeps those already found), recompute the largest Q over all segments,
+and count how often it reaches the observed one: p = (#{Q_perm >= Q} + 1) / (R + 1) with a
+fixed seed and at most R permutations. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A significant split: the series changes between index-1 and index (index is the
+    first point of the new segment); q is its energy statistic, p_value its permutation p."""
+
+    index: int
+    q: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change point large enough to report. values[index] is the first value after the
+    step; commit_before/commit_after are the commits of values[index-1] and values[index];
+    mean_before/mean_after are the means of the segments on either side (bounded by the
+    neighbouring change points); change = mean_after / mean_before - 1."""
+
+    index: int
+    commit_before: str
+    commit_after: str
+    mean_before: float
+    mean_after: float
+    change: float
+    p_value: float
+
+
+def energy_statistics(values: Sequence[float], min_size: int = 2) -> np.ndarray:
+    """Q(t) for every split t of `values` into values[:t] and values[t:].
+
+    Entries where either side has fewer than `min_size` points are -inf. Computed in
+    O(n^2) from a 2-D prefix sum of the distance matrix |x_i - x_k| instead of re-summing
+    each split, so that a permutation test of a few hundred shuffles stays cheap.
+    """
+    x = np.asarray(values, dtype=float)
+    n = x.size
+    q = np.full(n + 1, -np.inf)
+    min_size = max(min_size, 2)  # a within-side mean distance needs two points
+    if n < 2 * min_size:
+        return q
+    dist = np.abs(x[:, None] - x[None, :])
+    prefix = np.zeros((n + 1, n + 1))
+    prefix[1:, 1:] = dist.cumsum(0).cumsum(1)
+    t = np.arange(min_size, n - min_size + 1)
+    m, k = t.astype(float), (n - t).astype(float)
+    within_x = prefix[t, t] / 2.0  # the block counts each unordered pair twice
+    cross = prefix[t, n] - prefix[t, t]
+    within_y = (prefix[n, n] - 2.0 * prefix[t, n] + prefix[t, t]) / 2.0
+    divergence = 2.0 * cross / (m * k) - within_x / (m * (m - 1) / 2.0) - within_y / (k * (k - 1) / 2.0)
+    q[t] = m * k / (m + k) * divergence
+    return q
+
+
+def _best_split(x: np.ndarray, bounds: list[int], min_size: int) -> tuple[float, int]:
+    """Largest Q over all segments [bounds[i], bounds[i+1]) and the global index of its split."""
+    best_q, best_t = -np.inf, -1
+    for a, b in itertools.pairwise(bounds):
+        q = energy_statistics(x[a:b], min_size)
+        t = int(np.argmax(q))
+        if q[t] > best_q:
+            best_q, best_t = float(q[t]), a + t
+    return best_q, best_t
+
+
+def e_divisive(
+    values: Sequence[float],
+    alpha: float = 0.05,
+    permutations: int = 199,
+    min_size: int = 3,
+    seed: int = 0,
+    max_change_points: int = 20,
+) -> list[ChangePoint]:
+    """Significant change points of a 1-D series, in index order (see the module docstring).
+
+    alpha is the significance level of each permutation test; permutations bounds the
+    work per test (199 gives p-values in steps of 0.005); min_size is the shortest segment
+    considered; seed fixes the shuffles so results are reproducible.
+    """
+    x = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    bounds = [0, x.size]
+    found: list[ChangePoint] = []
+    while len(found) < max_change_points:
+        q_obs, t_obs = _best_split(x, bounds, min_size)
+        if not np.isfinite(q_obs):
+            break
+        reached = 0
+        for _ in range(permutations):
+            shuffled = x.copy()
+            for a, b in itertools.pairwise(bounds):
+                shuffled[a:b] = rng.permutation(shuffled[a:b])
+            reached += _best_split(shuffled, bounds, min_size)[0] >= q_obs
+        p_value = (reached + 1) / (permutations + 1)
+        if p_value > alpha:
+            break
+        found.append(ChangePoint(index=t_obs, q=q_obs, p_value=p_value))
+        bounds = sorted(bounds + [t_obs])
+    return sorted(found, key=lambda cp: cp.index)
+
+
+def detect_steps(
+    values: Sequence[float],
+    commits: Sequence[str],
+    threshold: float = 0.03,
+    alpha: float = 0.05,
+    permutations: int = 199,
+    min_size: int = 3,
+    seed: int = 0,
+) -> list[Step]:
+    """Steps in a per-commit series that are both significant and larger than `threshold`.
+
+    Runs `e_divisive`, then for each change point compares the mean of the segment before
+    it with the mean of the segment after it (segments end at the neighbouring change
+    points) and keeps it only when |mean_after / mean_before - 1| > threshold: a
+    statistically real 0.5% drift is not worth an alert. The direction is left to the
+    caller (for run times a positive change is a slowdown).
+    """
+    x = np.asarray(values, dtype=float)
+    if len(commits) != x.size:
+        raise ValueError(f"{x.size} values but {len(commits)} commits")
+    points = e_divisive(x, alpha=alpha, permutations=permutations, min_size=min_size, seed=seed)
+    edges = [0] + [cp.index for cp in points] + [x.size]
+    steps = []
+    for i, cp in enumerate(points):
+        before = float(np.mean(x[edges[i] : cp.index]))
+        after = float(np.mean(x[cp.index : edges[i + 2]]))
+        change = after / before - 1.0 if before != 0.0 else float("inf")
+        if abs(change) > threshold:
+            steps.append(
+                Step(
+                    index=cp.index,
+                    commit_before=commits[cp.index - 1],
+                    commit_after=commits[cp.index],
+                    mean_before=before,
+                    mean_after=after,
+                    change=change,
+                    p_value=cp.p_value,
+                )
+            )
+    return steps

