@@ -82,8 +82,11 @@ def _build(variant: dict, bundle: dict, build_hash: str, include_dirs: list) -> 
 
 @ray.remote(max_retries=0)
 def _run(job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
-    return runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
-                              artifact, settings).to_dict()
+    result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
+                                artifact, settings).to_dict()
+    # Which Ray node measured it: the record of where a number came from.
+    result["device_info"] = {**result["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id()}
+    return result
 
 
 def probe_toolchains(timeout: float = 120) -> dict:

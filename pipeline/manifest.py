@@ -63,8 +63,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     peer = check.boolean("peer", False)
     shapes = _shapes(check, op, config, peer)
     build = check.table("build")
-    flags = _Checker(rel + " [build]", build).string_list("flags", required=False)
-    includes = _Checker(rel + " [build]", build).string_list("include_dirs", required=False)
+    flags = _Checker(rel, build, "build.").string_list("flags", required=False)
+    includes = _Checker(rel, build, "build.").string_list("include_dirs", required=False)
     tol = check.table("tolerance")
     devices = check.string_list("devices", required=False) or _DEFAULT_DEVICES[backend]
     for d in devices:
@@ -88,8 +88,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         peer=peer,
         devices=tuple(devices),
         timeout_s=float(check.number("timeout_s", config.timeout_s)),
-        rtol=_Checker(rel + " [tolerance]", tol).number("rtol", None),
-        atol=_Checker(rel + " [tolerance]", tol).number("atol", None),
+        rtol=_Checker(rel, tol, "tolerance.").number("rtol", None),
+        atol=_Checker(rel, tol, "tolerance.").number("atol", None),
         launch=check.table("launch"),
         makefile=str(build.get("makefile", "")),
         description=str(data.get("description", "")),
@@ -107,7 +107,7 @@ def _check_inside(rel: str, key: str, folder: Path, src: str) -> None:
 
 def _binding(check: "_Checker", backend: str) -> Binding:
     table = check.table("binding", required=True)
-    sub = _Checker(check.path + " [binding]", table)
+    sub = _Checker(check.path, table, "binding.")
     kind = sub.choice("kind", BINDINGS[backend])
     grid = tuple(table.get("grid", ()))
     block = tuple(table.get("block", ()))
@@ -148,30 +148,30 @@ def _shapes(check: "_Checker", op: str, config: ProjectConfig, peer: bool) -> li
 class _Checker:
     """Typed access to one TOML table that raises `ManifestError` naming the key."""
 
-    def __init__(self, path: str, data: dict):
-        self.path, self.data = path, data
+    def __init__(self, path: str, data: dict, prefix: str = ""):
+        self.path, self.data, self.prefix = path, data, prefix
 
     def _get(self, key, required=True):
         if key not in self.data and required:
-            raise ManifestError(self.path, key, "missing")
+            raise ManifestError(self.path, self.prefix + key, "missing")
         return self.data.get(key)
 
     def no_unknown_keys(self, known: set) -> None:
         for key in self.data:
             if key not in known:
-                raise ManifestError(self.path, key, f"unknown key (known: {sorted(known)})")
+                raise ManifestError(self.path, self.prefix + key, f"unknown key (known: {sorted(known)})")
 
     def string(self, key: str) -> str:
         value = self._get(key)
         if not isinstance(value, str) or not value.strip():
-            raise ManifestError(self.path, key, f"must be a non-empty string, got {value!r}")
+            raise ManifestError(self.path, self.prefix + key, f"must be a non-empty string, got {value!r}")
         return value
 
     def choice(self, key: str, options: tuple, default=None) -> str:
         value = self._get(key, required=default is None)
         value = default if value is None else value
         if value not in options:
-            raise ManifestError(self.path, key, f"{value!r} is not one of {list(options)}")
+            raise ManifestError(self.path, self.prefix + key, f"{value!r} is not one of {list(options)}")
         return value
 
     def string_list(self, key: str, required: bool = True) -> list[str]:
@@ -179,19 +179,19 @@ class _Checker:
         if value is None:
             return []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ManifestError(self.path, key, f"must be a list of strings, got {value!r}")
+            raise ManifestError(self.path, self.prefix + key, f"must be a list of strings, got {value!r}")
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
-            raise ManifestError(self.path, key, f"must be true or false, got {value!r}")
+            raise ManifestError(self.path, self.prefix + key, f"must be true or false, got {value!r}")
         return value
 
     def number(self, key: str, default):
         value = self.data.get(key, default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ManifestError(self.path, key, f"must be a number, got {value!r}")
+            raise ManifestError(self.path, self.prefix + key, f"must be a number, got {value!r}")
         return value
 
     def table(self, key: str, required: bool = False) -> dict:
@@ -199,5 +199,5 @@ class _Checker:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise ManifestError(self.path, key, f"must be a table, got {value!r}")
+            raise ManifestError(self.path, self.prefix + key, f"must be a table, got {value!r}")
         return value

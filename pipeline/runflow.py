@@ -35,6 +35,9 @@ class RunOptions:
     timeout_s: float | None = None
     threads: int | None = None
     command: str = "run"
+    # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
+    # Bisect probes one series, so it should not pay for the other shapes.
+    shapes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -99,6 +102,8 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
     outcome.builds = builds
     pending = []
     for job in jobs_for(variants):
+        if options.shapes and not {job.shape.key, job.shape.label} & set(options.shapes):
+            continue
         v = next(x for x in variants if x.name == job.variant)
         pre = _precheck(session, v, job, builds.get(v.name))
         key = (job.variant, job.shape.key, job.dtype, _device_key(session, job.device_kind),
@@ -144,6 +149,8 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
     base.update(build_hash=build.build_hash, toolchain=build.toolchain, resources=build.analysis)
+    if build.skip_reason:
+        return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason)
     if not build.ok:
         return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
     if not session.cluster_info.has_kind(job.device_kind):

@@ -55,7 +55,7 @@ def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
     return BuildResult(
         variant=variant.name, build_hash=build_hash, ok=result.ok, toolchain=tc.ident,
         log=log[-20000:], first_errors=errors, analysis=result.analysis,
-        seconds=round(time.perf_counter() - start, 3),
+        seconds=round(time.perf_counter() - start, 3), skip_reason=result.skip_reason,
     ), artifact
 
 

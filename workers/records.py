@@ -163,6 +163,7 @@ class BuildResult(Record):
     analysis: dict = field(default_factory=dict)
     seconds: float = 0.0
     cached: bool = False
+    skip_reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,9 @@ class BuildOutput:
     log: str
     first_errors: str = ""
     analysis: dict = field(default_factory=dict)
+    # Set when this node cannot build the variant for a reason that is not the variant's fault
+    # (e.g. a pybind11 CUDA module needs a CUDA build of torch): the jobs become `skipped`.
+    skip_reason: str = ""
 
 
 _ERROR_LINE = re.compile(r"(error|fatal error|undefined reference)\b", re.IGNORECASE)

@@ -1,0 +1,41 @@
+"""Profile real launches with ncu through ncu_command and check the derived metrics end to end.
+Needs an NVIDIA GPU, ncu and a CUDA torch (marker `cuda`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.cuda import metrics, ncu
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.cuda, pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+
+def test_nvtx_range_selects_timed_launches(built_variants, cuda_tools, tmp_path):
+    if not cuda_tools.ncu:
+        pytest.skip("ncu not found")
+    table = metrics.load_table("sm90")
+    report = tmp_path / "ncu.csv"
+    child = [sys.executable, str(Path(__file__).with_name("ncu_child.py")),
+             str(built_variants["cuda_coalesced"].output), str(built_variants["cuda_strided"].output)]
+    cmd = ncu.ncu_command(cuda_tools.ncu, metrics.required_metrics(table), child, output_csv=str(report))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    launches = ncu.parse_raw_csv(report.read_text())
+    names = [launch.kernel for launch in launches]
+    # The two warm-up copies ran outside the range: only the timed ones and the matmul appear.
+    assert sum("copy_coalesced" in k for k in names) == 1, names
+    assert sum("copy_strided" in k for k in names) == 1, names
+    assert len(names) >= 3, names
+    derived = {launch.kernel: metrics.derive(launch.metrics, table) for launch in launches}
+    coalesced = next(v for k, v in derived.items() if "copy_coalesced" in k)
+    strided = next(v for k, v in derived.items() if "copy_strided" in k)
+    assert coalesced["coalescing_pct"] >= 90
+    assert strided["coalescing_pct"] <= 25
+    matmul = [v for k, v in derived.items() if "copy" not in k]
+    assert max(v["tensor_insts"] for v in matmul) > 0

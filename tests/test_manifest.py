@@ -1,0 +1,122 @@
+"""Variant manifests and project configuration: good ones load, bad ones name file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import ConfigError, ProjectConfig, load_config
+from pipeline.discovery import discover
+from pipeline.manifest import ManifestError, load_variant
+
+GOOD = """
+name = "v"
+op = "gemm"
+backend = "cpp"
+sources = ["k.cpp"]
+dtypes = ["fp32"]
+shapes = [[64, 32, 16], {M = 8, N = 8, K = 8}]
+[binding]
+kind = "c"
+entry = "gemm"
+[build]
+flags = ["-O2"]
+openmp = true
+[tolerance]
+rtol = 1e-4
+"""
+
+
+def _variant(tmp_path: Path, text: str, name: str = "v") -> Path:
+    folder = tmp_path / "kernels" / "gemm" / name
+    folder.mkdir(parents=True)
+    (folder / "k.cpp").write_text("// kernel\n")
+    (folder / "variant.toml").write_text(text)
+    return folder / "variant.toml"
+
+
+def test_good_manifest_loads_every_field(tmp_path):
+    v = load_variant(tmp_path, _variant(tmp_path, GOOD), ProjectConfig())
+    assert (v.name, v.op, v.backend, v.layout, v.folder) == ("v", "gemm", "cpp", "nt", "kernels/gemm/v")
+    assert [s.dims for s in v.shapes] == [{"M": 64, "N": 32, "K": 16}, {"M": 8, "N": 8, "K": 8}]
+    assert v.flags == ("-O2",) and v.openmp and v.rtol == 1e-4 and v.devices == ("cpu",)
+    assert v.binding.kind == "c" and v.binding.entry == "gemm"
+
+
+@pytest.mark.parametrize("change, key, words", [
+    (("op = \"gemm\"", "op = \"conv\""), "op", "not one of"),
+    (("dtypes = [\"fp32\"]", "dtypes = [\"fp8\"]"), "dtypes", "fp8"),
+    (("sources = [\"k.cpp\"]", "sources = [\"../../../etc/passwd\"]"), "sources", "outside the variant folder"),
+    (("sources = [\"k.cpp\"]", "sources = [\"missing.cpp\"]"), "sources", "does not exist"),
+    (("shapes = [[64, 32, 16], {M = 8, N = 8, K = 8}]", "shapes = \"nope\""), "shapes", "unknown shape set"),
+    (("shapes = [[64, 32, 16], {M = 8, N = 8, K = 8}]", "shapes = [[64, 32]]"), "shapes", "not a gemm shape"),
+    (("kind = \"c\"", "kind = \"python\""), "kind", "not one of"),
+    (("name = \"v\"", "name = \"v\"\ncolour = 1"), "colour", "unknown key"),
+    (("rtol = 1e-4", "rtol = \"tight\""), "rtol", "must be a number"),
+])
+def test_bad_manifest_names_file_and_key(tmp_path, change, key, words):
+    path = _variant(tmp_path, GOOD.replace(*change))
+    with pytest.raises(ManifestError) as err:
+        load_variant(tmp_path, path, ProjectConfig())
+    assert err.value.path == "kernels/gemm/v/variant.toml"
+    assert err.value.key.endswith(key)
+    assert words in str(err.value)
+
+
+def test_toml_syntax_error_is_reported_with_the_file(tmp_path):
+    path = _variant(tmp_path, "name = \n")
+    with pytest.raises(ManifestError, match="kernels/gemm/v/variant.toml: \\(syntax\\)"):
+        load_variant(tmp_path, path, ProjectConfig())
+
+
+def test_one_broken_manifest_does_not_hide_the_others(tmp_path):
+    _variant(tmp_path, GOOD, "good")
+    _variant(tmp_path, GOOD.replace('name = "v"', 'name = "bad"').replace('op = "gemm"', 'op = 3'), "bad")
+    valid, invalid = discover(tmp_path, ProjectConfig())
+    assert [v.name for v in valid] == ["v"]
+    assert [i.name for i in invalid] == ["bad"] and "op" in invalid[0].error
+
+
+def test_duplicate_names_make_the_second_invalid(tmp_path):
+    _variant(tmp_path, GOOD, "a")
+    _variant(tmp_path, GOOD, "b")
+    valid, invalid = discover(tmp_path, ProjectConfig())
+    assert len(valid) == 1 and "already used" in invalid[0].error
+
+
+def test_config_from_flopwatch_toml_and_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.flopwatch]\nkernels = \"src/kernels\"\n[tool.flopwatch.shape_sets]\nsmall = [[8, 8, 8]]\n")
+    cfg = load_config(tmp_path)
+    assert cfg.kernel_dirs == ("src/kernels",) and cfg.shape_sets == {"small": [[8, 8, 8]]}
+    (tmp_path / "flopwatch.toml").write_text("kernels = [\"k\"]\n[defaults]\ntiming_budget_s = 0.5\n")
+    cfg = load_config(tmp_path)  # flopwatch.toml wins over pyproject
+    assert cfg.kernel_dirs == ("k",) and cfg.timing_budget_s == 0.5
+    assert load_config(tmp_path / "nowhere") == ProjectConfig()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("kernels = [\"../outside\"]\n", "inside the repository"),
+    ("colour = 1\n", "unknown key"),
+    ("[defaults]\nbudget = 1\n", "[defaults]"),
+])
+def test_bad_config_is_a_config_error(tmp_path, text, words):
+    (tmp_path / "flopwatch.toml").write_text(text)
+    with pytest.raises(ConfigError, match="flopwatch.toml") as err:
+        load_config(tmp_path)
+    assert words in str(err.value)
+
+
+def test_bundled_suite_is_valid(repo_root):
+    valid, invalid = discover(repo_root, load_config(repo_root))
+    names = {v.name for v in valid}
+    assert not invalid, invalid
+    assert {"cpp_naive", "cpp_blocked", "cpp_blocked_omp", "torch_ref"} <= names
+
+
+def test_broken_set_has_exactly_one_invalid_manifest(repo_root):
+    valid, invalid = discover(repo_root, load_config(repo_root), ("tests/broken_kernels",))
+    assert [i.name for i in invalid] == ["broken_manifest"]
+    assert "sources" in invalid[0].error and "outside the variant folder" in invalid[0].error
+    assert len(valid) == 6
