@@ -34,6 +34,8 @@ class RunOptions:
     budget_s: float | None = None
     timeout_s: float | None = None
     threads: int | None = None
+    profile: bool = False
+    with_peer: bool = True
     command: str = "run"
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
@@ -82,7 +84,18 @@ def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, chec
 def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> RunOutcome:
     root, info = checkout_commit(session, repo, rev)
     config = load_config(root)
-    variants, invalid = discover(root, config, options.kernel_dirs, options.only)
+    # Discover everything: a peer's shapes come from the other variants even when only the
+    # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
+    variants, invalid = discover(root, config, options.kernel_dirs)
+    invalid = [bad for bad in invalid if not options.only or bad.name in options.only]
+    all_jobs = jobs_for(variants)
+    jobs = [j for j in all_jobs if _wanted(j, options)]
+    if options.only and options.with_peer:  # the peer rows of the selected shapes come along
+        peers = {v.name for v in variants if v.peer}
+        chosen = {(j.op, j.shape.key, j.dtype, j.device_kind) for j in jobs}
+        jobs += [j for j in all_jobs if j.variant in peers and j.variant not in options.only
+                 and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
+    variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
     session.probe()
     store = session.store
     run_id = store.start_run(info.sha, info.dirty, options.command, str(root), platform.node(), options.command)
@@ -101,9 +114,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
     builds, artifacts = _build_all(session, plans, outcome)
     outcome.builds = builds
     pending = []
-    for job in jobs_for(variants):
-        if options.shapes and not {job.shape.key, job.shape.label} & set(options.shapes):
-            continue
+    for job in jobs:
         v = next(x for x in variants if x.name == job.variant)
         pre = _precheck(session, v, job, builds.get(v.name))
         key = (job.variant, job.shape.key, job.dtype, _device_key(session, job.device_kind),
@@ -115,6 +126,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
             keep(pre)
             continue
         settings = {"timing": _timing(config, options), "timeout_s": options.timeout_s, "threads": options.threads,
+                    "profile": options.profile,
                     "device_key": _device_key(session, job.device_kind)}
         pending.append(cluster.submit_run(job, v, builds[v.name], artifacts[v.name], settings))
     with session.progress.task(f"run {info.short}", len(pending)) as advance:
@@ -125,6 +137,12 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
             advance(f"{r.variant} {r.shape} {r.status}")
     store.finish_run(run_id)
     return outcome
+
+
+def _wanted(job: Job, options: RunOptions) -> bool:
+    if options.only and job.variant not in options.only:
+        return False
+    return not options.shapes or bool({job.shape.key, job.shape.label} & set(options.shapes))
 
 
 def _toolchain_ident(session: Session, v: Variant) -> str | None:

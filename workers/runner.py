@@ -46,6 +46,8 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
         outcome = run_child(argv, timeout, work, env=_child_env())
         result_file = work / "result.json"
         data = json.loads(result_file.read_text()) if result_file.exists() else None
+        if data and data.get("status") == status.OK and settings.get("profile") and job.device_kind != "cpu":
+            data["counters"] = _profile(work, spec, job.device_kind, timeout, data.get("device_info", {}))
     if outcome.timed_out:
         return Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
                       diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
@@ -64,13 +66,27 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
         correctness.update(tile_map=worst["tile_map"], tile=worst["tile"],
                            rel_fro_err=max(c["rel_fro_err"] for c in checks),
                            max_abs_err=max(c["max_abs_err"] for c in checks))
-    common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""),
+    common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""), counters=data.get("counters", {}),
                   correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
     if data["status"] != status.OK:
         return Result(**common)
     t = data["timing"]
     return Result(**common, median_s=t["median_s"], ci_low_s=t["ci_low_s"], ci_high_s=t["ci_high_s"],
                   samples_s=tuple(data["samples_s"]), timing=t)
+
+
+def _profile(work: Path, spec: dict, kind: str, timeout: float, dev: dict) -> dict:
+    """Counters of the timed call under the vendor profiler; a failure is noted, not fatal."""
+    from workers import profile
+
+    (work / "profile_spec.json").write_text(json.dumps({**spec, "mode": "profile"}))
+    # Profilers replay each kernel once per counter pass: allow far more time than a timing run.
+    limit = max(600.0, 10 * timeout)
+    if kind == "cuda":
+        counters, problem = profile.profile_cuda(work, "profile_spec.json", limit, _child_env())
+    else:
+        counters, problem = profile.profile_rocm(work, "profile_spec.json", limit, _child_env(), dev.get("arch", ""))
+    return {**counters, **({"profile_error": problem} if problem else {})}
 
 
 def _crash_text(outcome) -> str:

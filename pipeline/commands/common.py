@@ -28,6 +28,8 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=float, help="timing budget per job in seconds (default: config, 2 s)")
     p.add_argument("--timeout", type=float, help="per-job timeout in seconds (default: manifest)")
     p.add_argument("--threads", type=int, help="CPU threads for torch in jobs (default: all cores)")
+    p.add_argument("--profile", action="store_true",
+                   help="run each timed GPU call once more under ncu / rocprofv3 and keep its counters")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
 
 
@@ -45,9 +47,13 @@ def site_path(args, work: Path) -> Path:
 
 
 def run_options(args, command: str, resume: bool = False) -> RunOptions:
+    wanted = getattr(args, "shape", None) or []
+    wanted = [wanted] if isinstance(wanted, str) else wanted
+    shapes = tuple(s.replace("x", "×") if "=" not in s else s for s in wanted)
     return RunOptions(kernel_dirs=tuple(args.kernels) if args.kernels else None, only=tuple(args.variant),
+                      shapes=shapes,
                       resume=resume, budget_s=args.budget, timeout_s=args.timeout, threads=args.threads,
-                      command=command)
+                      profile=getattr(args, "profile", False), command=command)
 
 
 def open_session(args, work: Path) -> Session:

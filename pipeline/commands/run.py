@@ -19,6 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("rev", nargs="?", help="revision to benchmark (default: the working tree, recorded as dirty)")
     p.add_argument("--resume", action="store_true", help="skip results already stored for this commit")
     p.add_argument("--no-report", action="store_true", help="do not regenerate the site")
+    p.add_argument("--shape", action="append", default=[],
+                   help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     add_measure_options(p)
 
 

@@ -1,0 +1,139 @@
+"""Verify flopwatch on a real NVIDIA GPU: the suite, profiler counters, timing fidelity, and
+the broken-kernel set. Each step is one command so that it fits a machine lease; every step
+writes its full output under OUT (default ./gpu-verify) and prints a short table last.
+
+    python3 benchmarks/verify_gpu.py suite      # every cuda variant + peer, with --profile
+    python3 benchmarks/verify_gpu.py fidelity   # torch.matmul: flopwatch vs triton do_bench, 5 runs
+    python3 benchmarks/verify_gpu.py broken     # broken CUDA kernels, then a good one on the same GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify"))
+
+
+def flopwatch(*args: str, log: str) -> dict:
+    """Run the CLI with --json; keep its stderr in OUT/log; return the summary."""
+    cmd = [sys.executable, "-m", "pipeline.cli", "run", "--json", "--db", str(OUT / "results.db"),
+           "--site", str(OUT / "site"), *args]
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    (OUT / log).write_text(proc.stderr)
+    print(f"$ flopwatch run {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
+    if not proc.stdout.strip():
+        print(proc.stderr[-3000:])
+        raise SystemExit(f"flopwatch printed no summary (exit {proc.returncode})")
+    summary = json.loads(proc.stdout)
+    summary["exit"] = proc.returncode
+    return summary
+
+
+def _rate(r: dict) -> str:
+    rate = r.get("rate")
+    if not rate:
+        return "—"
+    return f"{rate / 1e12:.1f} TFLOP/s" if r.get("flops") else f"{rate / 1e9:.0f} GB/s"
+
+
+def suite(args) -> None:
+    cmd = ["--profile", "--budget", str(args.budget)]
+    for s in args.shape:
+        cmd += ["--shape", s]
+    summary = flopwatch(*cmd, log="suite.log")
+    (OUT / "suite.json").write_text(json.dumps(summary, indent=1))
+    rows = [r for r in summary["results"] if r["device"].startswith("cuda")]
+    print(f"\n{'variant':24} {'shape':18} {'status':9} {'throughput':>14} {'%peer':>6} "
+          f"{'tensor':>9} {'coal%':>6} {'L1hit%':>6} {'L2hit%':>6} {'occ%':>5} {'regs':>4}")
+    for r in sorted(rows, key=lambda r: (r["op"], r["shape"], -(r.get("rate") or 0))):
+        c = r.get("counters") or {}
+        kernels = (r.get("resources") or {}).get("kernels") or {}
+        regs = next((k.get("registers") for k in kernels.values() if k.get("registers")), "")
+
+        def f(key: str, fmt: str = "{:.0f}") -> str:
+            return fmt.format(c[key]) if isinstance(c.get(key), (int, float)) else "—"
+
+        pct = f"{r['pct_of_peer']:.0f}" if r.get("pct_of_peer") else ""
+        print(f"{r['variant']:24} {r['shape'][:18]:18} {r['status']:9} {_rate(r):>14} {pct:>6} "
+              f"{f('tensor_insts', '{:.3g}'):>9} {f('coalescing_pct'):>6} {f('l1_hit_pct'):>6} "
+              f"{f('l2_hit_pct'):>6} {f('occupancy_pct'):>5} {regs!s:>4}")
+        if r["status"] != "ok" or c.get("profile_error"):
+            print(f"    {r['diagnostic'][:200]} {c.get('profile_error', '')[:200]}")
+
+
+def fidelity(args) -> None:
+    import torch
+    import triton.testing
+
+    shapes = ["4096x4096x4096", "8192x8192x8192"]
+    medians: dict[str, list[float]] = {s: [] for s in shapes}
+    for i in range(args.runs):
+        summary = flopwatch("--variant", "torch_ref", "--budget", str(args.budget), "--no-report",
+                            *sum((["--shape", s] for s in shapes), []), log=f"fidelity_{i}.log")
+        for r in summary["results"]:
+            if r["device"].startswith("cuda") and r["status"] == "ok":
+                medians["x".join(p.split("=")[1] for p in r["shape"].split(","))].append(r["median_s"])
+    rows = []
+    for s in shapes:
+        m, n, k = (int(v) for v in s.split("x"))
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16) / 10
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / 10
+        c = torch.empty(m, n, device="cuda", dtype=torch.float32)
+
+        def call() -> None:
+            c.copy_(torch.matmul(a, b.T))
+
+        # do_bench flushes L2 between repetitions (its own 256 MB buffer) and returns ms.
+        indep = triton.testing.do_bench(call, warmup=200, rep=2000, return_mode="median") / 1e3
+        fw = medians[s]
+        med = statistics.median(fw)
+        spread = (max(fw) - min(fw)) / med * 100 if fw else float("nan")
+        rows.append({"shape": s, "flopwatch_runs_s": fw, "flopwatch_median_s": med, "do_bench_s": indep,
+                     "diff_pct": (med - indep) / indep * 100, "spread_pct": spread,
+                     "tflops": 2 * m * n * k / med / 1e12})
+    (OUT / "fidelity.json").write_text(json.dumps(rows, indent=1))
+    print(f"\n{'shape':16} {'flopwatch median':>17} {'do_bench':>10} {'diff':>7} {'TFLOP/s':>8} "
+          f"{'5-run spread':>13}")
+    for r in rows:
+        print(f"{r['shape']:16} {r['flopwatch_median_s'] * 1e3:>14.3f} ms {r['do_bench_s'] * 1e3:>7.3f} ms "
+              f"{r['diff_pct']:>6.2f}% {r['tflops']:>8.1f} {r['spread_pct']:>12.2f}%")
+        print("   runs (ms): " + ", ".join(f"{x * 1e3:.3f}" for x in r["flopwatch_runs_s"]))
+
+
+def broken(args) -> None:
+    bad = flopwatch("--kernels", "tests/broken_kernels_cuda", "--budget", "0.5", "--no-report", log="broken.log")
+    good = flopwatch("--variant", "cuda_smem_tiled", "--shape", "4096x4096x4096", "--budget", "0.5",
+                     "--no-report", log="after_broken.log")
+    (OUT / "broken.json").write_text(json.dumps({"broken": bad, "after": good}, indent=1))
+    print(f"\nbroken set: exit {bad['exit']}")
+    for r in bad["results"]:
+        if r["device"].startswith("cuda") and r["variant"].startswith("cuda_"):
+            print(f"  {r['variant']:24} {r['status']:10} {r['diagnostic'][:150]}")
+    print(f"next run on the same GPU: exit {good['exit']}")
+    for r in good["results"]:
+        if r["device"].startswith("cuda"):
+            print(f"  {r['variant']:24} {r['status']:10} {_rate(r)}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("step", choices=["suite", "fidelity", "broken"])
+    p.add_argument("--budget", type=float, default=2.0)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--shape", action="append", default=[])
+    args = p.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    {"suite": suite, "fidelity": fidelity, "broken": broken}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Build a small benchmarked repository with real git history (gitpython) for pipeline tests:
+two good CPU variants, the torch peer, and a chosen subset of the broken-kernel set."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFIG = """\
+kernels = ["kernels"]
+[shape_sets]
+tiny = [[128, 128, 128], [192, 256, 64]]
+[defaults]
+timing_budget_s = 0.2
+"""
+
+
+def make_suite_repo(path: Path, broken: tuple[str, ...] = (), good: tuple[str, ...] = ("cpp_naive", "cpp_blocked")) -> git.Repo:
+    """A git repo at `path` with the named good and broken variants; shapes from `tiny`."""
+    kernels = path / "kernels" / "gemm"
+    kernels.mkdir(parents=True)
+    for name in (*good, "torch_ref"):
+        shutil.copytree(ROOT / "kernels" / "gemm" / name, kernels / name)
+        manifest = kernels / name / "variant.toml"
+        manifest.write_text(manifest.read_text().replace('shapes = "gemm_cpu"', 'shapes = "tiny"'))
+    for name in broken:
+        shutil.copytree(ROOT / "tests" / "broken_kernels" / "gemm" / name, kernels / name)
+    (path / "flopwatch.toml").write_text(CONFIG)
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Kernel Dev")
+        cw.set_value("user", "email", "dev@example.com")
+    repo.index.add([str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".git" not in p.parts])
+    repo.index.commit("suite <with> & 'quotes'")
+    return repo
