@@ -113,7 +113,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
              for v in variants if _toolchain_ident(session, v)}
     builds, artifacts = _build_all(session, plans, outcome)
     outcome.builds = builds
-    pending = []
+    pending, submitted = [], {}
     for job in jobs:
         v = next(x for x in variants if x.name == job.variant)
         pre = _precheck(session, v, job, builds.get(v.name))
@@ -128,15 +128,31 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
         settings = {"timing": _timing(config, options), "timeout_s": options.timeout_s, "threads": options.threads,
                     "profile": options.profile,
                     "device_key": _device_key(session, job.device_kind)}
-        pending.append(cluster.submit_run(job, v, builds[v.name], artifacts[v.name], settings))
+        ref = cluster.submit_run(job, v, builds[v.name], artifacts[v.name], settings)
+        pending.append(ref)
+        submitted[ref] = (job, v, builds[v.name])
     with session.progress.task(f"run {info.short}", len(pending)) as advance:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
-            r = Result.from_dict(ray.get(ready[0]))
+            r = _collect(session, ready[0], *submitted[ready[0]])
             keep(r)
             advance(f"{r.variant} {r.shape} {r.status}")
     store.finish_run(run_id)
     return outcome
+
+
+def _collect(session: Session, ref, job: Job, v: Variant, build: BuildResult) -> Result:
+    """The result of a run task; a task that itself failed (a node lost, a bug on the node)
+    still becomes a recorded `crashed` result, so the driver and the other jobs go on."""
+    try:
+        return Result.from_dict(ray.get(ref))
+    except (ray.exceptions.RayError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        return Result(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
+                      device=_device_key(session, job.device_kind), status=status.CRASHED, peer=v.peer,
+                      build_hash=build.build_hash, toolchain=build.toolchain,
+                      diagnostic=f"the run task failed on its node: {type(exc).__name__}: "
+                                 f"{first[-1] if first else ''}"[:600], stderr_tail=str(exc)[-4000:])
 
 
 def _wanted(job: Job, options: RunOptions) -> bool:

@@ -59,9 +59,15 @@ def profile_cuda(work: Path, spec_file: str, timeout_s: float, env: dict) -> tup
     outcome = run_child(argv, timeout_s, work, env)
     if not csv_path.exists():
         return {}, f"ncu wrote no report (exit {outcome.returncode}): {outcome.stderr_tail[-500:]}"
-    launches = ncu.parse_raw_csv(csv_path.read_text())
+    text = csv_path.read_text()
+    try:
+        launches = ncu.parse_raw_csv(text)
+    except ValueError:
+        launches = []
     if not launches:
-        return {}, "ncu profiled no kernel inside the timed range"
+        # e.g. a device-to-device copy done by a copy engine launches no kernel at all
+        notes = [line for line in text.splitlines() if line.startswith("==")][-3:]
+        return {}, "ncu profiled no kernel inside the timed range: " + " ".join(notes)[:400]
     counters = combine([metrics.derive(launch.metrics, table) for launch in launches])
     counters["kernel_names"] = sorted({launch.kernel for launch in launches})[:8]
     return counters, ""

@@ -82,10 +82,14 @@ def _profile(work: Path, spec: dict, kind: str, timeout: float, dev: dict) -> di
     (work / "profile_spec.json").write_text(json.dumps({**spec, "mode": "profile"}))
     # Profilers replay each kernel once per counter pass: allow far more time than a timing run.
     limit = max(600.0, 10 * timeout)
-    if kind == "cuda":
-        counters, problem = profile.profile_cuda(work, "profile_spec.json", limit, _child_env())
-    else:
-        counters, problem = profile.profile_rocm(work, "profile_spec.json", limit, _child_env(), dev.get("arch", ""))
+    try:
+        if kind == "cuda":
+            counters, problem = profile.profile_cuda(work, "profile_spec.json", limit, _child_env())
+        else:
+            counters, problem = profile.profile_rocm(work, "profile_spec.json", limit, _child_env(),
+                                                     dev.get("arch", ""))
+    except Exception as exc:  # a profiler problem must not cost the timing result
+        counters, problem = {}, f"{type(exc).__name__}: {exc}"
     return {**counters, **({"profile_error": problem} if problem else {})}
 
 
