@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from pipeline.store import Store
 from pipeline.summary import format_rate, sort_rows, with_peer
-from reports import figures
+from reports import figures, history_pages
 from workers import status
 
 _ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
@@ -27,8 +27,9 @@ def commit_page_name(sha: str) -> str:
     return f"commit-{sha[:12]}.html"
 
 
-def write_site(store: Store, site: Path, extra_pages: dict | None = None) -> Path:
-    """(Re)write the whole site from the store; returns the index path."""
+def write_site(store: Store, site: Path, extra_pages: dict | None = None, order: list[str] | None = None) -> Path:
+    """(Re)write the whole site from the store; returns the index path. `order` is the
+    first-parent line (SHAs, oldest first) that orders the history pages, when known."""
     site.mkdir(parents=True, exist_ok=True)
     assets = site / "assets"
     assets.mkdir(exist_ok=True)
@@ -41,10 +42,11 @@ def write_site(store: Store, site: Path, extra_pages: dict | None = None) -> Pat
         _render(site / commit_page_name(c["sha"]), "commit.html.j2", commit=commit, rows=rows,
                 failures=_failure_panels(rows), failing=status.FAILURES)
         pages.append({"commit": commit, "rows": rows, "page": commit_page_name(c["sha"])})
+    extra = {**history_pages.write_pages(store, site, order), **(extra_pages or {})}
     latest = pages[0] if pages else None
     index = site / "index.html"
     _render(index, "index.html.j2", latest=latest, commits=pages, failing=status.FAILURES,
-            extra=extra_pages or {})
+            extra=extra)
     return index
 
 

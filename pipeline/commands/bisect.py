@@ -1,0 +1,111 @@
+"""flopwatch bisect --good REV --bad REV --variant NAME: find the commit that made it slower."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+from pipeline import bisect as bis
+from pipeline import checkout, cluster, history
+from pipeline import compare as cmp
+from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.stats import parse_threshold
+from pipeline.summary import shape_label
+from workers import status
+
+HELP = "bisect first-parent history for the commit that slowed one variant down"
+DEFAULT_PROBE_BUDGET_S = 0.5
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--good", required=True, help="a revision without the regression")
+    p.add_argument("--bad", required=True, help="a later revision with it")
+    p.add_argument("--shape", help="shape key or label (default: the variant's first shape)")
+    p.add_argument("--metric", choices=("tflops", "time"), default="tflops",
+                   help="what regressed; both are judged on run-time samples (same flops per call)")
+    p.add_argument("--threshold", default="5%", help="smallest slowdown that counts (default 5%%)")
+    p.add_argument("--max-evals", type=int, help="stop after evaluating this many commits")
+    p.add_argument("--max-repeats", type=int, default=3, help="measurements of one commit while unsure")
+    p.add_argument("--no-report", action="store_true", help="do not write the site")
+    add_measure_options(p)  # gives --variant (repeatable); bisect takes exactly one
+
+
+def bisect_series(session: Session, repo, good: str, bad: str, variant: str, shape: str | None,
+                  threshold: float, options: RunOptions, max_evals: int | None = None,
+                  max_repeats: int = 3) -> bis.Report:
+    """Bisect one series with run_commit as the measurement; builds come from the cache."""
+    commits = [checkout.commit_info(repo, good)] + checkout.first_parent_range(repo, good, bad)
+    chosen = {"shape": shape}
+    rows: dict[str, dict] = {}
+
+    def evaluate(sha: str) -> bis.Measurement:
+        opts = dataclasses.replace(options, only=(variant,), shapes=(chosen["shape"],) if chosen["shape"] else ())
+        results = [r.to_dict() for r in run_commit(session, repo, sha, opts).results if r.variant == variant]
+        if not results:
+            return bis.Measurement(sha, False, reason=f"no variant {variant!r} at this commit")
+        if chosen["shape"] is None:  # the first call fixes the series to bisect
+            chosen["shape"] = min(r["shape"] for r in results)
+        mine = [r for r in results if r["shape"] == chosen["shape"] or shape_label(r["shape"]) == chosen["shape"]]
+        if not mine:
+            return bis.Measurement(sha, False, reason=f"no shape {chosen['shape']} at this commit")
+        r = mine[0]
+        rows[sha] = r
+        if r["status"] != status.OK:
+            return bis.Measurement(sha, False, reason=f"{r['status']}: {(r['diagnostic'] or '')[:200]}")
+        return bis.Measurement(sha, True, tuple(r["samples_s"]))
+
+    search = bis.Bisection([c.sha for c in commits], evaluate, threshold, max_repeats, max_evals)
+    outcome = search.run()
+    culprit = None
+    if outcome.first_bad:
+        culprit = _culprit(repo, outcome.first_bad, rows.get(outcome.last_good), rows.get(outcome.first_bad))
+    return bis.Report(variant, chosen["shape"] or "", threshold, tuple((c.sha, c.subject) for c in commits),
+                      outcome, culprit)
+
+
+def _culprit(repo, sha: str, before: dict | None, after: dict | None) -> bis.Culprit:
+    info = checkout.commit_info(repo, sha)
+    parent = info.parents[0] if info.parents else None
+    diffstat = repo.git.diff("--stat", parent, sha) if parent else repo.git.show("--stat", "--format=", sha)
+    moved = cmp.moved(cmp.pool([before])[cmp.series_key(before)], cmp.pool([after])[cmp.series_key(after)]) \
+        if before and after else ()
+    return bis.Culprit(info.sha, info.subject, info.author, info.authored_at, diffstat, moved)
+
+
+def main(args) -> int:
+    try:
+        threshold = parse_threshold(args.threshold)
+    except ValueError as exc:
+        print(f"flopwatch bisect: error: {exc}", file=sys.stderr)
+        return 2
+    if len(args.variant) != 1:
+        print("flopwatch bisect: error: give exactly one --variant", file=sys.stderr)
+        return 2
+    repo, work = workdir(args)
+    options = dataclasses.replace(run_options(args, "bisect"),
+                                  budget_s=args.budget if args.budget is not None else DEFAULT_PROBE_BUDGET_S)
+    session = open_session(args, work)
+    try:
+        shape = options.shapes[0] if options.shapes else None  # normalised by run_options (512x512 → 512×512)
+        report = bisect_series(session, repo, args.good, args.bad, args.variant[0], shape, threshold,
+                               options, args.max_evals, args.max_repeats)
+    finally:
+        cluster.shutdown(session.cluster_info)
+    if not args.no_report:
+        from reports.history_pages import write_bisect_page
+        from reports.site import write_site
+
+        site = site_path(args, work)
+        page = write_bisect_page(site, report)  # first, so that the index links it
+        write_site(session.store, site, order=history.first_parent_shas(repo, args.bad))
+        print(f"report: {page}", file=sys.stderr)
+    session.store.close()
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), default=str))
+    else:
+        print(bis.render_text(report))
+    if not report.outcome.reproduced:
+        return 0
+    return 1 if report.outcome.first_bad or report.outcome.candidates else 0

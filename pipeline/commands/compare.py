@@ -1,0 +1,81 @@
+"""flopwatch compare BASE HEAD: measure both revisions interleaved and report what changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+
+from pipeline import checkout, cluster, github, history
+from pipeline import compare as cmp
+from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.runflow import run_commit
+from pipeline.stats import parse_threshold
+
+HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
+# A short budget per round: the rounds, not one long run, are what makes drift cancel.
+DEFAULT_ROUND_BUDGET_S = 0.5
+
+
+def add_arguments(p) -> None:
+    p.add_argument("base", help="base revision (e.g. the PR's merge base)")
+    p.add_argument("head", help="head revision")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per revision (default 3)")
+    p.add_argument("--threshold", default="3%", help="smallest change that counts (default 3%%)")
+    p.add_argument("--shape", action="append", default=[], help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
+    p.add_argument("--pr", type=int, help="create or update the comparison comment on this pull request")
+    p.add_argument("--repo-slug", default=os.environ.get("GITHUB_REPOSITORY"),
+                   help="owner/name for --pr (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--no-report", action="store_true", help="do not write the site")
+    add_measure_options(p)
+
+
+def main(args) -> int:
+    try:
+        threshold = parse_threshold(args.threshold)
+    except ValueError as exc:
+        print(f"flopwatch compare: error: {exc}", file=sys.stderr)
+        return 2
+    if args.rounds < 1:
+        print("flopwatch compare: error: --rounds must be at least 1", file=sys.stderr)
+        return 2
+    if args.pr is not None and not (args.repo_slug and os.environ.get("GITHUB_TOKEN")):
+        print("flopwatch compare: error: --pr needs GITHUB_TOKEN and --repo-slug or $GITHUB_REPOSITORY",
+              file=sys.stderr)
+        return 2
+    repo, work = workdir(args)
+    base, head = checkout.commit_info(repo, args.base), checkout.commit_info(repo, args.head)
+    options = dataclasses.replace(run_options(args, "compare"),
+                                  budget_s=args.budget if args.budget is not None else DEFAULT_ROUND_BUDGET_S)
+    session = open_session(args, work)
+    try:
+        base_rows, head_rows = cmp.interleave(
+            lambda rev: [r.to_dict() for r in run_commit(session, repo, rev, options).results],
+            base.sha, head.sha, args.rounds)
+    finally:
+        cluster.shutdown(session.cluster_info)
+    rows = cmp.compare_sides(cmp.pool(base_rows), cmp.pool(head_rows), threshold)
+    report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
+    markdown = cmp.render_markdown(report)
+    if not args.no_report:
+        from reports.history_pages import compare_page_name, write_compare_page
+        from reports.site import write_site
+
+        site = site_path(args, work)
+        write_compare_page(site, report)  # first, so that the index links it
+        write_site(session.store, site, order=history.first_parent_shas(repo, head.sha))
+        print(f"report: {site / compare_page_name(base.sha, head.sha)}", file=sys.stderr)
+    session.store.close()
+    github.write_step_summary(markdown)
+    if args.pr is not None:
+        try:
+            result = github.upsert_comment(github.api_from_env(), args.repo_slug, args.pr, markdown)
+            print(f"PR comment {'created' if result.created else 'updated'}: {result.html_url}", file=sys.stderr)
+        except github.GitHubError as exc:
+            print(f"flopwatch compare: warning: {exc}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), default=str))
+    else:
+        print(markdown)
+    return cmp.exit_status(report)

@@ -1,0 +1,56 @@
+"""flopwatch detect: find slowdown steps in every stored series and record them as regressions."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pipeline import history
+from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
+from pipeline.regressions_store import RegressionStore
+from pipeline.stats import parse_threshold
+from pipeline.store import Store
+
+HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
+
+
+def add_arguments(p) -> None:
+    add_repo_options(p)
+    p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
+    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
+    p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
+
+
+def detect(store: Store, order: list[str], threshold: float) -> list[tuple]:
+    """Detect and store; returns (Regression as stored, is_new) per step found."""
+    found = history.find_regressions(history.load(store, order), threshold)
+    table = RegressionStore(store)
+    return [table.record(r) for r in found]
+
+
+def main(args) -> int:
+    try:
+        threshold = parse_threshold(args.threshold)
+    except ValueError as exc:
+        print(f"flopwatch detect: error: {exc}", file=sys.stderr)
+        return 2
+    repo, work = workdir(args)
+    order = history.first_parent_shas(repo, args.branch)
+    from reports import history_pages, site
+
+    with Store(db_path(args, work)) as store:
+        recorded = detect(store, order, threshold)
+        out = site_path(args, work)
+        if args.no_report:
+            history_pages.write_feed(store, out)
+        else:
+            site.write_site(store, out, order=order)
+    if args.json:
+        print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
+    else:
+        for r, new in recorded:
+            print(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: {r.change:+.1%} "
+                  f"between {r.good_sha[:10]} and {r.bad_sha[:10]}")
+        print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
+    return 0

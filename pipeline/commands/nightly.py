@@ -1,0 +1,80 @@
+"""flopwatch nightly: measure the branch head, detect regressions, bisect the new ones, publish."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from pipeline import checkout, cluster, history
+from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
+from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.commands.detect import detect
+from pipeline.regressions_store import RegressionStore
+from pipeline.runflow import run_commit
+from pipeline.stats import parse_threshold
+from pipeline.summary import exit_code
+
+HELP = "nightly: run the branch head, detect change points, bisect new regressions, regenerate the site"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
+    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many new regressions")
+    p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
+    add_measure_options(p)
+
+
+def main(args) -> int:
+    try:
+        threshold = parse_threshold(args.threshold)
+    except ValueError as exc:
+        print(f"flopwatch nightly: error: {exc}", file=sys.stderr)
+        return 2
+    repo, work = workdir(args)
+    head = checkout.commit_info(repo, args.branch)
+    order = history.first_parent_shas(repo, head.sha)
+    session = open_session(args, work)
+    try:
+        outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
+        print(f"measured {head.short} {head.subject}: {len(outcome.results)} result(s)")
+        recorded = detect(session.store, order, threshold)
+        new = sorted((r for r, is_new in recorded if is_new and not r.culprit_sha), key=lambda r: r.change)
+        print(f"{len(recorded)} regression(s) in history, {len(new)} new")
+        probe = dataclasses.replace(run_options(args, "bisect"),
+                                    budget_s=args.budget if args.budget is not None else DEFAULT_PROBE_BUDGET_S)
+        table = RegressionStore(session.store)
+        for r in new[: args.max_bisects]:
+            _bisect_one(session, repo, r, threshold, probe, args.max_evals, table, site_path(args, work))
+        for r in new[args.max_bisects:]:
+            print(f"not bisected (over --max-bisects): {r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]}")
+    finally:
+        cluster.shutdown(session.cluster_info)
+    from reports.site import write_site
+
+    index = write_site(session.store, site_path(args, work), order=order)
+    session.store.close()
+    failing = exit_code([r.to_dict() for r in outcome.results])
+    print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
+    # 0 even with regressions: the workflow publishes the site in the next step, and the site
+    # and regressions.json are where the news goes. 2 stays for usage errors.
+    return 0
+
+
+def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) -> None:
+    """Name the culprit of one regression: adjacent ends need no search; otherwise bisect."""
+    from pipeline.bisect import render_text
+    from reports.history_pages import write_bisect_page
+
+    between = checkout.first_parent_range(repo, r.good_sha, r.bad_sha)
+    if len(between) == 1:
+        table.set_culprit(r.id, r.bad_sha, {"message": "adjacent commits: the bad end is the culprit",
+                                            "evaluations": 0})
+        print(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)")
+        return
+    report = bisect_series(session, repo, r.good_sha, r.bad_sha, r.variant, r.shape, threshold, options, max_evals)
+    write_bisect_page(site, report)
+    o = report.outcome
+    table.set_culprit(r.id, o.first_bad, {"message": o.message, "evaluations": o.evaluations,
+                                          "candidates": list(o.candidates), "skipped": list(o.skipped)})
+    print(render_text(report))

@@ -1,0 +1,261 @@
+"""Base-versus-head comparison: interleaved measurement, the comparison table, its markdown.
+
+Measurement alternates the two revisions in rounds, and reverses the order every other round
+(A B, B A, A B, ...), so a linear drift of the machine (thermal, a neighbour's load) adds the
+same amount to both sides instead of always to the one measured second. Samples of one series
+are pooled across rounds before the statistics of `pipeline.stats.compare_samples` run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline import stats, summary
+from pipeline.summary import shape_label
+from workers import status
+
+NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
+# Table order: what blocks a merge first, then what needs a look, then the rest.
+_ORDER = {NEWLY_FAILING: 0, stats.SLOWER: 1, stats.UNSURE: 2, stats.FASTER: 3, NEWLY_FIXED: 4,
+          STILL_FAILING: 5, stats.SAME: 6, ADDED: 7, REMOVED: 8}
+# Counters are measured and jitter a little; below this relative change they did not "move".
+COUNTER_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Side:
+    """One revision's view of one series: samples pooled over rounds (ok runs only), the
+    status (ok when any round was ok, else the last round's), work per call, and the static
+    resources and counters of the last ok round."""
+
+    status: str
+    samples: tuple[float, ...] = ()
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+    resources: dict | None = None
+    counters: dict | None = None
+    diagnostic: str = ""
+    round_medians: tuple[float, ...] = ()
+
+    def as_row(self) -> dict:
+        """The fields `pipeline.summary` needs to compute and format a rate."""
+        median = float(np.median(self.samples)) if self.samples else None
+        return {"median_s": median, "flops": self.flops, "bytes_moved": self.bytes_moved}
+
+    @property
+    def rate(self) -> float | None:
+        """Work per second at the median (FLOP/s, or B/s for ops without arithmetic)."""
+        return summary.rate(self.as_row())
+
+
+@dataclass(frozen=True)
+class Moved:
+    """Something other than time that differs between the sides, as display strings."""
+
+    name: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One series of the table. kind is a stats verdict or one of the failure transitions;
+    comparison is set whenever both sides have samples."""
+
+    variant: str
+    shape: str
+    dtype: str
+    device: str
+    kind: str
+    base: Side | None
+    head: Side | None
+    comparison: stats.Comparison | None = None
+    moved: tuple[Moved, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    base_sha: str
+    base_subject: str
+    head_sha: str
+    head_subject: str
+    threshold: float
+    rounds: int
+    rows: tuple[Row, ...]
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [r for r in self.rows if r.kind in (stats.SLOWER, NEWLY_FAILING)]
+
+
+def interleave(measure: Callable[[str], list[dict]], base: str, head: str, rounds: int) -> tuple[list, list]:
+    """Call measure(rev) for both revisions `rounds` times, order reversed every other round."""
+    got: dict[str, list[dict]] = {base: [], head: []}
+    for r in range(rounds):
+        for rev in ((base, head) if r % 2 == 0 else (head, base)):
+            got[rev].extend(measure(rev))
+    return got[base], got[head]
+
+
+def series_key(row: dict) -> tuple[str, str, str, str]:
+    return row["variant"], row["shape"], row["dtype"], row["device"]
+
+
+def pool(rows: Iterable[dict]) -> dict[tuple, Side]:
+    """Pool result rows (store rows or Result dicts) of one revision into a Side per series."""
+    grouped: dict[tuple, list[dict]] = {}
+    for row in rows:
+        grouped.setdefault(series_key(row), []).append(row)
+    out = {}
+    for key, group in grouped.items():
+        ok = [g for g in group if g["status"] == status.OK]
+        last = ok[-1] if ok else group[-1]
+        per_round = [g.get("samples") or g.get("samples_s") or () for g in ok]
+        samples = tuple(s for r in per_round for s in r)
+        out[key] = Side(last["status"], samples, last.get("flops") or 0.0, last.get("bytes_moved") or 0.0,
+                        last.get("resources") or {}, last.get("counters") or {}, last.get("diagnostic") or "",
+                        tuple(float(np.median(r)) for r in per_round if len(r)))
+    return out
+
+
+def flatten_numeric(tree, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of nested dicts/lists as {"a.b.c": value}; backends shape their static
+    analysis differently, so nothing here assumes a layout."""
+    if isinstance(tree, bool):
+        return {}
+    if isinstance(tree, (int, float)):
+        return {prefix: float(tree)}
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
+    out: dict[str, float] = {}
+    for k, v in items:
+        out.update(flatten_numeric(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def format_value(name: str, value: float) -> str:
+    """VGPR counts as integers, LDS and other byte sizes in KiB, percentages with %."""
+    leaf = name.rsplit(".", 1)[-1].lower()
+    if "pct" in leaf or leaf.endswith("_rate"):
+        return f"{value:.0f}%"
+    if ("lds" in leaf or "bytes" in leaf or "smem" in leaf) and value >= 1024:
+        return f"{value / 1024:g} KiB"
+    return f"{value:g}"
+
+
+def moved(base: Side, head: Side) -> tuple[Moved, ...]:
+    """Resources that differ at all (they are static), counters that differ by more than
+    COUNTER_TOLERANCE relative (they are measured)."""
+    out = []
+    for field_name, tolerance in (("resources", 0.0), ("counters", COUNTER_TOLERANCE)):
+        before = flatten_numeric(getattr(base, field_name) or {})
+        after = flatten_numeric(getattr(head, field_name) or {})
+        for name in sorted(set(before) | set(after)):
+            b, a = before.get(name), after.get(name)
+            if b is not None and a is not None and abs(a - b) <= tolerance * max(abs(a), abs(b)):
+                continue
+            out.append(Moved(name, "—" if b is None else format_value(name, b),
+                             "—" if a is None else format_value(name, a)))
+    return tuple(out)
+
+
+def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float) -> list[Row]:
+    """One Row per series on either side, ordered regressions first (then by change)."""
+    rows = []
+    for key in sorted(set(base) | set(head)):
+        b, h = base.get(key), head.get(key)
+        comparison = None
+        if b and h and b.samples and h.samples:
+            comparison = compare_rounds(b, h, threshold)
+        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else ()))
+    return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
+
+
+def compare_rounds(base: Side, head: Side, threshold: float) -> stats.Comparison:
+    """`stats.compare_samples` on the pooled samples, then a check across rounds.
+
+    Samples of one run share that run's conditions (frequency, a neighbour's load), so pooled
+    samples are not independent and their CI can be too narrow: on a busy 2-core machine one
+    disturbed round alone can push a no-change comparison past 3%. So a slower/faster verdict
+    stands only when every round pair (round i of head against round i of base) moves beyond
+    the threshold in that direction; otherwise it becomes unsure, with the rounds in the reason.
+    """
+    c = stats.compare_samples(base.samples, head.samples, threshold)
+    pairs = list(zip(base.round_medians, head.round_medians))
+    if c.verdict not in (stats.SLOWER, stats.FASTER) or len(pairs) < 2:
+        return c
+    ratios = [h / b for b, h in pairs]
+    agree = all(r > 1 + threshold for r in ratios) if c.verdict == stats.SLOWER else \
+        all(r < 1 - threshold for r in ratios)
+    if agree:
+        return c
+    changes = ", ".join(f"{1 / r - 1:+.1%}" for r in ratios)
+    return dataclasses.replace(c, verdict=stats.UNSURE,
+                               reason=f"pooled samples say {c.verdict} but the rounds disagree ({changes})")
+
+
+def _kind(b: Side | None, h: Side | None, comparison) -> str:
+    bad_b = b is not None and b.status in status.FAILURES
+    bad_h = h is not None and h.status in status.FAILURES
+    if bad_h and not bad_b:
+        return NEWLY_FAILING
+    if bad_b and not bad_h and h is not None:
+        return NEWLY_FIXED
+    if bad_b and bad_h:
+        return STILL_FAILING
+    if comparison is not None:
+        return comparison.verdict
+    return REMOVED if h is None else ADDED if b is None else stats.SAME
+
+
+def exit_status(report: Report) -> int:
+    """1 on a significant slowdown or a newly failing variant, else 0."""
+    return 1 if report.regressions else 0
+
+
+def format_rate(side: Side | None) -> str:
+    if side is None:
+        return "—"
+    return summary.format_rate(side.as_row()) if side.rate is not None else side.status
+
+
+def md_escape(text: str) -> str:
+    """Text safe inside a markdown table cell of a PR comment: no HTML, no cell breaks."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _change_cells(c: stats.Comparison | None) -> tuple[str, str]:
+    if c is None:
+        return "", ""
+    return f"{c.change:+.1%}", f"[{c.change_lo:+.1%}, {c.change_hi:+.1%}]"
+
+
+def render_markdown(report: Report, page_url: str = "") -> str:
+    """The comparison as a markdown table for a PR comment or a job summary."""
+    n_slow = sum(r.kind == stats.SLOWER for r in report.rows)
+    n_fail = sum(r.kind == NEWLY_FAILING for r in report.rows)
+    head = "regressions found" if report.regressions else "no regressions"
+    lines = [f"### flopwatch: {head}",
+             (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
+              f"{md_escape(report.head_subject)}"), "",
+             (f"threshold ±{report.threshold:.1%}; {report.rounds} interleaved round(s); "
+              f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), "",
+             "| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report.rows:
+        change, ci = _change_cells(r.comparison)
+        others = "; ".join(f"{m.name} {m.before} → {m.after}" for m in r.moved[:6])
+        if r.kind == NEWLY_FAILING and r.head:
+            others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
+        verdict = f"**{r.kind}**" if r.kind in (stats.SLOWER, NEWLY_FAILING) else r.kind
+        cells = [verdict, md_escape(r.variant), shape_label(r.shape), md_escape(r.dtype),
+                 md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
+                 md_escape(others)]
+        lines.append("| " + " | ".join(cells) + " |")
+    if page_url:
+        lines += ["", f"[full report]({page_url})"]
+    return "\n".join(lines) + "\n"
