@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what flopwatch needs on a fresh Debian-based machine (run as root for the apt part):
+# the CPU build of torch, flopwatch itself with its test extras, the gfx942 cross toolchain
+# (clang-19 + HIP headers + device libraries), cuobjdump for SASS histograms, and Chromium for
+# the browser test. GPU nodes install their own CUDA or ROCm torch first (see README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo"; fi
+if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends binutils >/dev/null
+  # Optional extras: where a distribution lacks them, the tests that need them skip and say why.
+  $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+    || echo "setup: Chromium not installed; the browser test will skip" >&2
+  $SUDO env FLOPWATCH_HIP_DEVLIB="${FLOPWATCH_HIP_DEVLIB:-$HOME/.cache/flopwatch/amdgcn-bitcode}" \
+    bash tools/install-hip-cross.sh >/dev/null \
+    || echo "setup: gfx942 cross toolchain not installed; hip builds will be skipped" >&2
+else
+  echo "setup: no root or apt-get: skipping the gfx942 toolchain and Chromium (their tests skip)" >&2
+fi
+
+# The CPU wheel of torch first: a bare `torch` requirement would pull a multi-GB CUDA build.
+python3 -c "import torch" 2>/dev/null || python3 -m pip install -q "torch==2.13.0"
+python3 -m pip install -q -e ".[test]"
+python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
