@@ -2,7 +2,8 @@
 
 import pytest
 
-from workers.cuda import expr, launch_expr, metrics
+from workers import formula as expr
+from workers.cuda import launch_expr, metrics
 
 
 def test_table_names_and_required_metrics():

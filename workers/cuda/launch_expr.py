@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from workers.cuda.expr import ExpressionError, evaluate
+from workers.formula import ExpressionError, evaluate
 
 FUNCTIONS = {"ceil": math.ceil, "floor": math.floor, "min": min, "max": max}
 

@@ -1,27 +1,26 @@
 """Evaluate the counter formulas of ``counters_<arch>.toml`` for one dispatch.
 
-Formulas are parsed with ``ast`` and walked by a tiny interpreter that knows numbers, names,
-parentheses and + - * / (and unary minus): nothing from the file can call a function or
-reach an attribute. A division by zero yields None, as rocprofiler-compute's
+Formulas are evaluated by the project's safe evaluator (``workers.formula``, shared with the
+ncu metric table): numbers, names, parentheses and + - * /, no function the table does not
+allow, no attribute access. A division by zero yields None, as rocprofiler-compute's
 ``... if (denominator != 0) else None`` does.
 """
 from __future__ import annotations
 
-import ast
 import csv
 import io
-import operator
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from workers.formula import evaluate as formula_eval
+from workers.formula import names as formula_var_names
+
 from .rocprof import Dispatch
 
 _HERE = Path(__file__).resolve().parent
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv}
 _CHANNEL = re.compile(r"^(?P<name>[A-Za-z0-9_]+)\[(?P<index>\d+)\]$")
 DISPATCH_FIELDS = ("Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "VGPR_Count",
                    "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size", "Grid_Size")
@@ -46,10 +45,6 @@ class MetricTable:
     metrics: dict[str, MetricDef]
 
 
-class _ZeroDivision(Exception):
-    pass
-
-
 def load_metric_table(arch: str = "gfx942", path: Path | None = None) -> MetricTable:
     """Read ``counters_<arch>.toml`` (next to this module unless ``path`` is given)."""
     path = path or _HERE / f"counters_{arch}.toml"
@@ -59,9 +54,9 @@ def load_metric_table(arch: str = "gfx942", path: Path | None = None) -> MetricT
 
 
 def formula_names(formula: str) -> set[str]:
-    """Every variable name a formula reads (validates the formula too)."""
-    tree = _parse(formula)
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    """Every variable name a formula reads (raises ExpressionError, a ValueError, when the
+    formula does not parse)."""
+    return set(formula_var_names(formula))
 
 
 def required_counters(table: MetricTable, metric_names: list[str]) -> list[str]:
@@ -73,43 +68,15 @@ def required_counters(table: MetricTable, metric_names: list[str]) -> list[str]:
     return sorted(needed - set(table.constants) - set(DISPATCH_FIELDS))
 
 
-def _parse(formula: str) -> ast.Expression:
-    tree = ast.parse(formula, mode="eval")
-    for node in ast.walk(tree):
-        allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant,
-                   ast.USub, ast.UAdd, *_BINARY)
-        if not isinstance(node, allowed):
-            raise ValueError(f"not allowed in a counter formula: {type(node).__name__} "
-                             f"in {formula!r}")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise ValueError(f"only numeric constants are allowed: {formula!r}")
-    return tree
-
-
-def _walk(node: ast.AST, values: Mapping[str, float]) -> float:
-    if isinstance(node, ast.Expression):
-        return _walk(node.body, values)
-    if isinstance(node, ast.Constant):
-        return float(node.value)
-    if isinstance(node, ast.Name):
-        if node.id not in values:
-            raise KeyError(f"counter or constant {node.id!r} was not collected")
-        return float(values[node.id])
-    if isinstance(node, ast.UnaryOp):
-        inner = _walk(node.operand, values)
-        return -inner if isinstance(node.op, ast.USub) else inner
-    left, right = _walk(node.left, values), _walk(node.right, values)
-    if isinstance(node.op, ast.Div) and right == 0:
-        raise _ZeroDivision
-    return _BINARY[type(node.op)](left, right)
-
-
 def evaluate(formula: str, values: Mapping[str, float]) -> float | None:
-    """Value of ``formula`` over ``values``; None on division by zero; KeyError when a name
-    is missing."""
+    """Value of ``formula`` over ``values`` (the shared safe evaluator, ``workers.formula``);
+    None on division by zero; KeyError when a counter or constant is missing."""
+    missing = [n for n in formula_names(formula) if n not in values]
+    if missing:
+        raise KeyError(f"counter or constant {missing[0]!r} was not collected")
     try:
-        return _walk(_parse(formula), values)
-    except _ZeroDivision:
+        return float(formula_eval(formula, values))
+    except ZeroDivisionError:
         return None
 
 

@@ -1,0 +1,82 @@
+"""The bundled GPU variants on a machine without a GPU: every hip variant builds for gfx942 and
+every cuda variant for sm_90a, and the commit page of that run shows their static analysis
+(VGPRs, AGPRs, LDS, spills, occupancy, MFMA count; registers, shared memory, tensor
+instructions) per variant, before any GPU has run them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+
+from pipeline import cluster
+from pipeline.progress import Progress
+from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.store import Store
+from reports.site import commit_page_name, write_site
+from workers.build import toolchains
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = toolchains()
+
+
+def _suite_copy(path: Path) -> git.Repo:
+    shutil.copytree(ROOT / "kernels", path / "kernels")
+    shutil.copy2(ROOT / "flopwatch.toml", path / "flopwatch.toml")
+    files = [str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()]
+    repo = git.Repo.init(path, initial_branch="main")
+    repo.index.add(files)
+    repo.index.commit("bundled suite", author=git.Actor("Dev", "dev@example.com"))
+    return repo
+
+
+@pytest.fixture(scope="module")
+def static_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("static")
+    repo = _suite_copy(base / "repo")
+    session = Session(Store(base / "results.db"), base, cluster.connect(None), Progress(enabled=False))
+    try:
+        names = [p.name for p in (ROOT / "kernels" / "gemm").iterdir() if p.name.startswith(("hip_", "cuda_"))]
+        outcome = run_commit(session, repo, "HEAD", RunOptions(only=tuple(names), shapes=("4096×4096×4096",)))
+    finally:
+        cluster.shutdown(session.cluster_info)
+    write_site(session.store, base / "site")
+    page = (base / "site" / commit_page_name(outcome.commit.sha)).read_text()
+    return outcome, page
+
+
+@pytest.mark.skipif(not TOOLS["hip"].get("ident"), reason="no HIP toolchain (run tools/install-hip-cross.sh)")
+def test_hip_variants_show_resources_and_mfma_counts(static_run):
+    outcome, page = static_run
+    rows = {r.variant: r for r in outcome.results if r.backend == "hip"}
+    assert set(rows) == {"hip_naive", "hip_lds_tiled", "hip_mfma", "hip_mfma_dbuf"}
+    for name, r in rows.items():
+        assert r.status == "skipped" and "no rocm device" in r.diagnostic  # built, analysed, not run
+        (k,) = r.resources["kernels"].values()
+        assert k["arch"] == "gfx942" and k["vgprs"] > 0 and 1 <= k["waves_per_simd"] <= 8
+        assert k["vgpr_spill"] == 0 and k["lds_bytes"] >= 0 and k["agprs"] >= 0
+        expected_mfma = name.startswith("hip_mfma")
+        assert (k["mfma_insts"] > 0) == expected_mfma, (name, k["mfma_insts"])
+        for key in ("vgprs=", "agprs=", "lds_bytes=", "vgpr_spill=", "waves_per_cu=", "mfma_insts="):
+            assert key in page
+    dbuf = rows["hip_mfma_dbuf"].resources["kernels"]
+    single = rows["hip_mfma"].resources["kernels"]
+    # double buffering doubles the LDS tile, which is what a reviewer checks before timing
+    assert next(iter(dbuf.values()))["lds_bytes"] == 2 * next(iter(single.values()))["lds_bytes"]
+
+
+@pytest.mark.skipif(not TOOLS["cuda"].get("ident"), reason="no nvcc")
+def test_cuda_variants_show_registers_and_tensor_instructions(static_run):
+    outcome, page = static_run
+    rows = {r.variant: r for r in outcome.results if r.backend == "cuda"}
+    built = {n: r for n, r in rows.items() if r.resources.get("kernels")}
+    assert {"cuda_naive", "cuda_smem_tiled", "cuda_register_blocked", "cuda_wmma", "cuda_raw_naive"} <= set(built)
+    for name, r in built.items():
+        (k,) = r.resources["kernels"].values()
+        assert k["arch"] == "sm_90a" and k["registers"] > 0 and k["spill_stores"] == 0
+        if "tensor_insts" in k:  # present where cuobjdump is installed
+            assert (k["tensor_insts"] > 0) == (name == "cuda_wmma"), name
+    assert "registers=" in page and "smem_bytes=" in page
