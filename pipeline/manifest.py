@@ -55,6 +55,10 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         if not (folder / src).is_file():
             raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/")
     binding = _binding(check, backend)
+    allowed = {*OPS[op].INPUTS, OPS[op].OUTPUT, *OPS[op].DIMS, "alpha", "beta"}
+    unknown = [a for a in binding.args if a not in allowed]
+    if unknown:
+        raise ManifestError(rel, "binding.args", f"{unknown} are not {op} arguments (known: {sorted(allowed)})")
     layout = check.choice("layout", OPS[op].LAYOUTS, default="nt")
     dtypes = check.string_list("dtypes")
     for d in dtypes:
@@ -113,8 +117,9 @@ def _binding(check: "_Checker", backend: str) -> Binding:
     block = tuple(table.get("block", ()))
     if kind == "raw" and not (grid and block):
         raise ManifestError(check.path, "binding.grid", "a raw kernel needs grid and block expressions")
+    args = tuple(sub.string_list("args", required=False))
     return Binding(kind=kind, entry=sub.string("entry"), module=str(table.get("module", "")),
-                   grid=grid, block=block)
+                   grid=grid, block=block, args=args)
 
 
 def _shapes(check: "_Checker", op: str, config: ProjectConfig, peer: bool) -> list[Shape]:

@@ -52,7 +52,7 @@ def static_run(tmp_path_factory):
 def test_hip_variants_show_resources_and_mfma_counts(static_run):
     outcome, page = static_run
     rows = {r.variant: r for r in outcome.results if r.backend == "hip"}
-    assert set(rows) == {"hip_naive", "hip_lds_tiled", "hip_mfma", "hip_mfma_dbuf"}
+    assert set(rows) == {"hip_naive", "hip_lds_tiled", "hip_mfma", "hip_mfma_dbuf", "hip_raw_tutorial"}
     for name, r in rows.items():
         assert r.status == "skipped" and "no rocm device" in r.diagnostic  # built, analysed, not run
         (k,) = r.resources["kernels"].values()

@@ -71,6 +71,7 @@ class Binding(Record):
     module: str = ""
     grid: tuple = ()
     block: tuple = ()
+    args: tuple = ()  # raw: kernel parameter order by name (A, B, C, M, N, K, alpha, beta)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ class Variant(Record):
     def from_dict(cls, data: dict) -> "Variant":
         data = dict(data)
         binding = dict(data["binding"])
-        binding["grid"], binding["block"] = tuple(binding.get("grid", ())), tuple(binding.get("block", ()))
+        for key in ("grid", "block", "args"):
+            binding[key] = tuple(binding.get(key, ()))
         data["binding"] = Binding(**binding)
         data["shapes"] = tuple(Shape(**s) if isinstance(s, dict) else s for s in data.get("shapes", ()))
         for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices"):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.cuda import launch_expr, raw_launch
+from workers import launch_expr
+from workers.cuda import raw_launch
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.cuda, pytest.mark.gpu,

@@ -3,7 +3,8 @@
 import pytest
 
 from workers import formula as expr
-from workers.cuda import launch_expr, metrics
+from workers import launch_expr
+from workers.cuda import metrics
 
 
 def test_table_names_and_required_metrics():

@@ -1,5 +1,12 @@
-"""`raw` binding: an extern "C" __global__ kernel, loaded from the built fatbin and launched
-with grid and block computed from the manifest's expressions of the shape (M, N, K, n)."""
+"""`raw` binding: an extern "C" __global__ kernel, loaded from the built device code and launched
+with grid and block computed from the manifest's expressions of the shape (M, N, K, n).
+
+The parameter order is the manifest's `binding.args` by name, e.g. the tutorial signature
+`matmul_kernel(int M, int N, int K, __fp16* A, __fp16* B, float* C, float alpha, float beta)` is
+`args = ["M", "N", "K", "A", "B", "C", "alpha", "beta"]`; by default the op's inputs, its output,
+its sizes, then alpha and beta when the variant takes them.
+NVIDIA kernels launch through cuda-python, AMD kernels through HIP's module API (ctypes on
+libamdhip64), both on torch's current stream."""
 
 from __future__ import annotations
 
@@ -7,28 +14,50 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from workers import launch_expr
 from workers.records import Variant
 
 
-def raw_entry(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict) -> Callable:
-    if device_kind != "cuda":
-        raise NotImplementedError("raw kernels are launched through cuda-python, on NVIDIA GPUs only; "
-                                  "on ROCm use the `c` binding with an extern \"C\" launcher")
-    from workers.cuda import launch_expr, raw_launch
+def argument_names(variant: Variant, op: ModuleType) -> list[str]:
+    if variant.binding.args:
+        return list(variant.binding.args)
+    names = [*op.INPUTS, op.OUTPUT, *op.DIMS]
+    return names + (["alpha", "beta"] if variant.alpha_beta else [])
 
-    images = sorted(artifact.glob("*.fatbin")) + sorted(artifact.glob("*.cubin"))
+
+def arguments(names: list[str], inputs: dict, out, dims: dict, op: ModuleType, alpha: float, beta: float) -> list:
+    """Values in kernel order: tensors stay tensors (the launcher passes their addresses),
+    sizes are ints, alpha and beta floats."""
+    values = {**inputs, op.OUTPUT: out, **{d: int(v) for d, v in dims.items()},
+              "alpha": float(alpha), "beta": float(beta)}
+    return [values[name] for name in names]
+
+
+def raw_entry(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict) -> Callable:
+    if device_kind == "cuda":
+        from workers.cuda import raw_launch as launcher
+
+        images = sorted(artifact.glob("*.fatbin")) + sorted(artifact.glob("*.cubin"))
+    elif device_kind == "rocm":
+        import torch
+
+        from workers.rocm import raw_launch as launcher
+
+        arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
+        images = sorted(artifact.glob(f"*{arch}*.hsaco"))
+    else:
+        raise ValueError("raw kernels run on GPUs only")
     if not images:
-        raise FileNotFoundError("no fatbin/cubin in the build artifact")
-    kernel = raw_launch.load(images[0].read_bytes(), variant.binding.entry)
+        raise FileNotFoundError(f"no device code for this GPU in the build artifact "
+                                f"({sorted(p.name for p in artifact.iterdir())})")
+    kernel = launcher.load(images[0].read_bytes(), variant.binding.entry)
     grid = launch_expr.dims3(list(variant.binding.grid), dims)
     block = launch_expr.dims3(list(variant.binding.block), dims)
-    shared = int(variant.launch.get("dynamic_smem_bytes", 0))
+    shared = int(variant.launch.get("dynamic_lds_bytes", variant.launch.get("dynamic_smem_bytes", 0)))
+    names = argument_names(variant, op)
 
     def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
-        args = [*op.tensor_args(inputs, out), *(int(dims[d]) for d in op.DIMS)]
-        if variant.alpha_beta:
-            args += [float(alpha), float(beta)]
-        raw_launch.launch(kernel, grid, block, args, shared)
+        launcher.launch(kernel, grid, block, arguments(names, inputs, out, dims, op, alpha, beta), shared)
 
     call.kernel = kernel  # keeps the module loaded while the callable lives
     return call

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 
+INPUTS = ("src",)
+OUTPUT = "dst"  # the output tensor's name in raw kernel argument lists
 DIMS = ("n",)
 LAYOUTS = ("nt",)
 TOLERANCE = {"fp32": (0.0, 0.0), "fp16": (0.0, 0.0), "bf16": (0.0, 0.0)}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 
+INPUTS = ("A", "B")
+OUTPUT = "C"  # the output tensor's name in raw kernel argument lists
 DIMS = ("M", "N", "K")
 LAYOUTS = ("nt", "nn")
 # Default tolerances per input dtype: relative Frobenius error and max abs error relative to

@@ -1,0 +1,41 @@
+"""Raw kernels: parameters in the manifest's order, and HIP's kernelParams array packing."""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from pipeline.config import load_config
+from pipeline.discovery import discover
+from workers.bindings.raw import argument_names, arguments
+from workers.ops import gemm
+from workers.rocm.raw_launch import kernel_params
+
+
+def _variant(repo_root, name):
+    valid, _ = discover(repo_root, load_config(repo_root))
+    return next(v for v in valid if v.name == name)
+
+
+def test_tutorial_signature_order_comes_from_the_manifest(repo_root):
+    v = _variant(repo_root, "hip_raw_tutorial")
+    a, b, c = torch.ones(2, 3), torch.ones(3, 4), torch.zeros(2, 4)
+    names = argument_names(v, gemm)
+    assert names == ["M", "N", "K", "A", "B", "C", "alpha", "beta"]
+    values = arguments(names, {"A": a, "B": b}, c, {"M": 2, "N": 4, "K": 3}, gemm, 1.5, 0.5)
+    assert values[:3] == [2, 4, 3] and values[3] is a and values[5] is c and values[6:] == [1.5, 0.5]
+
+
+def test_default_order_is_inputs_output_sizes(repo_root):
+    v = _variant(repo_root, "cuda_raw_naive")
+    assert argument_names(v, gemm) == ["A", "B", "C", "M", "N", "K"]
+
+
+def test_kernel_params_point_at_typed_values():
+    t = torch.arange(4, dtype=torch.float32)
+    holders, params = kernel_params([t, 7, 2.5])
+    assert len(params) == 3
+    assert ctypes.cast(params[0], ctypes.POINTER(ctypes.c_void_p)).contents.value == t.data_ptr()
+    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int)).contents.value == 7
+    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float)).contents.value == 2.5
