@@ -89,6 +89,18 @@ def _run(job: dict, variant: dict, build: dict, artifact: dict, settings: dict) 
     return result
 
 
+@ray.remote(max_retries=0)
+def _run_pair(job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
+    return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),
+                               (artifact_a, artifact_b), settings)
+
+
+def submit_pair(job: Job, variants: tuple[Variant, Variant], artifact_refs: tuple, settings: dict):
+    """Both builds of one job timed alternately in one child on one device (compare, bisect)."""
+    return _run_pair.options(**run_options(job.device_kind)).remote(
+        job.to_dict(), [v.to_dict() for v in variants], artifact_refs[0], artifact_refs[1], settings)
+
+
 def probe_toolchains(timeout: float = 120) -> dict:
     return ray.get(_probe_toolchains.remote(), timeout=timeout)
 

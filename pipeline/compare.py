@@ -1,9 +1,11 @@
 """Base-versus-head comparison: interleaved measurement, the comparison table, its markdown.
 
-Measurement alternates the two revisions in rounds, and reverses the order every other round
-(A B, B A, A B, ...), so a linear drift of the machine (thermal, a neighbour's load) adds the
-same amount to both sides instead of always to the one measured second. Samples of one series
-are pooled across rounds before the statistics of `pipeline.stats.compare_samples` run.
+Whole-suite runs of the two revisions alternate in rounds (A B, B A, ...) for statuses,
+correctness, resources and counters. The timing that decides the verdict is paired
+(`pipeline.paired`): both builds of a series alternate sample by sample in one process on one
+device, so a machine that drifts — a neighbour's load, a frequency step, seen at ±25% within
+seconds on a shared 2-core VM — moves both sides alike. Where a series could not be paired, the
+samples pooled over rounds are used, with the round-agreement check of `compare_rounds`.
 """
 
 from __future__ import annotations
@@ -99,6 +101,19 @@ def interleave(measure: Callable[[str], list[dict]], base: str, head: str, round
         for rev in ((base, head) if r % 2 == 0 else (head, base)):
             got[rev].extend(measure(rev))
     return got[base], got[head]
+
+
+def with_pairs(base: dict[tuple, Side], head: dict[tuple, Side],
+               pairs: dict[tuple, tuple]) -> tuple[dict[tuple, Side], dict[tuple, Side]]:
+    """Replace the run samples by the paired samples where a series was paired: those were
+    taken alternately in one process, so machine drift is common to both sides and the
+    round-agreement check (for drift between runs) no longer applies."""
+    base, head = dict(base), dict(head)
+    for key, (b, h) in pairs.items():
+        if key in base and key in head:
+            base[key] = dataclasses.replace(base[key], samples=tuple(b), round_medians=())
+            head[key] = dataclasses.replace(head[key], samples=tuple(h), round_medians=())
+    return base, head
 
 
 def series_key(row: dict) -> tuple[str, str, str, str]:

@@ -51,6 +51,10 @@ class RunOutcome:
     rebuilt: int = 0
     from_cache: int = 0
     resumed: int = 0
+    # What a later paired measurement needs: the variants, the planned jobs, the artifact refs.
+    variants: dict[str, Variant] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    artifacts: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -112,12 +116,13 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
              for v in variants if _toolchain_ident(session, v)}
     builds, artifacts = _build_all(session, plans, outcome)
-    outcome.builds = builds
+    outcome.builds, outcome.artifacts = builds, artifacts
+    outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
     pending, submitted = [], {}
     for job in jobs:
         v = next(x for x in variants if x.name == job.variant)
         pre = _precheck(session, v, job, builds.get(v.name))
-        key = (job.variant, job.shape.key, job.dtype, _device_key(session, job.device_kind),
+        key = (job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind),
                builds[v.name].build_hash if v.name in builds else "")
         if options.resume and key in done:
             outcome.resumed += 1
@@ -127,7 +132,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
             continue
         settings = {"timing": _timing(config, options), "timeout_s": options.timeout_s, "threads": options.threads,
                     "profile": options.profile,
-                    "device_key": _device_key(session, job.device_kind)}
+                    "device_key": device_key(session, job.device_kind)}
         ref = cluster.submit_run(job, v, builds[v.name], artifacts[v.name], settings)
         pending.append(ref)
         submitted[ref] = (job, v, builds[v.name])
@@ -149,7 +154,7 @@ def _collect(session: Session, ref, job: Job, v: Variant, build: BuildResult) ->
     except (ray.exceptions.RayError, ValueError) as exc:
         first = str(exc).strip().splitlines()
         return Result(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
-                      device=_device_key(session, job.device_kind), status=status.CRASHED, peer=v.peer,
+                      device=device_key(session, job.device_kind), status=status.CRASHED, peer=v.peer,
                       build_hash=build.build_hash, toolchain=build.toolchain,
                       diagnostic=f"the run task failed on its node: {type(exc).__name__}: "
                                  f"{first[-1] if first else ''}"[:600], stderr_tail=str(exc)[-4000:])
@@ -165,7 +170,7 @@ def _toolchain_ident(session: Session, v: Variant) -> str | None:
     return session.toolchains.get(v.backend, {}).get("ident")
 
 
-def _device_key(session: Session, kind: str) -> str:
+def device_key(session: Session, kind: str) -> str:
     d = session.devices.get(kind)
     return f"{kind}:{d['name']}" if d else kind
 
@@ -178,7 +183,7 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
     """A result that needs no run: no toolchain here, build failed, or no such device."""
     op = get_op(v.op)
     base = dict(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
-                device=_device_key(session, job.device_kind), peer=v.peer, flops=op.flops(job.shape.dims))
+                device=device_key(session, job.device_kind), peer=v.peer, flops=op.flops(job.shape.dims))
     if build is None:
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")

@@ -117,3 +117,15 @@ def test_rounds_that_disagree_turn_a_pooled_verdict_into_unsure():
     consistent = [_row("k", 1.2e-3, seed=3), _row("k", 1.15e-3, seed=4), _row("k", 1.1e-3, seed=6)]
     [row] = _report(base, consistent).rows
     assert row.kind == "slower"
+
+
+def test_paired_samples_replace_run_samples_and_drop_the_round_check():
+    from pipeline.compare import Side, with_pairs
+
+    key = ("v", "M=1,N=1,K=1", "fp32", "cpu:x")
+    base = {key: Side("ok", (1.0, 1.0), round_medians=(1.0, 1.0)), ("other",): Side("ok", (2.0,))}
+    head = {key: Side("ok", (9.0, 9.0), round_medians=(9.0, 9.0)), ("other",): Side("ok", (2.0,))}
+    b, h = with_pairs(base, head, {key: ((1.0, 1.1, 1.2), (1.3, 1.4, 1.5))})
+    assert b[key].samples == (1.0, 1.1, 1.2) and h[key].samples == (1.3, 1.4, 1.5)
+    assert b[key].round_medians == () and h[key].round_medians == ()
+    assert b[("other",)] is base[("other",)]  # unpaired series keep their run samples

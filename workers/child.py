@@ -88,6 +88,61 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
     return {"status": "ok", "profiled": True}
 
 
+def pair(spec: dict) -> dict:
+    """Time two builds of one variant (base and head) alternately in this one process: sample
+    i of A and sample i of B run back to back, in a random order, so whatever the machine does
+    over time (a neighbour's load, a frequency step) affects both sides alike. On a shared
+    2-core machine the level moved by ±25% within seconds while samples a call apart agreed."""
+    import random
+    import time
+
+    kind, dims = spec["device_kind"], spec["dims"]
+    variants = [Variant.from_dict(v) for v in spec["variants"]]
+    op = get_op(variants[0].op)
+    dtype = torch_dtype(spec["dtype"])
+    dev = "cpu" if kind == "cpu" else "cuda"
+    if kind != "cpu":
+        torch.cuda.set_device(0)
+    sides = []
+    for v, artifact in zip(variants, spec["artifacts"]):
+        call = bindings.load(v, Path(artifact), op, kind, dims)
+        inputs = op.make_inputs(dims, dtype, v.layout, dev, torch.Generator().manual_seed(spec["seeds"][0]))
+        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(op.output_dtype(spec["dtype"])), device=dev)
+        sides.append((call, inputs, out))
+    flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
+             if kind != "cpu" else None)
+
+    def sample(side) -> float:
+        call, inputs, out = side
+        if flush is None:
+            t0 = time.perf_counter()
+            call(inputs, out)
+            return time.perf_counter() - t0
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call(inputs, out)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    rng = random.Random(spec["seeds"][1])
+    budget = float(spec.get("timing", {}).get("budget_s", 2.0))
+    warm_until = time.perf_counter() + min(0.5, budget / 4)
+    while time.perf_counter() < warm_until:
+        for side in sides:
+            sample(side)
+    samples: list[list[float]] = [[], []]
+    deadline = time.perf_counter() + budget
+    while time.perf_counter() < deadline or len(samples[0]) < 10:
+        order = [0, 1] if rng.random() < 0.5 else [1, 0]
+        for i in order:
+            samples[i].append(sample(sides[i]))
+        if len(samples[0]) >= 5000:
+            break
+    return {"status": "ok", "pair_samples": samples}
+
+
 def run(spec: dict) -> dict:
     variant = Variant.from_dict(spec["variant"])
     kind, dims = spec["device_kind"], spec["dims"]
@@ -131,7 +186,7 @@ def main(argv: list[str]) -> int:
     if spec.get("threads"):
         torch.set_num_threads(int(spec["threads"]))
     try:
-        result = run(spec)
+        result = pair(spec) if spec.get("mode") == "pair" else run(spec)
     except Exception as exc:  # reported, then the parent marks the job crashed
         traceback.print_exc()
         result = {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}

@@ -58,6 +58,31 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     return _from_child(base, data, outcome.stderr_tail)
 
 
+def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[dict, dict], settings: dict) -> dict:
+    """Time two builds of one job alternately in one child (see `workers.child.pair`);
+    returns {"status", "samples": [base, head], "diagnostic"}."""
+    with tempfile.TemporaryDirectory(prefix="flopwatch-pair-") as tmp:
+        work = Path(tmp)
+        for i, files in enumerate(artifacts):
+            unpack(files, work / f"artifact{i}")
+        spec = {"mode": "pair", "variants": [v.to_dict() for v in variants], "device_kind": job.device_kind,
+                "dims": job.shape.dims, "dtype": job.dtype, "artifacts": [str(work / "artifact0"), str(work / "artifact1")],
+                "seeds": [secrets.randbelow(2**31) for _ in range(2)], "timing": settings.get("timing", {}),
+                "threads": settings.get("threads")}
+        (work / "spec.json").write_text(json.dumps(spec))
+        timeout = float(settings.get("timeout_s") or max(v.timeout_s for v in variants))
+        outcome = run_child([sys.executable, "-m", "workers.child", "spec.json", "result.json"], timeout, work,
+                            env=_child_env())
+        result_file = work / "result.json"
+        data = json.loads(result_file.read_text()) if result_file.exists() else None
+    if outcome.timed_out:
+        return {"status": status.TIMEOUT, "samples": [[], []], "diagnostic": f"paired timing killed after {timeout:g} s"}
+    if data is None or data.get("status") != status.OK:
+        return {"status": status.CRASHED, "samples": [[], []],
+                "diagnostic": (data or {}).get("diagnostic") or _crash_text(outcome)}
+    return {"status": status.OK, "samples": data["pair_samples"], "diagnostic": ""}
+
+
 def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
     checks = data.get("checks", [])
     correctness = {"checks": [{k: v for k, v in c.items() if k != "tile_map"} for c in checks]}

@@ -10,6 +10,7 @@ import sys
 from pipeline import checkout, cluster, github, history
 from pipeline import compare as cmp
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline import paired
 from pipeline.runflow import run_commit
 from pipeline.stats import parse_threshold
 
@@ -21,7 +22,10 @@ DEFAULT_ROUND_BUDGET_S = 0.5
 def add_arguments(p) -> None:
     p.add_argument("base", help="base revision (e.g. the PR's merge base)")
     p.add_argument("head", help="head revision")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per revision (default 3)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="whole-suite runs per revision, alternating (status, correctness, counters; default 1)")
+    p.add_argument("--pair-budget", type=float, default=2.0,
+                   help="seconds of paired timing per series: both builds alternated in one process (default 2)")
     p.add_argument("--threshold", default="3%", help="smallest change that counts (default 3%%)")
     p.add_argument("--shape", action="append", default=[], help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     p.add_argument("--pr", type=int, help="create or update the comparison comment on this pull request")
@@ -49,13 +53,19 @@ def main(args) -> int:
     options = dataclasses.replace(run_options(args, "compare"),
                                   budget_s=args.budget if args.budget is not None else DEFAULT_ROUND_BUDGET_S)
     session = open_session(args, work)
+    last: dict[str, object] = {}
+
+    def measure(rev: str) -> list[dict]:
+        last[rev] = run_commit(session, repo, rev, options)
+        return [r.to_dict() for r in last[rev].results]
+
     try:
-        base_rows, head_rows = cmp.interleave(
-            lambda rev: [r.to_dict() for r in run_commit(session, repo, rev, options).results],
-            base.sha, head.sha, args.rounds)
+        base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
+        pairs = paired.paired_samples(session, last[base.sha], last[head.sha],
+                                      {"timing": {"budget_s": args.pair_budget}, "threads": args.threads})
     finally:
         cluster.shutdown(session.cluster_info)
-    rows = cmp.compare_sides(cmp.pool(base_rows), cmp.pool(head_rows), threshold)
+    rows = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)
     if not args.no_report:
