@@ -94,7 +94,7 @@ def trial(session: Session, repo, shas: dict, options: RunOptions, pair_budget: 
     for name in ("same", "planted"):
         pairs = paired.paired_samples(session, outcomes["base"], outcomes[name], {"timing": {"budget_s": pair_budget}})
         (base_samples, head_samples), = pairs.values()
-        got[name] = (cmp.Side("ok", base_samples), cmp.Side("ok", head_samples))
+        got[name] = (cmp.Side("ok", base_samples, paired=True), cmp.Side("ok", head_samples, paired=True))
     return got
 
 

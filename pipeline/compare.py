@@ -42,6 +42,7 @@ class Side:
     counters: dict | None = None
     diagnostic: str = ""
     round_medians: tuple[float, ...] = ()
+    paired: bool = False  # samples[i] ran back to back with the other side's samples[i]
 
     def as_row(self) -> dict:
         """The fields `pipeline.summary` needs to compute and format a rate."""
@@ -111,8 +112,8 @@ def with_pairs(base: dict[tuple, Side], head: dict[tuple, Side],
     base, head = dict(base), dict(head)
     for key, (b, h) in pairs.items():
         if key in base and key in head:
-            base[key] = dataclasses.replace(base[key], samples=tuple(b), round_medians=())
-            head[key] = dataclasses.replace(head[key], samples=tuple(h), round_medians=())
+            base[key] = dataclasses.replace(base[key], samples=tuple(b), round_medians=(), paired=True)
+            head[key] = dataclasses.replace(head[key], samples=tuple(h), round_medians=(), paired=True)
     return base, head
 
 
@@ -198,6 +199,8 @@ def compare_rounds(base: Side, head: Side, threshold: float) -> stats.Comparison
     stands only when every round pair (round i of head against round i of base) moves beyond
     the threshold in that direction; otherwise it becomes unsure, with the rounds in the reason.
     """
+    if base.paired and head.paired:
+        return stats.compare_paired(base.samples, head.samples, threshold)
     c = stats.compare_samples(base.samples, head.samples, threshold)
     pairs = list(zip(base.round_medians, head.round_medians))
     if c.verdict not in (stats.SLOWER, stats.FASTER) or len(pairs) < 2:

@@ -218,6 +218,44 @@ def compare_samples(
     )
 
 
+def compare_paired(
+    base: Sequence[float],
+    head: Sequence[float],
+    threshold: float = 0.03,
+    confidence: float = 0.95,
+) -> Comparison:
+    """Compare samples taken in pairs: base[i] and head[i] ran back to back in one process.
+
+    Method: the pair ratios r_i = head[i] / base[i] carry the change while the machine's drift,
+    common to both members of a pair, cancels. The ratio is the median of r_i with the
+    order-statistics CI of that median (`median_ci`), and the p-value is the Wilcoxon
+    signed-rank test of log r_i against 0 (scipy.stats.wilcoxon). The verdict rule is the one
+    of `compare_samples`. With fewer than MIN_SAMPLES pairs the verdict is unsure.
+    """
+    if len(base) != len(head):
+        raise ValueError(f"paired samples need equal counts ({len(base)} base, {len(head)} head)")
+    b, h = _as_sorted(base), _as_sorted(head)  # validates; the pairs use the original order
+    ratios = np.asarray(head, dtype=float) / np.asarray(base, dtype=float)
+    ratio = float(np.median(ratios))
+    alpha = 1.0 - confidence
+    if ratios.size < MIN_SAMPLES:
+        lo, hi, p = float(ratios.min()), float(ratios.max()), math.nan
+        verdict, reason = UNSURE, f"too few pairs ({ratios.size}; need {MIN_SAMPLES})"
+    else:
+        from scipy.stats import wilcoxon  # imported here: the timing loop needs no scipy
+
+        lo, hi = median_ci(ratios, confidence)
+        logs = np.log(ratios)
+        p = 1.0 if np.all(logs == 0) else float(wilcoxon(logs).pvalue)
+        verdict, reason = _decide(lo, hi, p, threshold, alpha)
+        reason = f"{ratios.size} pairs: {reason}"
+    return Comparison(
+        n_base=int(b.size), n_head=int(h.size), median_base=float(np.median(b)), median_head=float(np.median(h)),
+        ratio=ratio, ratio_lo=lo, ratio_hi=hi, p_value=p, change=1.0 / ratio - 1.0,
+        change_lo=1.0 / hi - 1.0, change_hi=1.0 / lo - 1.0, verdict=verdict, reason=reason,
+        threshold=threshold, confidence=confidence)
+
+
 _THRESHOLD = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%?)\s*$")
 
 

@@ -160,3 +160,27 @@ def test_parse_threshold_forms(text):
 def test_parse_threshold_errors(text, fragment):
     with pytest.raises(ValueError, match=fragment):
         parse_threshold(text)
+
+
+def test_paired_comparison_sees_a_small_change_through_large_common_drift():
+    # Machine drift of ±25% shared by both members of each pair, 1% independent noise, and a
+    # real 5% slowdown: unpaired statistics drown in the drift, the pair ratios do not.
+    from pipeline.stats import compare_paired
+
+    rng = np.random.default_rng(3)
+    drift = 1.0 + 0.25 * np.sin(np.linspace(0, 20, 300)) + 0.1 * rng.standard_normal(300)
+    base = 1e-3 * drift * (1 + 0.01 * rng.standard_normal(300))
+    head = 1.05e-3 * drift * (1 + 0.01 * rng.standard_normal(300))
+    c = compare_paired(base, head, threshold=0.03)
+    assert c.verdict == "slower" and 1.04 < c.ratio < 1.06
+    same = compare_paired(base, 1e-3 * drift * (1 + 0.01 * rng.standard_normal(300)), threshold=0.03)
+    assert same.verdict == "same"
+    assert compare_samples(base, head, threshold=0.03).verdict != "slower"  # why pairing exists
+
+
+def test_paired_comparison_needs_equal_counts_and_enough_pairs():
+    from pipeline.stats import compare_paired
+
+    with pytest.raises(ValueError, match="equal counts"):
+        compare_paired([1.0, 2.0], [1.0])
+    assert compare_paired([1.0] * 3, [1.1] * 3).verdict == "unsure"

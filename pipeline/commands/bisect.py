@@ -41,7 +41,8 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
     rows: dict[str, dict] = {}
 
     def evaluate(sha: str) -> bis.Measurement:
-        opts = dataclasses.replace(options, only=(variant,), shapes=(chosen["shape"],) if chosen["shape"] else ())
+        opts = dataclasses.replace(options, only=(variant,), with_peer=False,
+                                   shapes=(chosen["shape"],) if chosen["shape"] else ())
         results = [r.to_dict() for r in run_commit(session, repo, sha, opts).results if r.variant == variant]
         if not results:
             return bis.Measurement(sha, False, reason=f"no variant {variant!r} at this commit")
