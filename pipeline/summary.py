@@ -40,9 +40,13 @@ def with_peer(rows: list[dict]) -> list[dict]:
 
 
 def sort_rows(rows: list[dict]) -> list[dict]:
-    """Failures first, then by op, shape, and throughput (fastest first)."""
-    return sorted(rows, key=lambda r: (r["status"] not in status.FAILURES, r["op"] or "", r["device"] or "",
-                                       r["shape"] or "", r["dtype"] or "", -(r.get("rate") or 0)))
+    """Failures first, then measured rows, skipped ones last; within each by op, device, shape
+    and throughput (fastest first)."""
+    def rank(r: dict) -> int:
+        return 0 if r["status"] in status.FAILURES else (2 if r["status"] == status.SKIPPED else 1)
+
+    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", r["shape"] or "",
+                                       r["dtype"] or "", -(r.get("rate") or 0)))
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:
