@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import subprocess
 
 from rich.console import Console
@@ -26,8 +27,6 @@ _HINTS = {
 
 
 def _version(cmd: list[str]) -> str | None:
-    if not shutil.which(cmd[0]):
-        return None
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -39,8 +38,9 @@ def _version(cmd: list[str]) -> str | None:
 def gather() -> list[dict]:
     rows = []
     for backend, tc in toolchains().items():
-        rows.append({"what": f"build: {backend}", "found": bool(tc.get("ident")),
-                     "detail": tc.get("version") or tc.get("reason", ""), "hint": _HINTS.get(backend, "")})
+        found = bool(tc.get("ident"))
+        rows.append({"what": f"build: {backend}", "found": found,
+                     "detail": tc.get("version") or tc.get("reason", ""), "hint": "" if found else _HINTS.get(backend, "")})
     for kind in device.kinds_here():
         info = device.info(kind)
         rows.append({"what": f"device: {kind}", "found": True,
@@ -48,9 +48,11 @@ def gather() -> list[dict]:
     if device.gpu_kind() is None:
         rows.append({"what": "device: gpu", "found": False, "detail": "torch sees no CUDA/ROCm GPU",
                      "hint": "GPU nodes install torch built for CUDA or ROCm (README)"})
-    for tool, cmd in (("ncu", ["ncu", "--version"]), ("rocprofv3", ["rocprofv3", "--version"]),
-                      ("cuobjdump", ["cuobjdump", "--version"])):
-        found = _version(cmd)
+    from workers.cuda.toolchain import find_cuobjdump, find_ncu
+
+    # The same lookups the build and profile stages use (CUDA_HOME, the pip wheels' bin folders).
+    for tool, path in (("ncu", find_ncu()), ("rocprofv3", shutil.which("rocprofv3")), ("cuobjdump", find_cuobjdump())):
+        found = _version([path, "--version"]) if path else None
         rows.append({"what": f"profiler: {tool}", "found": bool(found), "detail": found or "not found",
                      "hint": "" if found else _HINTS[tool]})
     import ray
@@ -73,5 +75,5 @@ def main(args) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["what"], "yes" if r["found"] else "[yellow]no[/yellow]", r["detail"], r["hint"])
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 120).print(table)
     return 0
