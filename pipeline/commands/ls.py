@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -52,5 +53,5 @@ def main(args) -> int:
         table.add_row(r["name"], r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),
                       "yes" if r["build"] else "no (toolchain missing)",
                       ",".join(r["run"]) if r["run"] else "no (no device)")
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 140).print(table)
     return 1 if invalid else 0
