@@ -194,7 +194,8 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
     if not session.cluster_info.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
-                      diagnostic=f"built and analysed; no {job.device_kind} device in the cluster to run it")
+                      diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
+                                 f"static analysis are stored)")
     return None
 
 

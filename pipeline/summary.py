@@ -56,7 +56,7 @@ def _collapse_skipped(rows: list[dict]) -> list[dict]:
         if r["status"] != status.SKIPPED:
             out.append(r)
             continue
-        key = (r["variant"], r["diagnostic"])
+        key = (r["variant"], r["dtype"], r["device"], r["diagnostic"])
         if key in seen:
             seen[key]["shape"] = f"{seen[key]['_n'] + 1} shapes"
             seen[key]["_n"] += 1
