@@ -11,6 +11,7 @@ import sys
 
 from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, ls, report, run
+from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.store import StoreError
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError) as exc:
+    except (ConfigError, CheckoutError, StoreError, UsageError) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

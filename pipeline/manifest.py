@@ -109,7 +109,7 @@ def _check_inside(rel: str, key: str, folder: Path, src: str) -> None:
         raise ManifestError(rel, key, f"{src!r} resolves outside the variant folder")
 
 
-def _binding(check: "_Checker", backend: str) -> Binding:
+def _binding(check: _Checker, backend: str) -> Binding:
     table = check.table("binding", required=True)
     sub = _Checker(check.path, table, "binding.")
     kind = sub.choice("kind", BINDINGS[backend])
@@ -122,7 +122,7 @@ def _binding(check: "_Checker", backend: str) -> Binding:
                    grid=grid, block=block, args=args)
 
 
-def _shapes(check: "_Checker", op: str, config: ProjectConfig, peer: bool) -> list[Shape]:
+def _shapes(check: _Checker, op: str, config: ProjectConfig, peer: bool) -> list[Shape]:
     raw = check.data.get("shapes")
     if raw is None or raw == "*":
         if peer:

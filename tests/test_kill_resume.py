@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from suite_repo import make_suite_repo
 
 pytestmark = pytest.mark.slow

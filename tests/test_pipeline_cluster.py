@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 import ray
 from ray.cluster_utils import Cluster
+from suite_repo import make_suite_repo
 
 from pipeline import cluster
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 from reports.site import write_site
-from suite_repo import make_suite_repo
 
 pytestmark = pytest.mark.slow
 

@@ -49,7 +49,7 @@ class Shape(Record):
         return "×".join(str(v) for v in self.dims.values())
 
     @classmethod
-    def from_key(cls, key: str) -> "Shape":
+    def from_key(cls, key: str) -> Shape:
         dims = {}
         for part in key.split(","):
             name, _, value = part.partition("=")
@@ -107,7 +107,7 @@ class Variant(Record):
     description: str = ""
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Variant":
+    def from_dict(cls, data: dict) -> Variant:
         data = dict(data)
         binding = dict(data["binding"])
         for key in ("grid", "block", "args"):
@@ -183,7 +183,7 @@ class Job(Record):
         return (self.variant, self.shape.key, self.dtype)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Job":
+    def from_dict(cls, data: dict) -> Job:
         data = dict(data)
         data["shape"] = Shape(**data["shape"]) if isinstance(data["shape"], dict) else data["shape"]
         return cls(**data)

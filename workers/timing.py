@@ -9,8 +9,8 @@ On a GPU each sample is one launch between device events, after a cache flush.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from pipeline.stats import median_ci
 

@@ -9,9 +9,9 @@ import sys
 from pipeline import bisect as bis
 from pipeline import checkout, cluster, history
 from pipeline import compare as cmp
+from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import RunOptions, Session, run_commit
-from pipeline.stats import parse_threshold
 from pipeline.summary import shape_label
 from workers import status
 
@@ -76,11 +76,7 @@ def _culprit(repo, sha: str, before: dict | None, after: dict | None) -> bis.Cul
 
 
 def main(args) -> int:
-    try:
-        threshold = parse_threshold(args.threshold)
-    except ValueError as exc:
-        print(f"flopwatch bisect: error: {exc}", file=sys.stderr)
-        return 2
+    threshold = common.threshold(args.threshold)
     if len(args.variant) != 1:
         print("flopwatch bisect: error: give exactly one --variant", file=sys.stderr)
         return 2

@@ -9,7 +9,20 @@ from pathlib import Path
 from pipeline import checkout, cluster
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
+from pipeline.stats import parse_threshold
 from pipeline.store import Store
+
+
+class UsageError(ValueError):
+    """A bad command-line value; the CLI prints it and exits 2."""
+
+
+def threshold(text: str) -> float:
+    """`--threshold` of compare, detect, bisect and nightly ("3%", "0.03")."""
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise UsageError(f"--threshold: {exc}") from None
 
 
 def add_repo_options(p: argparse.ArgumentParser) -> None:

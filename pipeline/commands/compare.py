@@ -7,12 +7,11 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster, github, history
+from pipeline import checkout, cluster, github, history, paired
 from pipeline import compare as cmp
+from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
-from pipeline import paired
 from pipeline.runflow import run_commit
-from pipeline.stats import parse_threshold
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
 # A short budget per round: the rounds, not one long run, are what makes drift cancel.
@@ -36,11 +35,7 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    try:
-        threshold = parse_threshold(args.threshold)
-    except ValueError as exc:
-        print(f"flopwatch compare: error: {exc}", file=sys.stderr)
-        return 2
+    threshold = common.threshold(args.threshold)
     if args.rounds < 1:
         print("flopwatch compare: error: --rounds must be at least 1", file=sys.stderr)
         return 2

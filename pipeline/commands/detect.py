@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from pipeline import history
+from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
 from pipeline.regressions_store import RegressionStore
-from pipeline.stats import parse_threshold
 from pipeline.store import Store
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
@@ -30,11 +29,7 @@ def detect(store: Store, order: list[str], threshold: float) -> list[tuple]:
 
 
 def main(args) -> int:
-    try:
-        threshold = parse_threshold(args.threshold)
-    except ValueError as exc:
-        print(f"flopwatch detect: error: {exc}", file=sys.stderr)
-        return 2
+    threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
     order = history.first_parent_shas(repo, args.branch)
     from reports import history_pages, site

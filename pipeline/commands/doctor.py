@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import subprocess
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -28,7 +28,7 @@ _HINTS = {
 
 def _version(cmd: list[str]) -> str | None:
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from pipeline import checkout, cluster, history
+from pipeline.commands import common
 from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.commands.detect import detect
 from pipeline.regressions_store import RegressionStore
 from pipeline.runflow import run_commit
-from pipeline.stats import parse_threshold
 from pipeline.summary import exit_code
 
 HELP = "nightly: run the branch head, detect change points, bisect new regressions, regenerate the site"
@@ -26,11 +25,7 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    try:
-        threshold = parse_threshold(args.threshold)
-    except ValueError as exc:
-        print(f"flopwatch nightly: error: {exc}", file=sys.stderr)
-        return 2
+    threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
     head = checkout.commit_info(repo, args.branch)
     order = history.first_parent_shas(repo, head.sha)

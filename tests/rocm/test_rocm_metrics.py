@@ -3,9 +3,15 @@ from pathlib import Path
 
 import pytest
 
-from workers.rocm.metrics import (compute_metrics, dispatch_values, evaluate,
-                                  load_metric_table, required_counters, sum_channels,
-                                  system_constants)
+from workers.rocm.metrics import (
+    compute_metrics,
+    dispatch_values,
+    evaluate,
+    load_metric_table,
+    required_counters,
+    sum_channels,
+    system_constants,
+)
 from workers.rocm.rocprof import parse_counter_collection
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm"

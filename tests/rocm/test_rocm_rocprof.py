@@ -2,9 +2,14 @@ from pathlib import Path
 
 import pytest
 
-from workers.rocm.rocprof import (kernel_kind, kernels_of_interest, merge_passes,
-                                  parse_counter_collection, parse_kernel_trace,
-                                  read_pass_directories)
+from workers.rocm.rocprof import (
+    kernel_kind,
+    kernels_of_interest,
+    merge_passes,
+    parse_counter_collection,
+    parse_kernel_trace,
+    read_pass_directories,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "rocm" / "rocprofv3"
 

@@ -2,8 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from workers.rocm.toolchain import (HipToolchain, ToolchainMissing, code_object_path,
-                                    find_hip_toolchain, hip_compile_command)
+from workers.rocm.toolchain import (
+    HipToolchain,
+    ToolchainMissing,
+    code_object_path,
+    find_hip_toolchain,
+    hip_compile_command,
+)
 
 CROSS = HipToolchain("clang-cross", "/usr/bin/clang++-19", "Debian clang version 19.1.7",
                      "/cache/amdgcn-bitcode", True, "/usr")

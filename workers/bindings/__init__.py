@@ -8,9 +8,9 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 from workers.records import Variant
 

@@ -10,9 +10,9 @@ libamdhip64), both on torch's current stream."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 from workers import launch_expr
 from workers.records import Variant

@@ -12,13 +12,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from . import codeobject, disasm, occupancy, remarks
-from .toolchain import (HipToolchain, ToolchainMissing, code_object_path, find_hip_toolchain,
-                        hip_compile_command)
+from .toolchain import (
+    HipToolchain,
+    ToolchainMissing,
+    code_object_path,
+    find_hip_toolchain,
+    hip_compile_command,
+)
 
 MAX_FIRST_ERRORS = 10
 

@@ -64,7 +64,7 @@ def parse_notes(text: str) -> tuple[str | None, list[KernelNote]]:
     nested lists (``.args``) are deeper and skipped.
     """
     target = None
-    m = re.search(r"^amdhsa\.target:\s*(\S+)", text, re.M)
+    m = re.search(r"^amdhsa\.target:\s*(\S+)", text, re.MULTILINE)
     if m:
         target = m.group(1).strip("'\"")
     kernels: list[dict] = []

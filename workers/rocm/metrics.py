@@ -11,9 +11,9 @@ import csv
 import io
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from workers.formula import evaluate as formula_eval
 from workers.formula import names as formula_var_names

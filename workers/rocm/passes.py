@@ -10,7 +10,7 @@ occupancy), so the two share a pass and a pass holds one such pair at most.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # Per-pass counter registers per block on gfx942 (rocprofv3 / rocprofiler-compute limits).
 BLOCK_LIMITS_GFX942: dict[str, int] = {

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
 
 _REMARK = re.compile(
     r"^(?P<loc>\S+?):\s*remark:\s*(?P<key>[^:]+?):\s*(?P<value>.*?)\s*"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Sequence
 
 # record field -> accepted header names (lower case), first match wins
 _COLUMNS = {

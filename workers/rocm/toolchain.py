@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 DEFAULT_DEVLIB = Path.home() / ".cache" / "flopwatch" / "amdgcn-bitcode"
 INSTALL_HINT = "run tools/install-hip-cross.sh (as root)"
