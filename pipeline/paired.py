@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ray
 
-from pipeline import cluster
 from pipeline.runflow import RunOutcome, Session, device_key
 from workers import status
 
@@ -20,7 +19,8 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     both sides (identical builds are paired too: that is how a no-change comparison looks)."""
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
-    pending = {}
+    pool = session.slots
+    count = 0
     for job in head.jobs:
         device = device_key(session, job.device_kind)
         key = series(job, device)
@@ -28,14 +28,20 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
             continue
         variants = (base.variants[job.variant], head.variants[job.variant])
         refs = (base.artifacts[job.variant], head.artifacts[job.variant])
-        pending[cluster.submit_pair(job, variants, refs, {**settings, "device_key": device})] = key
+        # Both builds timed alternately in one child, on the job's device slot (warm runner).
+        pool.submit(job.device_kind, "run_pair", (job.to_dict(), [v.to_dict() for v in variants], refs[0], refs[1],
+                                                  {**settings, "device_key": device}), key)
+        count += 1
     out = {}
-    with session.progress.task("paired timing", len(pending)) as advance:
-        refs = list(pending)
-        while refs:
-            ready, refs = ray.wait(refs, num_returns=1)
-            result = ray.get(ready[0])
+    with session.progress.task("paired timing", count) as advance:
+        while pool.refs():
+            ready, _ = ray.wait(pool.refs(), num_returns=1)
+            key, _, _ = pool.finished(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except ray.exceptions.RayError:  # the slot died under it: this pair has no samples
+                result = {"status": status.CRASHED}
             if result["status"] == status.OK:
-                out[pending[ready[0]]] = (tuple(result["samples"][0]), tuple(result["samples"][1]))
-            advance(pending[ready[0]][0])
+                out[key] = (tuple(result["samples"][0]), tuple(result["samples"][1]))
+            advance(key[0])
     return out

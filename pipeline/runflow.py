@@ -6,15 +6,17 @@ or a missing toolchain included, becomes a stored result; nothing is dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
-from pipeline import checkout, cluster
+from pipeline import accounting, checkout, cluster, slots
 from pipeline.config import load_config
 from pipeline.discovery import discover
 from pipeline.plan import BuildPlan, build_plan, jobs_for
@@ -37,6 +39,11 @@ class RunOptions:
     profile: bool = False
     with_peer: bool = True
     command: str = "run"
+    # The cold path (a fresh interpreter per job) instead of the slot's warm runner: for measuring
+    # what the warm runner saves.
+    spawn_per_job: bool = False
+    # Measure the peer once on every device of a node that has several (see `_Stream._peer_check`).
+    peer_check: bool = True
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
     shapes: tuple[str, ...] = ()
@@ -55,6 +62,12 @@ class RunOutcome:
     variants: dict[str, Variant] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
     artifacts: dict = field(default_factory=dict)
+    # Per device slot: busy (GPU work) vs wall; and the peer check (see `pipeline.accounting`).
+    accounting: list[dict] = field(default_factory=list)
+    peer_check: dict = field(default_factory=dict)
+
+    def jobs_of(self, variant: str) -> list[Job]:
+        return [j for j in self.jobs if j.variant == variant]
 
 
 @dataclass
@@ -68,12 +81,17 @@ class Session:
     toolchains: dict = field(default_factory=dict)
     devices: dict = field(default_factory=dict)
 
+    @property
+    def slots(self) -> slots.SlotPool:
+        """The device slots of this driver's cluster (kept across the commits of a command)."""
+        return slots.pool(self.cluster_info.resources)
+
     def probe(self) -> None:
         if not self.toolchains:
             self.toolchains = cluster.probe_toolchains()
         for kind in ("cpu", "cuda", "rocm"):
             if kind not in self.devices and self.cluster_info.has_kind(kind):
-                self.devices[kind] = cluster.probe_device(kind)
+                self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
 
 
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
@@ -115,35 +133,140 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
             keep(_invalid_result(bad))
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
              for v in variants if _toolchain_ident(session, v)}
-    builds, artifacts = _build_all(session, plans, outcome)
-    outcome.builds, outcome.artifacts = builds, artifacts
     outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
-    pending, submitted = [], {}
-    for job in jobs:
-        v = next(x for x in variants if x.name == job.variant)
-        pre = _precheck(session, v, job, builds.get(v.name))
-        key = (job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind),
-               builds[v.name].build_hash if v.name in builds else "")
-        if options.resume and key in done:
-            outcome.resumed += 1
-            continue
-        if pre is not None:
-            keep(pre)
-            continue
-        settings = {"timing": _timing(config, options), "timeout_s": options.timeout_s, "threads": options.threads,
-                    "profile": options.profile,
-                    "device_key": device_key(session, job.device_kind)}
-        ref = cluster.submit_run(job, v, builds[v.name], artifacts[v.name], settings)
-        pending.append(ref)
-        submitted[ref] = (job, v, builds[v.name])
-    with session.progress.task(f"run {info.short}", len(pending)) as advance:
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            r = _collect(session, ready[0], *submitted[ready[0]])
-            keep(r)
-            advance(f"{r.variant} {r.shape} {r.status}")
-    store.finish_run(run_id)
+    stream = _Stream(session, options, config, outcome, keep, done)
+    stream.go(variants, plans)
+    outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
+    outcome.peer_check = accounting.peer_check(stream.peer_rows)
+    store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check})
     return outcome
+
+
+class _Stream:
+    """Builds stream into runs: a variant's jobs go to the device slots as soon as its own build
+    is done (or found in the cache), while other builds are still compiling; the driver waits
+    on builds and results together."""
+
+    def __init__(self, session: Session, options: RunOptions, config, outcome: RunOutcome, keep, done: set):
+        self.session, self.options, self.config, self.outcome = session, options, config, outcome
+        self.keep, self.done = keep, done
+        self.pool = session.slots
+        self.cache = session.workdir / "cache" / "builds"
+        self.first_submit: float | None = None
+        self.last_result: dict[str, float] = {}  # slot -> driver time of its last result
+        self.measured: list[tuple[str, Result]] = []  # (slot, result) of everything a slot ran
+        self.peer_rows: list[dict] = []
+        self.peer_checked: set = set()
+        self.advance = lambda _msg="": None
+
+    def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
+        by_name = {v.name: v for v in variants}
+        cached, builds = {}, {}
+        for name, plan in plans.items():
+            found = _load_cached(self.cache / plan.build_hash)
+            if found:
+                cached[name] = found
+            else:
+                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs)] = name
+        total = len(builds) + len(self.outcome.jobs)
+        with self.session.progress.task(f"build + run {self.outcome.commit.short}", total) as self.advance:
+            for name, (record, files) in cached.items():
+                self.outcome.from_cache += 1
+                self._release(by_name[name], BuildResult.from_dict({**record.to_dict(), "cached": True,
+                                                                    "variant": name}), files)
+            for v in variants:  # no toolchain: their rows are recorded without a build
+                if v.name not in plans:
+                    self._release(v, None, None)
+            while builds or self.pool.refs():
+                ready, _ = ray.wait(list(builds) + self.pool.refs(), num_returns=1)
+                ref = ready[0]
+                if ref in builds:
+                    name = builds.pop(ref)
+                    record_dict, files = ray.get(ref)
+                    record = BuildResult.from_dict(record_dict)
+                    _save_cached(self.cache / record.build_hash, record, files)
+                    self.session.store.record_build(record)
+                    self.outcome.rebuilt += 1
+                    self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
+                    self._release(by_name[name], record, files)
+                    continue
+                tag, enqueued_at, slot = self.pool.finished(ref)
+                self.last_result[slot.name] = time.time()
+                r = _with_queue(_collect(self.session, ref, *tag[1:4]), enqueued_at)
+                self.measured.append((slot.name, r))
+                if tag[0] == "peer_check":
+                    self.peer_rows.append({"slot": slot.name, "node_id": slot.node_id, "variant": r.variant,
+                                           "shape": r.shape, "dtype": r.dtype, "status": r.status,
+                                           "median_s": r.median_s, "uuid": r.device_info.get("uuid", ""),
+                                           "pci_bus_id": r.device_info.get("pci_bus_id", "")})
+                    continue
+                self.keep(r)
+                self.advance(f"{r.variant} {r.shape} {r.status}")
+
+    def _release(self, v: Variant, build: BuildResult | None, files) -> None:
+        """The build of `v` is known: record its rows that need no run, queue the others."""
+        if build is not None:
+            self.outcome.builds[v.name] = build
+            if build.ok:
+                self.outcome.artifacts[v.name] = ray.put(files)
+        session, options = self.session, self.options
+        for job in self.outcome.jobs_of(v.name):
+            key = (job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind),
+                   build.build_hash if build else "")
+            if options.resume and key in self.done:
+                self.outcome.resumed += 1
+                self.advance()
+                continue
+            pre = _precheck(session, v, job, build)
+            if pre is not None:
+                self.keep(pre)
+                self.advance(f"{pre.variant} {pre.shape} {pre.status}")
+                continue
+            self._submit(("job", job, v, build), job.device_kind, self._settings(job))
+        if v.peer and build is not None and build.ok:
+            self._peer_check(v, build)
+
+    def _settings(self, job: Job) -> dict:
+        o = self.options
+        return {"timing": _timing(self.config, o), "timeout_s": o.timeout_s, "threads": o.threads,
+                "profile": o.profile, "device_key": device_key(self.session, job.device_kind),
+                "spawn_per_job": o.spawn_per_job}
+
+    def _submit(self, tag: tuple, kind: str, settings: dict, slot=None) -> None:
+        _, job, v, build = tag
+        if self.first_submit is None:
+            self.first_submit = time.time()
+        args = (job.to_dict(), v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
+        self.pool.submit(kind, "run", args, tag, slot=slot)
+
+    def _peer_check(self, v: Variant, build: BuildResult) -> None:
+        """Once per run and op: the peer at one shape on every slot of a node that has several
+        (a slow or throttled card shows as a peer off the node's median)."""
+        for kind in {j.device_kind for j in self.outcome.jobs_of(v.name)}:
+            if (v.op, kind) in self.peer_checked or not self.options.peer_check:
+                continue
+            self.peer_checked.add((v.op, kind))
+            job = next(j for j in self.outcome.jobs_of(v.name) if j.device_kind == kind)
+            if _precheck(self.session, v, job, build) is not None:
+                continue
+            slots = self.pool.slots_of(kind)
+            per_node: dict[str, list] = {}
+            for s in slots:
+                per_node.setdefault(s.node_id, []).append(s)
+            settings = {**self._settings(job), "profile": False}
+            for node_slots in per_node.values():
+                if len(node_slots) > 1:
+                    for s in node_slots:
+                        self._submit(("peer_check", job, v, build), kind, settings, slot=s)
+
+
+def _with_queue(r: Result, enqueued_at: float) -> Result:
+    """Queue time: from the job becoming runnable (its build known) to its slot starting it."""
+    phases = dict(r.phases)
+    started = phases.get("started_at")
+    if started:
+        phases["queue_s"] = round(max(0.0, started - enqueued_at), 4)
+    return dataclasses.replace(r, phases=phases)
 
 
 def _collect(session: Session, ref, job: Job, v: Variant, build: BuildResult) -> Result:
@@ -202,37 +325,6 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
 def _invalid_result(bad: InvalidVariant) -> Result:
     return Result(variant=bad.name, op="", backend="", shape="", dtype="", device="", status=status.INVALID,
                   diagnostic=bad.error)
-
-
-def _build_all(session: Session, plans: dict[str, BuildPlan], outcome: RunOutcome):
-    """Build what is not cached (in parallel, as Ray tasks); returns records and artifact refs."""
-    cache = session.workdir / "cache" / "builds"
-    builds: dict[str, BuildResult] = {}
-    artifacts: dict = {}
-    pending = {}
-    for name, plan in plans.items():
-        cached = _load_cached(cache / plan.build_hash)
-        if cached:
-            record, files = cached
-            builds[name] = BuildResult.from_dict({**record.to_dict(), "cached": True, "variant": name})
-            artifacts[name] = ray.put(files)
-            outcome.from_cache += 1
-        else:
-            pending[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs)] = name
-    with session.progress.task("build", len(pending)) as advance:
-        refs = list(pending)
-        while refs:
-            ready, refs = ray.wait(refs, num_returns=1)
-            record_dict, files = ray.get(ready[0])
-            record = BuildResult.from_dict(record_dict)
-            name = pending[ready[0]]
-            _save_cached(cache / record.build_hash, record, files)
-            session.store.record_build(record)
-            builds[name] = record
-            artifacts[name] = ray.put(files)
-            outcome.rebuilt += 1
-            advance(f"{name} {'ok' if record.ok else 'FAILED'}")
-    return builds, artifacts
 
 
 def _load_cached(folder: Path):

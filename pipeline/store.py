@@ -14,7 +14,9 @@ from pathlib import Path
 
 from workers.records import BuildResult, Result
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Columns added after version 1: (table, column, type). A version-1 database gains them on open.
+_ADDED = (("results", "phases", "TEXT"), ("runs", "summary", "TEXT"))
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -22,7 +24,7 @@ CREATE TABLE IF NOT EXISTS commits (
   sha TEXT PRIMARY KEY, subject TEXT, author TEXT, authored_at TEXT, parents TEXT);
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, dirty INTEGER NOT NULL, kind TEXT NOT NULL,
-  repo TEXT, host TEXT, command TEXT, started_at REAL, finished_at REAL);
+  repo TEXT, host TEXT, command TEXT, started_at REAL, finished_at REAL, summary TEXT);
 CREATE TABLE IF NOT EXISTS builds (
   build_hash TEXT PRIMARY KEY, variant TEXT, ok INTEGER, toolchain TEXT, seconds REAL,
   first_errors TEXT, log TEXT, analysis TEXT, created_at REAL);
@@ -32,12 +34,12 @@ CREATE TABLE IF NOT EXISTS results (
   device TEXT NOT NULL, toolchain TEXT, build_hash TEXT NOT NULL, status TEXT NOT NULL,
   peer INTEGER, median_s REAL, ci_low_s REAL, ci_high_s REAL, flops REAL, bytes_moved REAL,
   diagnostic TEXT, samples TEXT, correctness TEXT, timing TEXT, counters TEXT, resources TEXT,
-  device_info TEXT, stderr_tail TEXT, created_at REAL);
+  device_info TEXT, stderr_tail TEXT, created_at REAL, phases TEXT);
 CREATE INDEX IF NOT EXISTS results_key ON results (commit_sha, variant, shape, dtype, device, build_hash);
 CREATE INDEX IF NOT EXISTS results_series ON results (variant, shape, dtype, device);
 """
 
-_JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "device_info")
+_JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "device_info", "phases")
 
 
 class StoreError(RuntimeError):
@@ -73,6 +75,13 @@ class Store:
         elif int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"{self.path}: schema version {row[0]} is newer than this flopwatch "
                              f"({SCHEMA_VERSION}); upgrade flopwatch")
+        elif int(row[0]) < SCHEMA_VERSION:
+            with self.db:  # 1 → 2: phase records per result, a summary per run
+                for table, column, kind in _ADDED:
+                    have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+                    if column not in have:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     # -- writes: each one its own transaction -------------------------------------------------
 
@@ -88,9 +97,11 @@ class Store:
                 (commit_sha, int(dirty), kind, repo, host, command, time.time()))
         return int(cur.lastrowid)
 
-    def finish_run(self, run_id: int) -> None:
+    def finish_run(self, run_id: int, summary: dict | None = None) -> None:
+        """`summary`: the run's device accounting and peer check (`pipeline.accounting`)."""
         with self.db:
-            self.db.execute("UPDATE runs SET finished_at=? WHERE id=?", (time.time(), run_id))
+            self.db.execute("UPDATE runs SET finished_at=?, summary=? WHERE id=?",
+                            (time.time(), json.dumps(summary) if summary is not None else None, run_id))
 
     def record_build(self, b: BuildResult) -> None:
         with self.db:
@@ -104,12 +115,13 @@ class Store:
                 "INSERT INTO results (run_id, commit_sha, dirty, variant, op, backend, shape, dtype, device, "
                 "toolchain, build_hash, status, peer, median_s, ci_low_s, ci_high_s, flops, bytes_moved, "
                 "diagnostic, samples, correctness, timing, counters, resources, device_info, stderr_tail, "
-                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, phases) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, commit_sha, int(dirty), r.variant, r.op, r.backend, r.shape, r.dtype, r.device,
                  r.toolchain, r.build_hash, r.status, int(r.peer), r.median_s, r.ci_low_s, r.ci_high_s,
                  r.flops, r.bytes_moved, r.diagnostic, json.dumps(list(r.samples_s)),
                  json.dumps(r.correctness), json.dumps(r.timing), json.dumps(r.counters),
-                 json.dumps(r.resources), json.dumps(r.device_info), r.stderr_tail, time.time()))
+                 json.dumps(r.resources), json.dumps(r.device_info), r.stderr_tail, time.time(),
+                 json.dumps(r.phases)))
         return int(cur.lastrowid)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -140,6 +152,12 @@ class Store:
         for r in rows:
             latest[(r["variant"], r["shape"], r["dtype"], r["device"])] = r
         return list(latest.values())
+
+    def run_summary(self, commit_sha: str) -> dict:
+        """The summary (device accounting, peer check) of the newest finished run of a commit."""
+        row = self.db.execute("SELECT summary FROM runs WHERE commit_sha=? AND summary IS NOT NULL "
+                              "ORDER BY id DESC LIMIT 1", (commit_sha,)).fetchone()
+        return json.loads(row[0]) if row else {}
 
     def commit(self, sha: str) -> dict | None:
         row = self.db.execute("SELECT * FROM commits WHERE sha=?", (sha,)).fetchone()

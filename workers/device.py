@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 
 from workers.records import DeviceInfo
+from workers.smi import VENDORS, physical_token, query_smi, torch_bus_id, torch_uuid, visible_devices
 
 # Cache flush size per device, from the device itself where it says (L2 size) plus what it
 # does not report: MI300X/MI325X have a 256 MiB Infinity Cache behind 8×4 MiB of L2 (GUIDE §3).
@@ -44,25 +44,32 @@ def cpu_info() -> DeviceInfo:
 
     return DeviceInfo(kind="cpu", name=name, arch=platform.machine(), node=platform.node(),
                       extra={"cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                             "torch": torch.__version__})
+                             "torch": torch.__version__}, visible=visible_devices(dict(os.environ)))
 
 
 def gpu_info(kind: str) -> DeviceInfo:
+    """Identity of torch's device 0 — the first *visible* device of this process — queried by
+    its own UUID / PCI bus id, so the record names the GPU that ran the job, whatever
+    CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES Ray gave the slot."""
     import torch
 
     props = torch.cuda.get_device_properties(0)
+    vendor = VENDORS[kind]
+    env = dict(os.environ)
+    uuid, bus = torch_uuid(props), torch_bus_id(props)
     extra = {"sm_count": props.multi_processor_count, "memory_bytes": props.total_memory,
              "l2_bytes": getattr(props, "L2_cache_size", 0), "torch": torch.__version__}
+    row = query_smi(vendor, uuid, bus, physical_token(vendor, env))
+    extra.update({k: row[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "power_limit_w",
+                                      "smi_index") if row.get(k) not in (None, "")})
     if kind == "cuda":
         arch = f"sm_{props.major}{props.minor}"
-        smi = _nvidia_smi(["uuid", "driver_version", "clocks.sm", "clocks.max.sm"])
-        extra.update({"sm_clock_mhz": smi.get("clocks.sm"), "max_sm_clock_mhz": smi.get("clocks.max.sm")})
-        uuid = smi.get("uuid") or str(getattr(props, "uuid", ""))
-        return DeviceInfo("cuda", props.name, arch, uuid, smi.get("driver_version", ""),
-                          f"CUDA {torch.version.cuda}", platform.node(), extra)
-    arch = getattr(props, "gcnArchName", "").split(":")[0]
-    return DeviceInfo("rocm", props.name, arch, str(getattr(props, "uuid", "")), _rocm_driver(),
-                      f"ROCm/HIP {torch.version.hip}", platform.node(), extra)
+        runtime, driver = f"CUDA {torch.version.cuda}", row.get("driver", "")
+    else:
+        arch = getattr(props, "gcnArchName", "").split(":")[0]
+        runtime, driver = f"ROCm/HIP {torch.version.hip}", _rocm_driver()
+    return DeviceInfo(kind, props.name, arch, row.get("uuid") or uuid, driver, runtime, platform.node(), extra,
+                      pci_bus_id=row.get("pci_bus_id") or bus, visible=visible_devices(env))
 
 
 def info(kind: str) -> DeviceInfo:
@@ -73,17 +80,6 @@ def flush_bytes(dev: DeviceInfo) -> int:
     """Twice the caches the device reports, plus what it does not report, at least 256 MiB."""
     l2 = int(dev.extra.get("l2_bytes") or 0)
     return max(_MIN_FLUSH_BYTES, 2 * (l2 + _INFINITY_CACHE_BYTES.get(dev.arch, 0)))
-
-
-def _nvidia_smi(fields: list[str]) -> dict:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", "0"],
-            capture_output=True, text=True, timeout=20).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    values = [v.strip() for v in out.splitlines()[0].split(",")] if out else []
-    return dict(zip(fields, values))
 
 
 def _rocm_driver() -> str:

@@ -146,6 +146,11 @@ class DeviceInfo(Record):
     runtime: str = ""
     node: str = ""
     extra: dict = field(default_factory=dict)
+    pci_bus_id: str = ""
+    # CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES as the job's process saw them
+    visible: dict = field(default_factory=dict)
+    ray_node_id: str = ""
+    slot: str = ""  # the device slot of the run (`cuda/1`): which warm runner measured it
 
     @property
     def key(self) -> str:
@@ -222,6 +227,9 @@ class Result(Record):
     resources: dict = field(default_factory=dict)
     device_info: dict = field(default_factory=dict)
     stderr_tail: str = ""
+    # Where the job's wall time went, in seconds: queue_s, start_s, load_s, correctness_s,
+    # warmup_s, timing_s, profile_s (see `workers.phases`).
+    phases: dict = field(default_factory=dict)
 
     @property
     def flops_per_s(self) -> float | None:

@@ -11,21 +11,36 @@ import os
 import secrets
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from workers import status
 from workers.bundle import unpack
 from workers.ops import get_op, torch_dtype
 from workers.records import BuildResult, Job, Result, Variant
-from workers.sandbox import run_child
+from workers.sandbox import ChildOutcome, run_child
 
 _FAULT_HINTS = ("Memory access fault", "illegal memory access", "an illegal instruction",
                 "misaligned address", "unspecified launch failure")
 
 
+Launcher = Callable[[list[str], float, Path], ChildOutcome]
+
+
+def spawn(args: list[str], timeout_s: float, workdir: Path) -> ChildOutcome:
+    """A fresh interpreter per job (`python -m workers.child ...`): the cold path, and the
+    fallback of a slot without a zygote."""
+    return run_child([sys.executable, "-m", "workers.child", *args], timeout_s, workdir, env=child_env())
+
+
 def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[str, bytes],
-                settings: dict) -> Result:
-    """Check and time `job` in a child process; `settings` holds timing and timeout choices."""
+                settings: dict, launcher: Launcher = spawn) -> Result:
+    """Check and time `job` in a child process (forked by a slot's zygote, or spawned);
+    `settings` holds timing and timeout choices. The result carries its phases: the child's
+    own (load, correctness, warm-up, timing), the profile, and `start_s` = everything else
+    this took (unpacking, process start, writing and reading the result)."""
+    began = time.perf_counter()
     op = get_op(variant.op)
     itemsize = torch_dtype(job.dtype).itemsize
     base = dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,
@@ -41,13 +56,20 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
                 "dtype": job.dtype, "artifact": str(work / "artifact"), "seeds": seeds,
                 "timing": settings.get("timing", {}), "threads": settings.get("threads")}
         (work / "spec.json").write_text(json.dumps(spec))
-        argv = [sys.executable, "-m", "workers.child", "spec.json", "result.json"]
         timeout = float(settings.get("timeout_s") or variant.timeout_s)
-        outcome = run_child(argv, timeout, work, env=_child_env())
+        outcome = launcher(["spec.json", "result.json"], timeout, work)
         result_file = work / "result.json"
         data = json.loads(result_file.read_text()) if result_file.exists() else None
+        phases = dict((data or {}).get("phases") or {})
         if data and data.get("status") == status.OK and settings.get("profile") and job.device_kind != "cpu":
+            t0 = time.perf_counter()
             data["counters"] = _profile(work, spec, job.device_kind, timeout, data.get("device_info", {}))
+            phases["profile_s"] = round(time.perf_counter() - t0, 4)
+    if data is None:
+        # A child that hung or died reported no phases: the device was held for all of it.
+        phases = {"timing_s": outcome.seconds}
+    phases["start_s"] = round(max(0.0, time.perf_counter() - began - sum(phases.values())), 4)
+    base["phases"] = phases
     if outcome.timed_out:
         return Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
                       diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
@@ -58,7 +80,8 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     return _from_child(base, data, outcome.stderr_tail)
 
 
-def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[dict, dict], settings: dict) -> dict:
+def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[dict, dict], settings: dict,
+                 launcher: Launcher = spawn) -> dict:
     """Time two builds of one job alternately in one child (see `workers.child.pair`);
     returns {"status", "samples": [base, head], "diagnostic"}."""
     with tempfile.TemporaryDirectory(prefix="flopwatch-pair-") as tmp:
@@ -71,8 +94,7 @@ def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[d
                 "threads": settings.get("threads")}
         (work / "spec.json").write_text(json.dumps(spec))
         timeout = float(settings.get("timeout_s") or max(v.timeout_s for v in variants))
-        outcome = run_child([sys.executable, "-m", "workers.child", "spec.json", "result.json"], timeout, work,
-                            env=_child_env())
+        outcome = launcher(["spec.json", "result.json"], timeout, work)
         result_file = work / "result.json"
         data = json.loads(result_file.read_text()) if result_file.exists() else None
     if outcome.timed_out:
@@ -109,9 +131,9 @@ def _profile(work: Path, spec: dict, kind: str, timeout: float, dev: dict) -> di
     limit = max(600.0, 10 * timeout)
     try:
         if kind == "cuda":
-            counters, problem = profile.profile_cuda(work, "profile_spec.json", limit, _child_env())
+            counters, problem = profile.profile_cuda(work, "profile_spec.json", limit, child_env())
         else:
-            counters, problem = profile.profile_rocm(work, "profile_spec.json", limit, _child_env(),
+            counters, problem = profile.profile_rocm(work, "profile_spec.json", limit, child_env(),
                                                      dev.get("arch", ""))
     except Exception as exc:  # a profiler problem must not cost the timing result
         counters, problem = {}, f"{type(exc).__name__}: {exc}"
@@ -140,7 +162,7 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "(empty)"
 
 
-def _child_env() -> dict:
+def child_env() -> dict:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

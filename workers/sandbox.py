@@ -41,11 +41,16 @@ def run_child(argv: list[str], timeout_s: float, workdir: Path, env: dict | None
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-    code = proc.returncode
+    return outcome_from(proc.returncode, timed_out, round(time.monotonic() - start, 3), workdir)
+
+
+def outcome_from(code: int | None, timed_out: bool, seconds: float, workdir: Path) -> ChildOutcome:
+    """The record of a finished child (spawned here or forked by a zygote) that wrote its
+    stdout/stderr into `workdir`; a negative `code` is the signal that killed it."""
     sig = ""
     if code is not None and code < 0:
         sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
-    return ChildOutcome(code, sig, timed_out, round(time.monotonic() - start, 3), tail(err_path), tail(out_path))
+    return ChildOutcome(code, sig, timed_out, seconds, tail(workdir / "stderr.txt"), tail(workdir / "stdout.txt"))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -35,6 +35,9 @@ class Timing:
     converged: bool
     stop_reason: str
     settings: dict
+    # Where the loop's time went (phase accounting of the job): warm-up, then sampling.
+    warmup_s: float = 0.0
+    sampling_s: float = 0.0
 
     def summary(self) -> dict:
         d = asdict(self)
@@ -68,6 +71,7 @@ def measure(sample_once: Callable[[], float | list[float]], warmup: Callable[[],
         n += 1
         if time.perf_counter() - start > settings.budget_s:
             break
+    warmed = time.perf_counter()
     samples: list[float] = []
     deadline = time.perf_counter() + settings.budget_s
     reason = "max_samples"
@@ -80,8 +84,10 @@ def measure(sample_once: Callable[[], float | list[float]], warmup: Callable[[],
         if time.perf_counter() > deadline and len(samples) >= 3:
             reason = "budget"
             break
+    end = time.perf_counter()
     lo, hi = median_ci(samples)
-    return Timing(samples, _median(samples), lo, hi, reason == "ci_target", reason, asdict(settings))
+    return Timing(samples, _median(samples), lo, hi, reason == "ci_target", reason, asdict(settings),
+                  round(warmed - start, 4), round(end - warmed, 4))
 
 
 def time_cpu(call: Callable[[], None], settings: TimingSettings) -> Timing:

@@ -43,6 +43,9 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="CPU threads for torch in jobs (default: all cores)")
     p.add_argument("--profile", action="store_true",
                    help="run each timed GPU call once more under ncu / rocprofv3 and keep its counters")
+    p.add_argument("--spawn-per-job", action="store_true",
+                   help="start a fresh interpreter per job instead of forking it from the slot's warm runner "
+                        "(slower; for measuring what the warm runner saves)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
 
 
@@ -66,7 +69,8 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
     return RunOptions(kernel_dirs=tuple(args.kernels) if args.kernels else None, only=tuple(args.variant),
                       shapes=shapes,
                       resume=resume, budget_s=args.budget, timeout_s=args.timeout, threads=args.threads,
-                      profile=getattr(args, "profile", False), command=command)
+                      profile=getattr(args, "profile", False), command=command,
+                      spawn_per_job=getattr(args, "spawn_per_job", False))
 
 
 def open_session(args, work: Path) -> Session:

@@ -1,0 +1,97 @@
+"""Where a run's time went, from the results' own phase records, and the peer check across
+the devices of a node. Pure functions over plain records.
+
+Phases of one result (seconds; `workers.runner` and `workers.child` measure them):
+queue_s (runnable → its slot started it), start_s (the slot's overhead: unpacking, process
+start, result IO), load_s (GPU context, library load), correctness_s, warmup_s, timing_s,
+profile_s. A device's *busy* time is the sum of its jobs' load + correctness + warm-up +
+timing + profile: the time the device was in use by a job. A device's *wall* is the run's wall
+from the first job submission to the last result that device returned; so busy/wall says how
+much of the run the device spent measuring, whatever the builds before it took.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from workers.records import Result
+
+BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s")
+PEER_TOLERANCE = 0.03
+
+
+def busy_s(phases: dict) -> float:
+    return sum(float(phases.get(k) or 0.0) for k in BUSY_PHASES)
+
+
+def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
+              last_result: dict[str, float]) -> list[dict]:
+    """One row per device slot that ran something: jobs, busy, wall, busy %, the device's
+    identity, and the phase totals."""
+    rows: dict[str, dict] = {}
+    for slot, r in measured:
+        row = rows.setdefault(slot, {"slot": slot, "device": r.device, "uuid": "", "pci_bus_id": "",
+                                     "node_id": "", "jobs": 0, "busy_s": 0.0, "phases": {}})
+        info = r.device_info or {}
+        row["uuid"] = row["uuid"] or info.get("uuid", "")
+        row["pci_bus_id"] = row["pci_bus_id"] or info.get("pci_bus_id", "")
+        row["node_id"] = row["node_id"] or info.get("ray_node_id", "")
+        row["jobs"] += 1
+        row["busy_s"] += busy_s(r.phases)
+        for k, v in r.phases.items():
+            if k.endswith("_s"):
+                row["phases"][k] = round(row["phases"].get(k, 0.0) + float(v or 0.0), 3)
+    out = []
+    for slot, row in sorted(rows.items()):
+        wall = max(0.0, last_result.get(slot, 0.0) - (first_submit or 0.0))
+        out.append({**row, "busy_s": round(row["busy_s"], 3), "wall_s": round(wall, 3),
+                    "busy_pct": round(100.0 * row["busy_s"] / wall, 1) if wall else None})
+    return out
+
+
+def run_wall_s(rows: list[dict]) -> float:
+    """First submission → last result of the run (the longest device wall)."""
+    return max((r["wall_s"] for r in rows), default=0.0)
+
+
+def busy_line(row: dict) -> str:
+    ident = row["uuid"] or row["device"]
+    pct = f"{row['busy_pct']:.0f}%" if row.get("busy_pct") is not None else "—"
+    return (f"{row['slot']} ({ident}): device busy {row['busy_s']:.1f} s of {row['wall_s']:.1f} s wall ({pct}), "
+            f"{row['jobs']} jobs")
+
+
+def peer_check(rows: list[dict], tolerance: float = PEER_TOLERANCE) -> dict:
+    """Per node, op peer and shape: each slot's peer median vs the node's median of them; a
+    slot more than `tolerance` off is flagged. Slots whose peer did not time are listed too."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["node_id"], r["variant"], r["shape"], r["dtype"]), []).append(r)
+    checks, flagged = [], []
+    for (node, variant, shape, dtype), members in sorted(groups.items()):
+        timed = [m for m in members if m["status"] == "ok" and m.get("median_s")]
+        median = statistics.median(m["median_s"] for m in timed) if timed else None
+        devices = []
+        for m in sorted(members, key=lambda m: m["slot"]):
+            # Positive = slower than the node's median (a longer time).
+            off = (m["median_s"] / median - 1.0) if median and m.get("median_s") else None
+            bad = off is None or abs(off) > tolerance
+            d = {"slot": m["slot"], "uuid": m["uuid"], "pci_bus_id": m["pci_bus_id"], "status": m["status"],
+                 "median_s": m.get("median_s"), "off_pct": round(100 * off, 2) if off is not None else None,
+                 "flagged": bad}
+            devices.append(d)
+            if bad:
+                flagged.append({**d, "node_id": node, "variant": variant, "shape": shape, "dtype": dtype})
+        checks.append({"node_id": node, "variant": variant, "shape": shape, "dtype": dtype,
+                       "median_s": median, "devices": devices})
+    return {"tolerance_pct": 100 * tolerance, "checks": checks, "flagged": flagged}
+
+
+def flag_lines(check: dict) -> list[str]:
+    out = []
+    for f in check.get("flagged", []):
+        how = (f"peer {f['off_pct']:+.1f}% vs the node's median" if f["off_pct"] is not None
+               else f"peer did not time ({f['status']})")
+        out.append(f"peer check: {f['slot']} ({f['uuid'] or f['pci_bus_id'] or 'no uuid'}) on node "
+                   f"{f['node_id'][:12]}: {how} for {f['variant']} {f['shape']} {f['dtype']} — FLAGGED")
+    return out

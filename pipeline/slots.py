@@ -1,0 +1,215 @@
+"""Device slots: one Ray actor per device (a GPU, or a node's CPU timing slot), each hosting
+the warm runner (`workers.zygote`) of that device, and the driver's dispatcher that feeds
+every idle slot the next job of its kind.
+
+Why actors: an actor holds its device for its whole life (`num_gpus=1` plus the flopwatch
+resource), so Ray's CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES of that GPU is in the actor's
+environment, the zygote started from it inherits it, and so does every job child it forks.
+A Ray task per job would land in a worker process whose visible devices change from task to
+task, and a warm process could not be kept per device. The driver, not Ray's queue, decides
+which slot runs what: that is how a pinned job (the peer check on every GPU of a node) and
+"no slot idles while work of its kind remains" are both possible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import ray
+
+from workers import runner
+from workers.records import BuildResult, Job, Variant
+from workers.smi import visible_devices
+
+CPU_RESOURCE = "flopwatch_cpu"
+GPU_RESOURCE = {"cuda": "flopwatch_cuda", "rocm": "flopwatch_rocm"}
+
+
+def slot_options(kind: str) -> dict:
+    """Ray options of the actor of one device slot of `kind`."""
+    if kind == "cpu":
+        return {"num_cpus": 1, "resources": {CPU_RESOURCE: 1}}
+    return {"num_cpus": 1, "num_gpus": 1, "resources": {GPU_RESOURCE[kind]: 1}}
+
+
+def slot_count(resources: dict, kind: str) -> int:
+    """How many slots of `kind` the cluster has: its flopwatch resource (GPUs are also bounded by `GPU`)."""
+    if kind == "cpu":
+        return int(resources.get(CPU_RESOURCE, 0))
+    return int(min(resources.get(GPU_RESOURCE[kind], 0), resources.get("GPU", 0)))
+
+
+class DeviceSlot:
+    """Ray actor body: one device, one zygote, one job at a time."""
+
+    def __init__(self, kind: str, name: str, warm: bool = True):
+        self.kind, self.name, self.warm = kind, name, warm
+        self.zygote = None
+
+    def _launcher(self, settings: dict):
+        if not self.warm or settings.get("spawn_per_job"):
+            return runner.spawn
+        if self.zygote is None:
+            from workers.zygote import Zygote
+
+            self.zygote = Zygote(runner.child_env())
+        return self.zygote.run
+
+    def describe(self) -> dict:
+        """Where this slot is and what its processes see (the test of the visible-devices path)."""
+        return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
+                "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
+                "zygote_starts": self.zygote.started if self.zygote else 0}
+
+    def probe(self) -> dict:
+        """The device's identity, asked in a fresh process: the actor itself never creates a GPU
+        context (it would hold device memory for the slot's whole life)."""
+        code = "import json; from workers import device; print(json.dumps(device.info(%r).to_dict()))" % self.kind
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=runner.child_env(),
+                             timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"device probe on {self.name} failed: {out.stderr.strip()[-2000:]}")
+        return {**json.loads(out.stdout.strip().splitlines()[-1]), "slot": self.name}
+
+    def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
+        started_at = time.time()
+        result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
+                                    artifact, settings, self._launcher(settings)).to_dict()
+        # Which Ray node and which slot measured it: the record of where a number came from.
+        result["device_info"] = {**result["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
+                                 "slot": self.name}
+        result["phases"] = {**result["phases"], "started_at": started_at}
+        return result
+
+    def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
+        return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),
+                                   (artifact_a, artifact_b), settings, self._launcher(settings))
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+
+
+_Actor = ray.remote(max_restarts=-1, max_task_retries=0)(DeviceSlot)
+
+
+@dataclass
+class Slot:
+    kind: str
+    name: str
+    actor: object
+    node_id: str = ""
+    visible: dict = field(default_factory=dict)
+    busy: bool = False
+    pinned: deque = field(default_factory=deque)
+
+
+@dataclass
+class _Pending:
+    method: str
+    args: tuple
+    tag: object
+    enqueued_at: float
+
+
+class SlotPool:
+    """The driver's side: slots per kind, a FIFO queue per kind, pinned queues per slot.
+
+    `submit` queues a call; it starts at once on an idle slot of its kind. `finished(ref)`
+    releases the slot of a completed call and starts the next queued one there, so no slot
+    idles while work of its kind remains. A slot takes its pinned work before the shared queue."""
+
+    def __init__(self, resources: dict, warm: bool = True, make_actor=None):
+        self.resources = resources
+        self.warm = warm
+        self._make_actor = make_actor or self._ray_actor
+        self.slots: dict[str, list[Slot]] = {}
+        self.queues: dict[str, deque] = {}
+        self.inflight: dict = {}  # ref -> (slot, pending)
+
+    @staticmethod
+    def _ray_actor(kind: str, name: str, warm: bool):
+        return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
+
+    def slots_of(self, kind: str) -> list[Slot]:
+        if kind not in self.slots:
+            n = slot_count(self.resources, kind)
+            made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm)) for i in range(n)]
+            if made and self._make_actor == self._ray_actor:
+                # Waiting here also starts the actors; each on its node with its devices.
+                for slot, d in zip(made, ray.get([s.actor.describe.remote() for s in made], timeout=600)):
+                    slot.node_id, slot.visible = d["node_id"], d["visible"]
+            self.slots[kind] = made
+            self.queues[kind] = deque()
+        return self.slots[kind]
+
+    def submit(self, kind: str, method: str, args: tuple, tag, slot: Slot | None = None) -> None:
+        pending = _Pending(method, args, tag, time.time())
+        if slot is not None:
+            slot.pinned.append(pending)
+        else:
+            self.slots_of(kind)
+            self.queues[kind].append(pending)
+        self._dispatch(kind)
+
+    def refs(self) -> list:
+        return list(self.inflight)
+
+    def finished(self, ref) -> tuple[object, float, Slot]:
+        """Release the slot of a completed call; returns (tag, enqueued_at, slot)."""
+        slot, pending = self.inflight.pop(ref)
+        slot.busy = False
+        self._dispatch(slot.kind)
+        return pending.tag, pending.enqueued_at, slot
+
+    def _dispatch(self, kind: str) -> None:
+        for slot in self.slots_of(kind):
+            if slot.busy:
+                continue
+            queue = slot.pinned if slot.pinned else self.queues[kind]
+            if not queue:
+                continue
+            pending = queue.popleft()
+            slot.busy = True
+            ref = getattr(slot.actor, pending.method).remote(*pending.args)
+            self.inflight[ref] = (slot, pending)
+
+    def idle_while_queued(self) -> list[str]:
+        """Slots that are idle although work of their kind waits (always empty: the invariant)."""
+        return [s.name for kind, slots in self.slots.items() for s in slots
+                if not s.busy and (s.pinned or self.queues[kind])]
+
+    def close(self) -> None:
+        for slots in self.slots.values():
+            for s in slots:
+                try:
+                    ray.kill(s.actor)
+                except Exception:  # an actor of a cluster already gone
+                    pass
+        self.slots.clear()
+
+
+_POOL: dict = {}
+
+
+def pool(resources: dict, warm: bool = True) -> SlotPool:
+    """The pool of this driver's Ray connection: the slots (and their warm runners) live across
+    the commits of one command (compare, bisect, nightly) instead of starting per commit."""
+    ctx = ray.get_runtime_context()
+    key = (ctx.get_node_id(), ctx.get_job_id(), warm)
+    if key not in _POOL:
+        close_all()
+        _POOL[key] = SlotPool(resources, warm)
+    return _POOL[key]
+
+
+def close_all() -> None:
+    for p in _POOL.values():
+        p.close()
+    _POOL.clear()

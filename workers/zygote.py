@@ -1,0 +1,193 @@
+"""The warm runner of one device slot: a long-lived parent that has imported torch and the
+workers but never touched a GPU, and forks one child per job.
+
+A fresh interpreter per job paid ~3 s (interpreter, `import torch`, the bindings) for about a
+second of measurement. A forked child starts with all of that already in memory and then does
+exactly what a spawned child did: it creates its own GPU context, checks, times, writes
+`result.json` and exits. Isolation is unchanged: the child runs in its own session (process
+group) with its stdout/stderr in the job folder, so a segfault, an abort on a GPU memory fault
+or a hang kills only that child, and the parent classifies it from the exit status like a
+spawned child's. The zygote itself must never initialise CUDA/HIP (a context does not survive
+fork): it imports modules only, and answers one request at a time.
+
+Protocol (the zygote side runs as `python -m workers.zygote`): one JSON request per line on
+stdin, `{"cwd", "args", "timeout_s"}`; the replies on the zygote's original stdout are
+`{"pid": N}` when the child is forked, then `{"returncode", "timed_out", "seconds"}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from workers.sandbox import ChildOutcome, outcome_from, tail
+
+# -- zygote side -------------------------------------------------------------------------------
+
+def _child(cwd: str, args: list[str]) -> None:
+    """In the forked child: a new session, stdio to the job folder, then `workers.child.main`."""
+    try:
+        os.setsid()
+        os.chdir(cwd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+            f = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(f, fd)
+            os.close(f)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        import faulthandler
+
+        faulthandler.enable(file=sys.stderr)  # a segfault prints the Python stack, as in a spawned child
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        from workers import child
+
+        code = child.main(["workers.child", *args])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    except BaseException:  # never return into the zygote's loop from a child
+        import traceback
+
+        traceback.print_exc()
+        os._exit(70)
+
+
+def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
+    """Wait for `pid` up to `timeout_s`; at the timeout kill its whole process group (a hung
+    kernel may have helper threads). Returns (wait status as a returncode, timed_out)."""
+    deadline = time.monotonic() + timeout_s
+    fd = os.pidfd_open(pid)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                if time.monotonic() < deadline:
+                    continue
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                _, st = os.waitpid(pid, 0)
+                return os.waitstatus_to_exitcode(st), True
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(st), False
+    finally:
+        os.close(fd)
+
+
+def serve() -> None:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints of imported modules must not corrupt the protocol
+    # Import what every job needs, without touching a device (`import torch` does not create a
+    # context; `torch.cuda.is_available()` would initialise the driver, so it is not called).
+    import torch  # noqa: F401
+
+    import workers.bindings
+    import workers.child
+    import workers.correctness
+    import workers.timing  # noqa: F401
+
+    proto.write(json.dumps({"ready": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        req = json.loads(line)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _child(req["cwd"], req["args"])
+        proto.write(json.dumps({"pid": pid}) + "\n")
+        code, timed_out = _wait(pid, float(req["timeout_s"]))
+        proto.write(json.dumps({"returncode": code, "timed_out": timed_out,
+                                "seconds": round(time.monotonic() - start, 3)}) + "\n")
+
+
+# -- slot side ---------------------------------------------------------------------------------
+
+class ZygoteDied(RuntimeError):
+    pass
+
+
+class Zygote:
+    """Client of one zygote process; restarts it when it has died. Not thread-safe: one job at
+    a time, which is what a device slot runs."""
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.started = 0
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "workers.zygote"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
+                                     start_new_session=True, text=True, bufsize=1)
+        self.started += 1
+        ready = self._read(300.0)
+        if "ready" not in ready:
+            raise ZygoteDied(f"unexpected first line {ready}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _read(self, timeout_s: float) -> dict:
+        assert self.proc and self.proc.stdout
+        if not select.select([self.proc.stdout], [], [], timeout_s)[0]:
+            raise ZygoteDied(f"no answer in {timeout_s:g} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise ZygoteDied(f"exited with code {self.proc.wait()}")
+        return json.loads(line)
+
+    def run(self, args: list[str], timeout_s: float, workdir: Path) -> ChildOutcome:
+        """Fork a child running `workers.child` with `args` in `workdir`; the same outcome record
+        as `sandbox.run_child`. A zygote that died is started again (once per job)."""
+        for attempt in (1, 2):
+            if not self.alive():
+                self._start()
+            pid = None
+            try:
+                self.proc.stdin.write(json.dumps({"cwd": str(workdir), "args": args, "timeout_s": timeout_s}) + "\n")
+                self.proc.stdin.flush()
+                pid = self._read(60.0)["pid"]
+                done = self._read(timeout_s + 60.0)
+            except (ZygoteDied, BrokenPipeError, OSError, ValueError):
+                self._discard(pid)
+                if attempt == 2 or pid is not None:
+                    raise
+                continue  # died between jobs: start a fresh one and go on
+            return outcome_from(done["returncode"], done["timed_out"], done["seconds"], workdir)
+        raise AssertionError("unreachable")
+
+    def _discard(self, child_pid: int | None) -> None:
+        """Kill a broken zygote and the child it may have left behind."""
+        for pid in (child_pid, self.proc.pid if self.proc else None):
+            if pid:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if self.proc:
+            self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        if self.alive():
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._discard(None)
+        self.proc = None
+
+
+__all__ = ["Zygote", "ZygoteDied", "serve", "tail"]
+
+if __name__ == "__main__":
+    serve()
