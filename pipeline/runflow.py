@@ -86,10 +86,13 @@ class Session:
         """The device slots of this driver's cluster (kept across the commits of a command)."""
         return slots.pool(self.cluster_info.resources)
 
-    def probe(self) -> None:
+    def probe(self, kinds: set[str] | None = None) -> None:
+        """Toolchains, and the identity of each device kind that has work (`kinds`; all if None)."""
         if not self.toolchains:
             self.toolchains = cluster.probe_toolchains()
         for kind in ("cpu", "cuda", "rocm"):
+            if kinds is not None and kind not in kinds:
+                continue
             if kind not in self.devices and self.cluster_info.has_kind(kind):
                 self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
 
@@ -118,7 +121,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
         jobs += [j for j in all_jobs if j.variant in peers and j.variant not in options.only
                  and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
     variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
-    session.probe()
+    session.probe({j.device_kind for j in jobs})
     store = session.store
     run_id = store.start_run(info.sha, info.dirty, options.command, str(root), platform.node(), options.command)
     outcome = RunOutcome(run_id, info)

@@ -61,11 +61,26 @@ class DeviceSlot:
             self.zygote = Zygote(runner.child_env())
         return self.zygote.run
 
-    def describe(self) -> dict:
-        """Where this slot is and what its processes see (the test of the visible-devices path)."""
+    def describe(self, prewarm: bool = True) -> dict:
+        """Where this slot is and what its processes see (the test of the visible-devices path).
+        Starts the zygote, so that its imports overlap the builds instead of the first job."""
+        if prewarm and self.warm:
+            self._launcher({})
+            if not self.zygote.alive():
+                self.zygote.start()
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0}
+
+    def child_env_probe(self) -> dict:
+        """What a job child forked by this slot's zygote sees: the visible-devices variables."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="flopwatch-probe-") as tmp:
+            outcome = self._launcher({})(["--env", "env.json"], 60.0, Path(tmp))
+            data = json.loads((Path(tmp) / "env.json").read_text()) if (Path(tmp) / "env.json").exists() else {}
+        return {"returncode": outcome.returncode, "pid_parent": os.getpid(), **data}
 
     def probe(self) -> dict:
         """The device's identity, asked in a fresh process: the actor itself never creates a GPU
@@ -132,6 +147,7 @@ class SlotPool:
         self.slots: dict[str, list[Slot]] = {}
         self.queues: dict[str, deque] = {}
         self.inflight: dict = {}  # ref -> (slot, pending)
+        self.dispatched: list[tuple[str, object]] = []  # (slot name, tag) in dispatch order
 
     @staticmethod
     def _ray_actor(kind: str, name: str, warm: bool):
@@ -143,7 +159,7 @@ class SlotPool:
             made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm)) for i in range(n)]
             if made and self._make_actor == self._ray_actor:
                 # Waiting here also starts the actors; each on its node with its devices.
-                for slot, d in zip(made, ray.get([s.actor.describe.remote() for s in made], timeout=600)):
+                for slot, d in zip(made, ray.get([s.actor.describe.remote() for s in made], timeout=900)):
                     slot.node_id, slot.visible = d["node_id"], d["visible"]
             self.slots[kind] = made
             self.queues[kind] = deque()
@@ -179,6 +195,7 @@ class SlotPool:
             slot.busy = True
             ref = getattr(slot.actor, pending.method).remote(*pending.args)
             self.inflight[ref] = (slot, pending)
+            self.dispatched.append((slot.name, pending.tag))
 
     def idle_while_queued(self) -> list[str]:
         """Slots that are idle although work of their kind waits (always empty: the invariant)."""

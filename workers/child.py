@@ -203,6 +203,11 @@ def run(spec: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == "--env":  # what this process sees of its devices (a slot's self-test)
+        from workers.smi import visible_devices
+
+        Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ))}))
+        return 0
     spec_path, result_path = Path(argv[1]), Path(argv[2])
     spec = json.loads(spec_path.read_text())
     if spec.get("threads"):

@@ -124,7 +124,7 @@ class Zygote:
         self.proc: subprocess.Popen | None = None
         self.started = 0
 
-    def _start(self) -> None:
+    def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "workers.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True, text=True, bufsize=1)
@@ -150,7 +150,7 @@ class Zygote:
         as `sandbox.run_child`. A zygote that died is started again (once per job)."""
         for attempt in (1, 2):
             if not self.alive():
-                self._start()
+                self.start()
             pid = None
             try:
                 self.proc.stdin.write(json.dumps({"cwd": str(workdir), "args": args, "timeout_s": timeout_s}) + "\n")

@@ -1,0 +1,86 @@
+"""Identity of the device a job used, from the runtime's UUID / PCI bus id or the
+visible-devices variables, mapped onto the management tool's rows (recorded output)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from workers import smi
+from workers.records import DeviceInfo
+
+FIX = Path(__file__).parent / "fixtures" / "smi"
+NV_ROWS = smi.parse_nvidia_csv((FIX / "nvidia_smi_2xh200.csv").read_text())
+GPU1 = "GPU-a41d2e77-08c3-4b6f-b2d1-9f5e6c3a0d12"
+
+
+def test_nvidia_csv_is_parsed_under_flopwatch_names():
+    assert [r["smi_index"] for r in NV_ROWS] == ["0", "1"]
+    assert NV_ROWS[1]["uuid"] == GPU1 and NV_ROWS[1]["pci_bus_id"] == "00000000:2A:00.0"
+    assert NV_ROWS[1]["sm_clock_mhz"] == 1755.0 and NV_ROWS[1]["power_limit_w"] == 700.0
+
+
+def test_cuda_visible_devices_1_maps_to_physical_gpu_1():
+    token = smi.physical_token(smi.VENDORS["cuda"], {"CUDA_VISIBLE_DEVICES": "1"})
+    assert token == "1"
+    assert smi.pick_row(NV_ROWS, token=token)["uuid"] == GPU1
+    # Without the variable, device 0 is physical GPU 0.
+    assert smi.pick_row(NV_ROWS, token=smi.physical_token(smi.VENDORS["cuda"], {}))["smi_index"] == "0"
+
+
+def test_runtime_uuid_and_bus_id_win_over_the_index():
+    # torch writes the UUID without the GPU- prefix and the bus id with a 4-digit domain
+    assert smi.pick_row(NV_ROWS, uuid=GPU1[4:].upper(), token="0")["smi_index"] == "1"
+    assert smi.pick_row(NV_ROWS, bus="0000:2a:00.0", token="0")["uuid"] == GPU1
+    assert smi.pick_row(NV_ROWS, uuid="ffffffff-0000-0000-0000-000000000000") == {}
+
+
+def test_visible_list_of_uuids_and_rocm_nesting():
+    env = {"CUDA_VISIBLE_DEVICES": f"{GPU1},GPU-0f6b9c2e-51a4-7d3b-9e28-3c1d5a7b8e90"}
+    token = smi.physical_token(smi.VENDORS["cuda"], env)
+    assert smi.pick_row(NV_ROWS, token=token)["smi_index"] == "1"
+    rocm = smi.VENDORS["rocm"]
+    assert smi.physical_token(rocm, {"ROCR_VISIBLE_DEVICES": "2,3", "HIP_VISIBLE_DEVICES": "1"}) == "3"
+    assert smi.physical_token(rocm, {"HIP_VISIBLE_DEVICES": "5"}) == "5"
+    assert smi.physical_token(rocm, {"HIP_VISIBLE_DEVICES": "0"}, ordinal=1) == ""
+
+
+def test_command_lines_ask_by_uuid_then_bus_then_token():
+    assert smi.nvidia_selector("a41d2e77-08c3", "0000:2a:00.0", "1") == "GPU-a41d2e77-08c3"
+    assert smi.nvidia_selector("", "0000:2a:00.0", "1") == "0000:2a:00.0"
+    cmd = smi.nvidia_command(smi.nvidia_selector("", "", "1"))
+    assert cmd[0] == "nvidia-smi" and cmd[-1] == "--id=1" and "-i" not in cmd
+    assert "--query-gpu=index,uuid,pci.bus_id" in " ".join(cmd)
+    assert smi.rocm_command()[0] == "rocm-smi" and "--json" in smi.rocm_command()
+
+
+def test_torch_properties_to_bus_id():
+    props = SimpleNamespace(pci_domain_id=0, pci_bus_id=0x2A, pci_device_id=0, uuid="a41d2e77-08c3")
+    assert smi.torch_bus_id(props) == "0000:2a:00.0"
+    assert smi.norm_bus(smi.torch_bus_id(props)) == smi.norm_bus("00000000:2A:00.0")
+    assert smi.torch_bus_id(SimpleNamespace()) == "" and smi.torch_uuid(SimpleNamespace(uuid=None)) == ""
+
+
+def test_rocm_smi_json_by_bus_id():
+    rows = smi.parse_rocm_json((FIX / "rocm_smi_2xmi325x.json").read_text())
+    row = smi.pick_row(rows, bus="0000:26:00.0", token="0")
+    assert row["smi_index"] == "1" and row["uuid"] == "0x2a1b4c3d5e6f7081" and row["sm_clock_mhz"] == 132.0
+    assert smi.pick_row(rows, token=smi.physical_token(smi.VENDORS["rocm"], {"HIP_VISIBLE_DEVICES": "1"}))["pci_bus_id"] == "0000:26:00.0"
+    assert smi.parse_rocm_json("not json") == []
+
+
+def test_device_info_keeps_json_round_trip_with_the_new_fields():
+    info = DeviceInfo("cuda", "H200", "sm_90", GPU1, pci_bus_id="00000000:2A:00.0",
+                      visible={"CUDA_VISIBLE_DEVICES": "1"}, ray_node_id="abc", slot="cuda/1")
+    assert DeviceInfo.from_dict(info.to_dict()) == info
+    assert DeviceInfo.from_dict({"kind": "cpu", "name": "x", "unknown_later_field": 1}).slot == ""
+
+
+def test_cpu_identity_records_the_visible_variables():
+    code = "import json; from workers import device; print(json.dumps(device.info('cpu').to_dict()))"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert '"visible": {"CUDA_VISIBLE_DEVICES": "1"}' in out

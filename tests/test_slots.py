@@ -1,0 +1,144 @@
+"""Device slots: the dispatcher (pure, with stand-in actors) and a real 3-node Ray cluster with
+fake device resources: jobs spread over every slot of every node in submission order, the
+peer check runs on every slot of a node that has several, and Ray's per-GPU
+CUDA_VISIBLE_DEVICES reaches the children the slot's warm runner forks."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+from suite_repo import make_suite_repo
+
+from pipeline import cluster, slots
+from pipeline.progress import Progress
+from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.store import Store
+
+_refs = itertools.count()
+
+
+class _Method:
+    def __init__(self, actor, name):
+        self.actor, self.name = actor, name
+
+    def remote(self, *args):
+        ref = f"ref{next(_refs)}"
+        self.actor.calls.append((self.name, args))
+        return ref
+
+
+class _FakeActor:
+    def __init__(self, kind, name, warm):
+        self.name, self.calls = name, []
+
+    def __getattr__(self, method):
+        return _Method(self, method)
+
+
+def test_dispatcher_fills_idle_slots_in_order_and_never_idles_while_work_waits():
+    pool = slots.SlotPool({"flopwatch_cpu": 3, "flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor)
+    for i in range(7):
+        pool.submit("cpu", "run", (i,), f"job{i}")
+        assert pool.idle_while_queued() == []
+    assert [t for _, t in pool.dispatched] == ["job0", "job1", "job2"]  # one per slot, FIFO
+    assert {s for s, _ in pool.dispatched} == {"cpu/0", "cpu/1", "cpu/2"}
+    order = []
+    while pool.refs():
+        ref = pool.refs()[0]
+        tag, _, slot = pool.finished(ref)
+        order.append(tag)
+        assert pool.idle_while_queued() == []
+    assert order[:3] == ["job0", "job1", "job2"]
+    assert [t for _, t in pool.dispatched] == [f"job{i}" for i in range(7)]
+    assert len(pool.slots_of("cuda")) == 2 and pool.slots_of("rocm") == []
+
+
+def test_pinned_work_goes_to_its_slot_before_the_shared_queue():
+    pool = slots.SlotPool({"flopwatch_cpu": 2}, make_actor=_FakeActor)
+    a, b = pool.slots_of("cpu")
+    pool.submit("cpu", "run", (), "x")
+    pool.submit("cpu", "run", (), "y")
+    pool.submit("cpu", "run", (), "shared")
+    pool.submit("cpu", "run", (), "pinned-b", slot=b)
+    ref_b = next(r for r, (s, _) in pool.inflight.items() if s is b)
+    pool.finished(ref_b)
+    assert pool.dispatched[-1] == ("cpu/1", "pinned-b")
+    assert slots.slot_count({"flopwatch_cuda": 4, "GPU": 2}, "cuda") == 2
+
+
+@pytest.fixture(scope="module")
+def three_nodes():
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {cluster.CPU_RESOURCE: 1}})
+    c.add_node(num_cpus=2, resources={cluster.CPU_RESOURCE: 2})
+    c.add_node(num_cpus=2, num_gpus=2, resources={cluster.CPU_RESOURCE: 1, cluster.GPU_RESOURCE["cuda"]: 2})
+    ray.init(address=c.address)
+    yield c
+    slots.close_all()
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def runs(three_nodes, tmp_path_factory):
+    base = tmp_path_factory.mktemp("spread")
+    repo = make_suite_repo(base / "repo")
+    session = Session(Store(base / "work" / "results.db"), base / "work", cluster.connect(None), Progress(enabled=False))
+    first = run_commit(session, repo, "HEAD", RunOptions())  # builds everything
+    start = len(session.slots.dispatched)
+    second = run_commit(session, repo, "HEAD", RunOptions())  # all cached: every job runnable at once
+    return session, first, second, session.slots.dispatched[start:]
+
+
+def test_jobs_spread_over_every_cpu_slot_of_every_node_in_submission_order(runs):
+    session, _, second, dispatched = runs
+    cpu_slots = session.slots.slots_of("cpu")
+    assert len(cpu_slots) == 4 and len({s.node_id for s in cpu_slots}) == 3
+    jobs = [(tag[1].variant, tag[1].shape.key) for _, tag in dispatched if tag[0] == "job"]
+    # cached builds are released in plan order, each variant's jobs in plan order
+    assert jobs == [(j.variant, j.shape.key) for j in second.jobs]
+    # the first four jobs started at once, one on each slot
+    first_four = [name for name, tag in dispatched if tag[0] == "job"][:4]
+    assert sorted(first_four) == sorted(s.name for s in cpu_slots)
+    ok = [r for r in second.results if r.status == "ok"]
+    assert len(ok) == 6
+    assert {r.device_info["slot"] for r in ok} == {s.name for s in cpu_slots}
+    assert {r.device_info["ray_node_id"] for r in ok} == {s.node_id for s in cpu_slots}
+
+
+def test_phases_and_device_busy_are_recorded(runs):
+    session, _, second, _ = runs
+    for r in second.results:
+        assert {"queue_s", "start_s", "load_s", "correctness_s", "warmup_s", "timing_s"} <= set(r.phases)
+        assert r.phases["timing_s"] > 0 and r.phases["start_s"] < 2.0  # forked, not a fresh interpreter
+    rows = second.accounting
+    assert {row["slot"] for row in rows} == {s.name for s in session.slots.slots_of("cpu")}
+    for row in rows:
+        assert 0 < row["busy_s"] <= row["wall_s"] and 0 < row["busy_pct"] <= 100
+    stored = session.store.run_summary(second.commit.sha)
+    assert stored["devices"] == rows
+
+
+def test_peer_check_covers_every_slot_of_the_node_with_two(runs):
+    session, _, second, _ = runs
+    (node,) = {s.node_id for s in session.slots.slots_of("cpu") if
+               sum(t.node_id == s.node_id for t in session.slots.slots_of("cpu")) == 2}
+    checks = second.peer_check["checks"]
+    assert checks and {c["node_id"] for c in checks} == {node}
+    assert len(checks[0]["devices"]) == 2 and checks[0]["variant"] == "torch_ref"
+    assert all(d["off_pct"] is not None for d in checks[0]["devices"])
+    assert not any(r.variant == "torch_ref" and r.shape == checks[0]["shape"] and r.device_info.get("slot") is None
+                   for r in second.results)
+    assert len([r for r in second.results if r.variant == "torch_ref"]) == 2  # peer-check rows are not results
+
+
+def test_visible_devices_reach_the_forked_children_of_each_gpu_slot(runs):
+    session, _, _, _ = runs
+    gpu = session.slots.slots_of("cuda")
+    assert len(gpu) == 2
+    seen = ray.get([s.actor.child_env_probe.remote() for s in gpu], timeout=300)
+    visible = sorted(d["visible"]["CUDA_VISIBLE_DEVICES"] for d in seen)
+    assert visible == ["0", "1"]  # Ray's per-GPU assignment, as the job child sees it
+    assert all(d["returncode"] == 0 and d["pid"] != d["pid_parent"] for d in seen)
