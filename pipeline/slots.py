@@ -35,7 +35,10 @@ def slot_options(kind: str) -> dict:
     """Ray options of the actor of one device slot of `kind`."""
     if kind == "cpu":
         return {"num_cpus": 1, "resources": {CPU_RESOURCE: 1}}
-    return {"num_cpus": 1, "num_gpus": 1, "resources": {GPU_RESOURCE[kind]: 1}}
+    # A GPU slot holds its GPU, not a core: asking for one CPU per GPU slot as well would leave
+    # a node with fewer free cores than GPUs (builds running, a CPU slot) unable to start all
+    # its GPU slots, and the missing ones would never run anything.
+    return {"num_cpus": 0, "num_gpus": 1, "resources": {GPU_RESOURCE[kind]: 1}}
 
 
 def slot_count(resources: dict, kind: str) -> int:
@@ -159,7 +162,12 @@ class SlotPool:
             made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm)) for i in range(n)]
             if made and self._make_actor == self._ray_actor:
                 # Waiting here also starts the actors; each on its node with its devices.
-                for slot, d in zip(made, ray.get([s.actor.describe.remote() for s in made], timeout=900)):
+                try:
+                    described = ray.get([s.actor.describe.remote() for s in made], timeout=600)
+                except ray.exceptions.GetTimeoutError:
+                    raise RuntimeError(f"the {n} {kind} device slot(s) of the cluster did not all start in 600 s "
+                                       f"(resources {self.resources})") from None
+                for slot, d in zip(made, described):
                     slot.node_id, slot.visible = d["node_id"], d["visible"]
             self.slots[kind] = made
             self.queues[kind] = deque()
