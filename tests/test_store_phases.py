@@ -1,0 +1,72 @@
+"""Store schema 2: phase records per result and a summary per run; a version-1 database is
+migrated in place and keeps its rows."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pipeline import accounting
+from pipeline.store import SCHEMA_VERSION, Store
+from workers.records import Result
+
+V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+CREATE TABLE runs (id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, dirty INTEGER NOT NULL, kind TEXT NOT NULL,
+  repo TEXT, host TEXT, command TEXT, started_at REAL, finished_at REAL);
+CREATE TABLE results (id INTEGER PRIMARY KEY, run_id INTEGER, commit_sha TEXT NOT NULL, dirty INTEGER NOT NULL,
+  variant TEXT NOT NULL, op TEXT, backend TEXT, shape TEXT NOT NULL, dtype TEXT NOT NULL,
+  device TEXT NOT NULL, toolchain TEXT, build_hash TEXT NOT NULL, status TEXT NOT NULL,
+  peer INTEGER, median_s REAL, ci_low_s REAL, ci_high_s REAL, flops REAL, bytes_moved REAL,
+  diagnostic TEXT, samples TEXT, correctness TEXT, timing TEXT, counters TEXT, resources TEXT,
+  device_info TEXT, stderr_tail TEXT, created_at REAL);
+INSERT INTO results (run_id, commit_sha, dirty, variant, shape, dtype, device, build_hash, status)
+  VALUES (1, 'abc', 0, 'old', 'M=1', 'fp32', 'cpu', 'h', 'ok');
+"""
+
+
+def _result(**phases) -> Result:
+    return Result(variant="v", op="gemm", backend="cpp", shape="M=1", dtype="fp32", device="cuda:H200", status="ok",
+                  median_s=1e-3, samples_s=(1e-3,), phases=phases,
+                  device_info={"uuid": "GPU-1", "ray_node_id": "n1"})
+
+
+def test_version_1_database_is_migrated_and_keeps_its_rows(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as c:
+        c.executescript(V1)
+    store = Store(db)
+    assert store.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION) == "2"
+    (old,) = store.results()
+    assert old["variant"] == "old" and old["phases"] == {}
+    run = store.start_run("abc", False, "run", "", "", "run")
+    store.record_result(run, "abc", False, _result(load_s=0.5, timing_s=1.0))
+    store.finish_run(run, {"devices": [{"slot": "cuda/0"}]})
+    assert store.results("variant='v'")[0]["phases"] == {"load_s": 0.5, "timing_s": 1.0}
+    assert store.run_summary("abc") == {"devices": [{"slot": "cuda/0"}]}
+    assert Result.from_dict(_result(queue_s=1.0).to_dict()).phases == {"queue_s": 1.0}
+
+
+def test_busy_is_the_gpu_work_phases_and_wall_starts_at_the_first_submission():
+    measured = [("cuda/0", _result(queue_s=9.0, start_s=0.5, load_s=0.3, correctness_s=0.2, warmup_s=1.0,
+                                   timing_s=0.5)),
+                ("cuda/0", _result(start_s=0.1, load_s=0.2, correctness_s=0.1, warmup_s=1.0, timing_s=0.7,
+                                   profile_s=2.0))]
+    (row,) = accounting.summarise(measured, first_submit=100.0, last_result={"cuda/0": 110.0})
+    assert row["busy_s"] == 6.0 and row["wall_s"] == 10.0 and row["busy_pct"] == 60.0
+    assert row["uuid"] == "GPU-1" and row["jobs"] == 2 and row["phases"]["queue_s"] == 9.0
+    assert accounting.busy_line(row) == "cuda/0 (GPU-1): device busy 6.0 s of 10.0 s wall (60%), 2 jobs"
+
+
+def test_peer_check_flags_a_card_more_than_3_percent_off_its_node_median():
+    rows = [{"slot": f"cuda/{i}", "node_id": "n1", "variant": "torch_ref", "shape": "M=4096", "dtype": "bf16",
+             "status": "ok", "median_s": t, "uuid": f"GPU-{i}", "pci_bus_id": ""}
+            for i, t in enumerate((1.00e-3, 1.01e-3, 0.99e-3, 1.05e-3))]
+    rows.append({**rows[0], "slot": "cuda/9", "node_id": "n2", "median_s": 2e-3})  # alone on its node
+    check = accounting.peer_check(rows)
+    assert [f["slot"] for f in check["flagged"]] == ["cuda/3"]
+    assert check["flagged"][0]["off_pct"] == 4.48  # 1.05 / median 1.005
+    (line,) = accounting.flag_lines(check)
+    assert "cuda/3" in line and "+4.5%" in line and "FLAGGED" in line
+    rows[1] = {**rows[1], "status": "crashed", "median_s": None}
+    assert {f["slot"] for f in accounting.peer_check(rows)["flagged"]} == {"cuda/1", "cuda/3"}

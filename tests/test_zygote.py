@@ -1,0 +1,82 @@
+"""The warm runner keeps the isolation of a spawned child: a job that segfaults or hangs takes
+only its own forked child down, is classified like a spawned child, and the next job on the
+same zygote runs clean; a dead zygote is started again."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from workers import runner
+from workers.bundle import pack
+from workers.records import BuildResult, Job, Shape, Variant
+from workers.sandbox import run_child
+from workers.zygote import Zygote
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = Zygote(runner.child_env())
+    yield z
+    z.close()
+
+
+def _python_variant(tmp: Path, body: str) -> tuple[Variant, dict]:
+    (tmp / "k.py").write_text(body)
+    v = Variant(name="k", op="gemm", backend="python", folder="k", sources=("k.py",), dtypes=("fp32",),
+                shapes=(Shape({"M": 64, "N": 64, "K": 64}),), devices=("cpu",), timeout_s=5.0,
+                binding=Variant.from_dict({"name": "x", "op": "gemm", "backend": "python", "folder": "k",
+                                           "sources": [], "dtypes": [], "shapes": [],
+                                           "binding": {"kind": "python", "entry": "k.py:gemm"}}).binding)
+    return v, pack(tmp)
+
+
+GOOD = "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n"
+SEGV = "import ctypes\ndef gemm(a, b, c):\n    ctypes.string_at(0)\n"
+HANG = "def gemm(a, b, c):\n    while True:\n        pass\n"
+
+
+def _run(v: Variant, files: dict, launcher):
+    job = Job(v.name, v.op, v.shapes[0], "fp32", "cpu")
+    build = BuildResult(v.name, "h", True, "python")
+    return runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "timeout_s": 3}, launcher)
+
+
+def test_crash_and_hang_kill_only_their_child_and_the_next_job_is_clean(zygote, tmp_path):
+    for name in "gsh":
+        (tmp_path / name).mkdir()
+    good, segv, hang = (_python_variant(tmp_path / n, body) for n, body in zip("gsh", (GOOD, SEGV, HANG)))
+    first = _run(*good, zygote.run)
+    assert first.status == "ok", first.diagnostic
+    pid = zygote.proc.pid
+    crashed = _run(*segv, zygote.run)
+    assert crashed.status == "crashed" and "SIGSEGV" in crashed.diagnostic
+    hung = _run(*hang, zygote.run)
+    assert hung.status == "timeout" and "3 s timeout" in hung.diagnostic
+    after = _run(*good, zygote.run)
+    assert after.status == "ok" and zygote.proc.pid == pid and zygote.started == 1
+    assert after.phases["start_s"] < first.phases["start_s"] + 1.0
+    # same classification as a spawned child's
+    spawned = _run(*segv, runner.spawn)
+    assert spawned.status == crashed.status and "SIGSEGV" in spawned.diagnostic
+
+
+def test_a_dead_zygote_is_started_again(zygote, tmp_path):
+    (tmp_path / "g").mkdir()
+    good = _python_variant(tmp_path / "g", GOOD)
+    assert _run(*good, zygote.run).status == "ok"
+    before = zygote.started
+    os.kill(zygote.proc.pid, signal.SIGKILL)
+    zygote.proc.wait()
+    assert _run(*good, zygote.run).status == "ok"
+    assert zygote.started == before + 1
+
+
+def test_spawned_and_forked_children_write_the_same_outcome_fields(zygote, tmp_path):
+    a = run_child(["python3", "-c", "import sys; sys.stderr.write('x'); sys.exit(3)"], 5, tmp_path)
+    assert a.returncode == 3 and a.stderr_tail == "x" and not a.timed_out
