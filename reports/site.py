@@ -39,8 +39,10 @@ def write_site(store: Store, site: Path, extra_pages: dict | None = None, order:
     for c in commits:
         rows = sort_rows(with_peer(store.latest_results(c["sha"])))
         commit = store.commit(c["sha"]) or {"sha": c["sha"]}
+        summary = store.run_summary(c["sha"])
         _render(site / commit_page_name(c["sha"]), "commit.html.j2", commit=commit, rows=rows,
-                failures=_failure_panels(rows), failing=status.FAILURES)
+                failures=_failure_panels(rows), failing=status.FAILURES,
+                devices=summary.get("devices", []), peer_flags=(summary.get("peer_check") or {}).get("flagged", []))
         pages.append({"commit": commit, "rows": rows, "page": commit_page_name(c["sha"])})
     extra = {**history_pages.write_pages(store, site, order), **(extra_pages or {})}
     latest = pages[0] if pages else None

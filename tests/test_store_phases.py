@@ -27,7 +27,7 @@ INSERT INTO results (run_id, commit_sha, dirty, variant, shape, dtype, device, b
 
 def _result(**phases) -> Result:
     return Result(variant="v", op="gemm", backend="cpp", shape="M=1", dtype="fp32", device="cuda:H200", status="ok",
-                  median_s=1e-3, samples_s=(1e-3,), phases=phases,
+                  median_s=1e-3, ci_low_s=0.9e-3, ci_high_s=1.1e-3, samples_s=(1e-3,), flops=2e9, phases=phases,
                   device_info={"uuid": "GPU-1", "ray_node_id": "n1"})
 
 
@@ -70,3 +70,20 @@ def test_peer_check_flags_a_card_more_than_3_percent_off_its_node_median():
     assert "cuda/3" in line and "+4.5%" in line and "FLAGGED" in line
     rows[1] = {**rows[1], "status": "crashed", "median_s": None}
     assert {f["slot"] for f in accounting.peer_check(rows)["flagged"]} == {"cuda/1", "cuda/3"}
+
+
+def test_commit_page_shows_a_flagged_device(tmp_path):
+    from reports.site import write_site
+
+    store = Store(tmp_path / "r.db")
+    store.record_commit("abc123", "subject", "a", "2026-11-22", [])
+    run = store.start_run("abc123", False, "run", "", "", "run")
+    store.record_result(run, "abc123", False, _result(load_s=0.5))
+    flagged = {"slot": "cuda/3", "uuid": "GPU-<3>", "pci_bus_id": "", "node_id": "n1", "variant": "torch_ref",
+               "shape": "M=4096", "dtype": "bf16", "status": "ok", "off_pct": 4.48}
+    store.finish_run(run, {"devices": [{"slot": "cuda/3", "uuid": "GPU-<3>", "device": "cuda:H200", "jobs": 1,
+                                        "busy_s": 0.5, "wall_s": 1.0, "busy_pct": 50.0}],
+                           "peer_check": {"flagged": [flagged]}})
+    write_site(store, tmp_path / "site")
+    html = (tmp_path / "site" / "commit-abc123.html").read_text()
+    assert "Devices off their node" in html and "+4.5%" in html and "GPU-&lt;3&gt;" in html
