@@ -161,10 +161,12 @@ class _Stream:
         self.peer_rows: list[dict] = []
         self.peer_checked: set = set()
         self.advance = lambda _msg="": None
+        self.builds: dict = {}  # build ref -> variant name, while compiling
+        self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
 
     def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
         by_name = {v.name: v for v in variants}
-        cached, builds = {}, {}
+        cached, builds = {}, self.builds
         for name, plan in plans.items():
             found = _load_cached(self.cache / plan.build_hash)
             if found:
@@ -192,6 +194,10 @@ class _Stream:
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
                     self._release(by_name[name], record, files)
+                    if not builds:
+                        for deferred in self.deferred:
+                            self._submit(*deferred)
+                        self.deferred.clear()
                     continue
                 tag, enqueued_at, slot = self.pool.finished(ref)
                 self.last_result[slot.name] = time.time()
@@ -236,6 +242,10 @@ class _Stream:
                 "spawn_per_job": o.spawn_per_job}
 
     def _submit(self, tag: tuple, kind: str, settings: dict, slot=None) -> None:
+        if kind == "cpu" and self.builds:
+            # CPU timings must not share the cores with compilers: they start when the builds end.
+            self.deferred.append((tag, kind, settings, slot))
+            return
         _, job, v, build = tag
         if self.first_submit is None:
             self.first_submit = time.time()

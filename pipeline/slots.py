@@ -33,11 +33,14 @@ GPU_RESOURCE = {"cuda": "flopwatch_cuda", "rocm": "flopwatch_rocm"}
 
 def slot_options(kind: str) -> dict:
     """Ray options of the actor of one device slot of `kind`."""
+    # A slot holds its device, not a core. Slots live for the whole run, and a core held by
+    # each would be taken from the builds that stream beside the runs (on a 2-core node the
+    # builds ran one at a time), and a node with fewer free cores than GPUs could not start all
+    # its GPU slots. CPU timing is kept off the compilers by the driver instead: CPU jobs start
+    # once the builds are done (`runflow._Stream`). Ray sets OMP_NUM_THREADS=1 for these
+    # actors as it did for the one-CPU run tasks before; `--threads` sets torch's threads.
     if kind == "cpu":
-        return {"num_cpus": 1, "resources": {CPU_RESOURCE: 1}}
-    # A GPU slot holds its GPU, not a core: asking for one CPU per GPU slot as well would leave
-    # a node with fewer free cores than GPUs (builds running, a CPU slot) unable to start all
-    # its GPU slots, and the missing ones would never run anything.
+        return {"num_cpus": 0, "resources": {CPU_RESOURCE: 1}}
     return {"num_cpus": 0, "num_gpus": 1, "resources": {GPU_RESOURCE[kind]: 1}}
 
 
