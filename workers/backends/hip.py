@@ -36,7 +36,7 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
                        list(variant.flags), list(variant.arches) or ["gfx942"], str(out), mode,
                        launch=_launch(variant), output_name="variant")
     if not result.ok:
-        return BuildOutput(False, result.log, "\n".join(result.first_errors))
+        return BuildOutput(False, result.log, with_header_hint("\n".join(result.first_errors), result.log))
     # Keep only what runs: the library (c) or the code objects (raw); analysis copies go.
     keep = {Path(p).name for p in result.artifacts}
     for path in out.iterdir():
@@ -65,7 +65,7 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
         if missing and any(h in device.log for h in ("Python.h", "pybind11/")):
             reason = f"this build node lacks {missing}, which the module's source includes"
             return BuildOutput(False, device.log, skip_reason=reason)
-        return BuildOutput(False, device.log, "\n".join(device.first_errors))
+        return BuildOutput(False, device.log, with_header_hint("\n".join(device.first_errors), device.log))
     analysis = flatten(device.kernels)
     for path in (out / "device").iterdir():
         path.unlink()
@@ -86,6 +86,18 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
         target.unlink()
         return BuildOutput(False, log, analysis=analysis, skip_reason=blocker)
     return BuildOutput(True, log, analysis=analysis)
+
+
+_ROCM6_HEADERS = ("hip_bf16.h", "hip_fp8.h", "amd_hip_bf16.h")
+
+
+def with_header_hint(errors: str, log: str) -> str:
+    """Append what fixes a missing ROCm 6 header under the cross toolchain (pure)."""
+    if "file not found" in log and any(f"{h}' file not found" in log for h in _ROCM6_HEADERS):
+        return errors + ("\nhint: this HIP header comes with ROCm 6; the clang-19 cross toolchain has Debian's "
+                         "HIP 5.2 headers. Set FLOPWATCH_HIP_INCLUDE to a folder of ROCm 6 HIP headers "
+                         "(docs/amd.md, 'HipKittens without ROCm').")
+    return errors
 
 
 def _env(extra: dict) -> dict | None:
