@@ -1,8 +1,6 @@
-"""Raw kernels: parameters in the manifest's order, and HIP's kernelParams array packing."""
+"""Raw kernels: parameters in the manifest's order (the packing: tests/test_module_api.py)."""
 
 from __future__ import annotations
-
-import ctypes
 
 import torch
 
@@ -10,7 +8,6 @@ from pipeline.config import load_config
 from pipeline.discovery import discover
 from workers.bindings.raw import argument_names, arguments
 from workers.ops import gemm
-from workers.rocm.raw_launch import kernel_params
 
 
 def _variant(repo_root, name):
@@ -30,12 +27,3 @@ def test_tutorial_signature_order_comes_from_the_manifest(repo_root):
 def test_default_order_is_inputs_output_sizes(repo_root):
     v = _variant(repo_root, "cuda_raw_naive")
     assert argument_names(v, gemm) == ["A", "B", "C", "M", "N", "K"]
-
-
-def test_kernel_params_point_at_typed_values():
-    t = torch.arange(4, dtype=torch.float32)
-    holders, params = kernel_params([t, 7, 2.5])
-    assert len(params) == 3
-    assert ctypes.cast(params[0], ctypes.POINTER(ctypes.c_void_p)).contents.value == t.data_ptr()
-    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int)).contents.value == 7
-    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float)).contents.value == 2.5
