@@ -5,6 +5,7 @@ writes its full output under OUT (default ./gpu-verify) and prints a short table
     python3 benchmarks/verify_gpu.py suite      # every cuda variant + peer, with --profile
     python3 benchmarks/verify_gpu.py fidelity   # torch.matmul: flopwatch vs triton do_bench, 5 runs
     python3 benchmarks/verify_gpu.py broken     # broken CUDA kernels, then a good one on the same GPU
+    python3 benchmarks/verify_gpu.py raw        # the raw launch path both vendors share (module_api)
 """
 
 from __future__ import annotations
@@ -133,15 +134,29 @@ def broken(args) -> None:
             print(f"  {r['variant']:24} {r['status']:10} {_rate(r)}")
 
 
+def raw(args) -> None:
+    """The shared raw-launch path (workers/bindings/module_api.py) with CUDA's names: the GPU
+    test against a float64 reference, then the pipeline's run of cuda_raw_naive."""
+    test = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/cuda/test_gpu_kernels.py",
+                           "-k", "raw"], cwd=ROOT, capture_output=True, text=True)
+    (OUT / "raw_pytest.log").write_text(test.stdout + test.stderr)
+    run = flopwatch("--variant", "cuda_raw_naive", "--variant", "hip_raw_tutorial", "--shape", "4096x4096x4096",
+                    "--budget", "0.5", "--no-report", log="raw.log")
+    (OUT / "raw.json").write_text(json.dumps(run, indent=1))
+    print(f"\npytest -k raw: exit {test.returncode}: {(test.stdout.strip().splitlines() or [''])[-1]}")
+    for r in run["results"]:
+        print(f"  {r['variant']:24} {r['device']:28} {r['status']:10} {_rate(r):>14} {r['diagnostic'][:100]}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("step", choices=["suite", "fidelity", "broken"])
+    p.add_argument("step", choices=["suite", "fidelity", "broken", "raw"])
     p.add_argument("--budget", type=float, default=2.0)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--shape", action="append", default=[])
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    {"suite": suite, "fidelity": fidelity, "broken": broken}[args.step](args)
+    {"suite": suite, "fidelity": fidelity, "broken": broken, "raw": raw}[args.step](args)
 
 
 if __name__ == "__main__":
