@@ -140,7 +140,7 @@ def raw(args) -> None:
     test = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/cuda/test_gpu_kernels.py",
                            "-k", "raw"], cwd=ROOT, capture_output=True, text=True)
     (OUT / "raw_pytest.log").write_text(test.stdout + test.stderr)
-    run = flopwatch("--variant", "cuda_raw_naive", "--variant", "hip_raw_tutorial", "--shape", "4096x4096x4096",
+    run = flopwatch("--variant", "cuda_raw_naive", "--shape", "4096x4096x4096",
                     "--budget", "0.5", "--no-report", log="raw.log")
     (OUT / "raw.json").write_text(json.dumps(run, indent=1))
     print(f"\npytest -k raw: exit {test.returncode}: {(test.stdout.strip().splitlines() or [''])[-1]}")
