@@ -32,7 +32,7 @@ HEADERS = {"cuda": _cuda_header(), "rocm": Path("/usr/include/hip/hip_runtime_ap
 def _declaration(text: str, name: str) -> list[str]:
     """Parameter list of `name(...)` as declared in a C header."""
     returns = r"(?:CUresult\s+CUDAAPI|hipError_t|const\s+char\s*\*)"
-    match = re.search(rf"^\s*(?:\w+\s+)?{returns}\s+{name}\s*\(([^;{{)]*)\)\s*;", text, re.M)
+    match = re.search(rf"^\s*(?:\w+\s+)?{returns}\s+{name}\s*\(([^;{{)]*)\)\s*;", text, re.MULTILINE)
     assert match, f"{name} is not declared"
     return [p.strip() for p in match.group(1).split(",")]
 

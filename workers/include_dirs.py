@@ -36,7 +36,7 @@ def expand_one(entry: str, variables: Mapping[str, str]) -> tuple[str, list[str]
 
     def sub(match: re.Match) -> str:
         name = match.group(1) or match.group(2)
-        if name in variables and variables[name]:
+        if variables.get(name):
             return variables[name]
         missing.append(name)
         return match.group(0)

@@ -44,9 +44,9 @@ def host_build_info() -> HostBuildInfo:
         pb_inc = pybind11.get_include()
     except ImportError:
         pb_inc = None
-    info = dict(python_include=py_inc if py_inc and Path(py_inc, "Python.h").is_file() else None,
-                pybind11_include=pb_inc if pb_inc and Path(pb_inc, "pybind11", "pybind11.h").is_file() else None,
-                extension_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    info = {"python_include": py_inc if py_inc and Path(py_inc, "Python.h").is_file() else None,
+            "pybind11_include": pb_inc if pb_inc and Path(pb_inc, "pybind11", "pybind11.h").is_file() else None,
+            "extension_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so"}
     try:
         import torch
         from torch.utils import cpp_extension
@@ -117,4 +117,4 @@ def host_command(tc: HipToolchain, sources: Sequence[str], include_dirs: Sequenc
         return cmd
     # Only the compile half of the shared-library line: the object is a check, never shipped.
     argv = [a for a in cmd.argv if a not in ("-shared", "-lamdhip64")]
-    return CompileCommand(tuple([*argv[:1], "-c", *argv[1:]]), cmd.env)
+    return CompileCommand((*argv[:1], "-c", *argv[1:]), cmd.env)
