@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pipeline.config import load_config
 from pipeline.discovery import discover
-from workers.bindings.raw import argument_names, arguments
+from workers.bindings.raw import argument_names, arguments, raw_entry
 from workers.ops import gemm
 
 
@@ -27,3 +28,12 @@ def test_tutorial_signature_order_comes_from_the_manifest(repo_root):
 def test_default_order_is_inputs_output_sizes(repo_root):
     v = _variant(repo_root, "cuda_raw_naive")
     assert argument_names(v, gemm) == ["A", "B", "C", "M", "N", "K"]
+
+
+def test_raw_entry_picks_the_vendor_row_and_names_missing_device_code(repo_root, tmp_path):
+    v = _variant(repo_root, "cuda_raw_naive")
+    (tmp_path / "libvariant.so").write_bytes(b"")
+    with pytest.raises(ValueError, match="GPUs only"):
+        raw_entry(v, tmp_path, gemm, "cpu", {"M": 1, "N": 1, "K": 1})
+    with pytest.raises(FileNotFoundError, match="no device code for this GPU.*libvariant.so"):
+        raw_entry(v, tmp_path, gemm, "cuda", {"M": 1, "N": 1, "K": 1})
