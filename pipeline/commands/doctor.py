@@ -41,6 +41,7 @@ def gather() -> list[dict]:
         found = bool(tc.get("ident"))
         rows.append({"what": f"build: {backend}", "found": found,
                      "detail": tc.get("version") or tc.get("reason", ""), "hint": "" if found else _HINTS.get(backend, "")})
+    rows.append(_hip_pybind11_row())
     for kind in device.kinds_here():
         info = device.info(kind)
         rows.append({"what": f"device: {kind}", "found": True,
@@ -59,6 +60,17 @@ def gather() -> list[dict]:
 
     rows.append({"what": "ray", "found": True, "detail": ray.__version__, "hint": ""})
     return rows
+
+
+def _hip_pybind11_row() -> dict:
+    """HipKittens-style `tk_kernel` modules: what this node can build of them."""
+    from workers.rocm import pybind_build
+    from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
+
+    tc = find_hip_toolchain()
+    found, detail, hint = pybind_build.capability(tc if isinstance(tc, HipToolchain) else None,
+                                                  pybind_build.host_build_info())
+    return {"what": "build: hip pybind11", "found": found, "detail": detail, "hint": hint}
 
 
 def add_arguments(p) -> None:

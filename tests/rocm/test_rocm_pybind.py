@@ -161,3 +161,15 @@ def test_error_in_binding_code_is_a_build_failure(tmp_path: Path):
     result, _ = _build(tmp_path, v, info, src)
     assert not result.ok and not result.skip_reason
     assert "rowz" in result.first_errors
+
+
+def test_doctor_line_for_pybind11_modules():
+    ok, detail, hint = pybind_build.capability(CROSS, INFO)
+    assert ok and "host code compiled" in detail and "FLOPWATCH_HIP_INCLUDE" in hint
+    ok, detail, hint = pybind_build.capability(dataclasses.replace(CROSS, hip_include="/h"), INFO)
+    assert ok and "/h" in detail and hint == ""
+    ok, detail, _ = pybind_build.capability(ROCM, ROCM_TORCH)
+    assert ok and "host module linked" in detail and "6.4.1" in detail
+    ok, detail, hint = pybind_build.capability(ROCM, dataclasses.replace(INFO, python_include=None))
+    assert not ok and "Python.h" in detail and "python3-dev" in hint
+    assert pybind_build.capability(None, INFO)[0] is False

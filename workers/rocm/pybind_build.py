@@ -118,3 +118,19 @@ def host_command(tc: HipToolchain, sources: Sequence[str], include_dirs: Sequenc
     # Only the compile half of the shared-library line: the object is a check, never shipped.
     argv = [a for a in cmd.argv if a not in ("-shared", "-lamdhip64")]
     return CompileCommand((*argv[:1], "-c", *argv[1:]), cmd.env)
+
+
+def capability(tc: HipToolchain | None, info: HostBuildInfo) -> tuple[bool, str, str]:
+    """(usable, what this node does with a HIP pybind11 module, how to get more) for
+    ``flopwatch doctor`` (pure)."""
+    if tc is None:
+        return False, "no HIP toolchain", "see build: hip"
+    missing = missing_headers(info)
+    if missing:
+        return False, f"lacks {missing}", "pip install pybind11; apt-get install python3-dev (scripts/setup.sh)"
+    newer = f"; HIP headers from {tc.hip_include}" if tc.hip_include else ""
+    if tc.kind == "rocm":
+        torch = f"ROCm torch {info.torch_hip}" if info.torch_hip else "no ROCm torch (torch/extension.h sources skip)"
+        return True, f"device code analysed, host module linked; {torch}", ""
+    hint = "" if tc.hip_include else "HipKittens needs ROCm 6 headers: FLOPWATCH_HIP_INCLUDE (docs/amd.md)"
+    return True, "device code analysed, host code compiled (linked on ROCm nodes)" + newer, hint
