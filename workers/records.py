@@ -105,6 +105,7 @@ class Variant(Record):
     launch: dict = field(default_factory=dict)
     makefile: str = ""
     description: str = ""
+    triton: dict = field(default_factory=dict)  # triton back end: the `[triton]` table (kernel, signature, ...)
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:
