@@ -38,7 +38,8 @@ _CHECK_RUN = {
     "raw": "cuda-python (NVIDIA) or libamdhip64 (AMD) for module launch; grid/block in the manifest",
     "pybind11": "the module was built against this torch (same version, same CUDA/ROCm)",
     "python": "torch's device build matches the GPU (torch.cuda.is_available())",
-    "triton": "triton imports and its JIT can compile for this GPU (TRITON_CACHE_DIR writable)",
+    "triton": "triton imports and its JIT compiles for this GPU: a C compiler and Python headers "
+              "(python3-dev) for its launcher stub, a writable TRITON_CACHE_DIR (~/.triton)",
 }
 
 
