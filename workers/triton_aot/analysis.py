@@ -35,10 +35,10 @@ def nvidia_row(work: Path, compiled: dict, tools: dict) -> tuple[dict, str]:
     files = compiled["files"]
     if "ptx" not in files or "cubin" not in files:
         return {}, "Triton produced no PTX/cubin"
-    if not tools.get("ptxas"):
+    ptxas = compiled.get("ptxas") or tools.get("ptxas")
+    if not ptxas:
         return {}, "no ptxas (the Triton wheel ships one under triton/backends/nvidia/bin)"
-    code, log = run_compiler(ptxas_command(tools["ptxas"], files["ptx"], compiled["arch"], "resource.cubin"),
-                             cwd=work)
+    code, log = run_compiler(ptxas_command(ptxas, files["ptx"], compiled["arch"], "resource.cubin"), cwd=work)
     if code != 0:
         return {}, f"ptxas -v failed on Triton's PTX: {log[-800:]}"
     tc = Toolchain("triton", "ptxas", "", {"cuobjdump": tools.get("cuobjdump"), "demangler": None})

@@ -60,11 +60,24 @@ def compile_all(request: dict) -> dict:
                 path = out / f"{i}.{ext}"
                 path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
                 entry["files"][ext] = path.name
+        if t.backend == "cuda":
+            entry["ptxas"] = _ptxas_for(t.arch)
         meta = kernel.metadata
         entry.update(name=meta.name, shared=int(getattr(meta, "shared", 0) or 0),
                      num_warps=int(getattr(meta, "num_warps", 0) or 0), target_arch=str(getattr(meta, "arch", "")))
         done.append(entry)
     return {"triton": triton.__version__, "compiled": done}
+
+
+def _ptxas_for(capability: int) -> str | None:
+    """The ptxas Triton itself used for this arch: releases differ (3.9 assembles sm_90 with
+    the wheel's `ptxas-blackwell`, whose PTX version the older `ptxas` rejects)."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        return get_ptxas(capability).path
+    except Exception:  # an older or newer layout: the back end falls back to the wheel's ptxas
+        return None
 
 
 def _compile_error(exc: Exception) -> str:
