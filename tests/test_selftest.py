@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "selftest", "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                          capture_output=True, text=True, timeout=900, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout)
 

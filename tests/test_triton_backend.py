@@ -118,7 +118,7 @@ def _build(name: str):
 
 
 def test_triton_tiled_builds_and_is_analysed_for_sm90a_and_gfx942():
-    v, record = _build("triton_tiled")
+    _, record = _build("triton_tiled")
     assert record.ok, record.first_errors
     assert record.toolchain == f"triton:triton {triton.__version__}"
     rows = record.analysis["kernels"]
@@ -134,8 +134,8 @@ def test_triton_tiled_builds_and_is_analysed_for_sm90a_and_gfx942():
 
 
 def test_triton_autotuned_compiles_every_configuration():
-    from workers.triton_aot.spec import describe_kernel
     from workers.bindings import _import_file
+    from workers.triton_aot.spec import describe_kernel
 
     v, record = _build("triton_autotuned")
     assert record.ok, record.first_errors

@@ -10,6 +10,7 @@ node, minus the cluster.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -98,7 +99,8 @@ def build_all(vs: list[Variant], progress: Callable[[str], None] = lambda s: Non
         record, artifact = build_variant(v, pack(KERNELS.parent, [v.folder]), f"selftest-{v.name}")
         return v.name, (record, artifact, "")
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    # Every build at once where cores allow: the torch-extension build alone takes most of a minute.
+    with ThreadPoolExecutor(max_workers=max(2, min(len(vs), os.cpu_count() or 2))) as pool:
         return dict(pool.map(one, vs))
 
 

@@ -83,7 +83,7 @@ def compile_jobs(table: dict, kernel_name: str, arg_names: list[str], constexpr_
     variants = configs if configs else [{"kwargs": {}, **base_opts}]
     jobs = []
     for arch in arches:
-        target = parse_arch(arch)
+        parse_arch(arch)  # an unknown arch is a SpecError before anything compiles
         for dtype in dtypes:
             signature = {}
             attrs: dict[int, list] = {}
