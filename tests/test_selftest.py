@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.commands.selftest import variants
 from workers import device
 from workers.records import Result
 from workers.selftest import paths
@@ -61,7 +62,7 @@ def test_triton_build_is_analysed_for_both_vendors_when_installed(rows):
 
 
 def test_a_failed_run_is_a_failure_row_with_what_to_check():
-    v = next(v for v in paths.variants() if v.name == "selftest_cpp_c")
+    v = next(v for v in variants() if v.name == "selftest_cpp_c")
     bad = Result(variant=v.name, op="gemm", backend="cpp", shape="M=64,N=64,K=64", dtype="fp32", device="cpu",
                  status="incorrect", diagnostic="seed 1: 4096 of 4096 elements wrong")
     row = paths._run_row("c · cpp · run on cpu", v, bad, 1.0)

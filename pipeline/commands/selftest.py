@@ -30,11 +30,20 @@ def _time(seconds: float | None) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
+def variants() -> list:
+    """The tiny variants shipped in `workers/selftest/kernels/`, validated like any suite's."""
+    from pipeline.config import ProjectConfig
+    from pipeline.manifest import load_variant
+    from workers.selftest.paths import KERNELS
+
+    return [load_variant(KERNELS.parent, m, ProjectConfig()) for m in sorted(KERNELS.glob("*/variant.toml"))]
+
+
 def main(args) -> int:
     from workers.selftest import paths
 
     err = Console(stderr=True)
-    rows = paths.run(args.budget, progress=lambda msg: err.print(f"[dim]selftest: {msg}[/dim]"))
+    rows = paths.run(variants(), args.budget, progress=lambda msg: err.print(f"[dim]selftest: {msg}[/dim]"))
     if args.json:
         print(json.dumps([r.to_dict() for r in rows]))
         return 1 if paths.failed(rows) else 0

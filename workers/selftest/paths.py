@@ -57,14 +57,6 @@ class Row:
                 "detail": self.detail, "check": self.check}
 
 
-def variants() -> list[Variant]:
-    from pipeline.config import ProjectConfig
-    from pipeline.manifest import load_variant
-
-    root = KERNELS.parent
-    return [load_variant(root, m, ProjectConfig()) for m in sorted(KERNELS.glob("*/variant.toml"))]
-
-
 def identity_rows(kinds: list[str]) -> list[Row]:
     rows = []
     for kind in kinds:
@@ -212,11 +204,12 @@ def profiler_available(kind: str) -> tuple[bool, str]:
     return False, "no GPU here: the profilers need one"
 
 
-def run(budget_s: float = 0.2, progress: Callable[[str], None] = lambda s: None) -> list[Row]:
+def run(vs: list[Variant], budget_s: float = 0.2, progress: Callable[[str], None] = lambda s: None) -> list[Row]:
+    """All rows for the tiny variants `vs` (loaded from `KERNELS` by the command, which owns
+    manifest validation), in a fixed order: identity, then build and runs per variant."""
     kinds = device.kinds_here()
     gpu = device.gpu_kind()
     rows = identity_rows(kinds)
-    vs = variants()
     built = build_all(vs, progress)
     profile_kind, why_not = (gpu, "") if gpu else (None, "no GPU here: the profilers need one")
     if gpu:
