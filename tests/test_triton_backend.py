@@ -162,3 +162,16 @@ def test_triton_compile_error_is_build_failed_with_the_line(tmp_path):
     record, artifact = build_variant(v, pack(tmp_path, [v.folder]), "h")
     assert not record.ok and artifact == {}
     assert "undefined_name" in record.first_errors
+
+
+def test_native_arch_needs_a_gpu_on_the_build_node():
+    from workers.backends.triton import resolve_arches
+    from workers.device import gpu_kind
+
+    assert resolve_arches(["sm_90a", "gfx942"]) == ["sm_90a", "gfx942"]
+    if gpu_kind() is None:
+        with pytest.raises(RuntimeError, match="needs a GPU"):
+            resolve_arches(["native"])
+    else:
+        (native,) = resolve_arches(["native"])
+        assert parse_arch(native)

@@ -37,10 +37,10 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / name, target)
     file = variant.binding.entry.partition(":")[0]
-    arches = list(variant.arches) or list(DEFAULT_ARCHES)
     try:
+        arches = resolve_arches(list(variant.arches) or list(DEFAULT_ARCHES))
         targets = [parse_arch(a) for a in arches]
-    except SpecError as exc:
+    except (SpecError, RuntimeError) as exc:
         return BuildOutput(False, str(exc), str(exc))
     work = out.parent / "triton-aot"
     work.mkdir(exist_ok=True)
@@ -65,6 +65,23 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
                                        f"failed; first ({failed[0]['label']}):\n{failed[0]['error']}")
     return BuildOutput(True, f"triton {result['triton']}\n{log}",
                        analysis=analyse(work, result["compiled"], tc, {t.label: t for t in targets}))
+
+
+def resolve_arches(arches: list[str]) -> list[str]:
+    """`native` is the target of the build node's own GPU (the node's target, as the JIT would
+    pick it); the explicit arches compile anywhere."""
+    if "native" not in arches:
+        return arches
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("arch 'native' needs a GPU on the build node; name the targets (sm_90a, gfx942)")
+    props = torch.cuda.get_device_properties(0)
+    if getattr(torch.version, "hip", None):
+        native = props.gcnArchName.split(":")[0]
+    else:
+        native = f"sm_{props.major}{props.minor}{'a' if props.major >= 9 else ''}"
+    return list(dict.fromkeys(native if a == "native" else a for a in arches))
 
 
 def analyse(work: Path, compiled: list[dict], tc: Toolchain, targets: dict) -> dict:

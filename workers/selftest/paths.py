@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,24 +76,24 @@ def identity_rows(kinds: list[str]) -> list[Row]:
     return rows
 
 
-def build_all(vs: list[Variant], progress: Callable[[str], None] = lambda s: None) -> dict:
-    """{variant name: (BuildResult or None, artifact, reason)}: builds run in parallel (they
-    wait on compilers); a back end with no toolchain here gives None and the reason."""
+def start_builds(pool: ThreadPoolExecutor, vs: list[Variant],
+                 progress: Callable[[str], None] = lambda s: None) -> dict[str, Future]:
+    """{variant name: future of (BuildResult or None, artifact, reason)}: builds run in
+    parallel (they wait on compilers); a back end with no toolchain here gives None and the
+    reason."""
     def one(v: Variant):
         backend = BACKENDS[v.backend]
         try:
             tc = backend.toolchain()
         except Exception as exc:
-            return v.name, (None, {}, f"{v.backend} toolchain probe failed: {type(exc).__name__}: {exc}")
+            return None, {}, f"{v.backend} toolchain probe failed: {type(exc).__name__}: {exc}"
         if tc is None:
-            return v.name, (None, {}, f"no {v.backend} toolchain on this node")
+            return None, {}, f"no {v.backend} toolchain on this node"
         progress(f"build {v.name}")
         record, artifact = build_variant(v, pack(KERNELS.parent, [v.folder]), f"selftest-{v.name}")
-        return v.name, (record, artifact, "")
+        return record, artifact, ""
 
-    # Every build at once where cores allow: the torch-extension build alone takes most of a minute.
-    with ThreadPoolExecutor(max_workers=max(2, min(len(vs), os.cpu_count() or 2))) as pool:
-        return dict(pool.map(one, vs))
+    return {v.name: pool.submit(one, v) for v in vs}
 
 
 def _label(v: Variant) -> str:
@@ -206,30 +206,31 @@ def profiler_available(kind: str) -> tuple[bool, str]:
 
 def run(vs: list[Variant], budget_s: float = 0.2, progress: Callable[[str], None] = lambda s: None) -> list[Row]:
     """All rows for the tiny variants `vs` (loaded from `KERNELS` by the command, which owns
-    manifest validation), in a fixed order: identity, then build and runs per variant."""
+    manifest validation): identity, then build and runs per variant, then the profiler. Runs
+    start as soon as their variant is built; pybind11 modules (the slowest builds) run last."""
     kinds = device.kinds_here()
     gpu = device.gpu_kind()
     rows = identity_rows(kinds)
-    built = build_all(vs, progress)
-    profile_kind, why_not = (gpu, "") if gpu else (None, "no GPU here: the profilers need one")
+    profile_kind, why_not = None, "no GPU here: the profilers need one"
     if gpu:
         ok, why_not = profiler_available(gpu)
         profile_kind = gpu if ok else None
     # The profiler pass rides on the run of the vendor's `c` variant (a kernel of our own, with
     # global loads for the coalescing formula), or torch's when that could not be built here.
-    profiled_variant = {"cuda": "selftest_cuda_c", "rocm": "selftest_hip_c"}.get(profile_kind or "")
-    own = built.get(profiled_variant or "", (None,))[0]
-    if profiled_variant and not (own and own.ok and not own.skip_reason):
-        profiled_variant = "selftest_python"
-    for v in vs:
-        record, artifact, reason = built[v.name]
-        rows.append(build_row(v, record, reason))
-        progress(f"run {v.name}")
-        rows += run_rows(v, record, artifact, kinds, budget_s,
-                         profile_kind if v.name == profiled_variant else None)
-    if profile_kind is None or not any(r.path.startswith("profiler") for r in rows):
-        rows.append(Row(f"profiler ({ {'cuda': 'ncu', 'rocm': 'rocprofv3'}.get(gpu or '', 'ncu / rocprofv3') })",
-                        NA, None, why_not or "the profiled variant was not built here"))
+    profiled = {"cuda": "selftest_cuda_c", "rocm": "selftest_hip_c"}.get(profile_kind or "")
+    order = sorted(vs, key=lambda v: (v.binding.kind == "pybind11", v.name != profiled, v.name))
+    with ThreadPoolExecutor(max_workers=max(2, min(len(vs), os.cpu_count() or 2))) as pool:
+        builds = start_builds(pool, order, progress)
+        for v in order:
+            record, artifact, reason = builds[v.name].result()
+            rows.append(build_row(v, record, reason))
+            if v.name == profiled and not (record and record.ok and not record.skip_reason):
+                profiled = "selftest_python"
+            progress(f"run {v.name}")
+            rows += run_rows(v, record, artifact, kinds, budget_s, profile_kind if v.name == profiled else None)
+    if not any(r.path.startswith("profiler") for r in rows):
+        tool = {"cuda": "ncu", "rocm": "rocprofv3"}.get(gpu or "", "ncu / rocprofv3")
+        rows.append(Row(f"profiler ({tool})", NA, None, why_not or "the profiled variant was not built here"))
     return rows
 
 
