@@ -19,6 +19,7 @@ HELP = "run the smallest kernel through every build, binding, device and profile
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--save", metavar="FILE", help="also write the rows as JSON to FILE")
     p.add_argument("--budget", type=float, default=0.2, help="timing budget per run in seconds (default 0.2)")
 
 
@@ -44,6 +45,10 @@ def main(args) -> int:
 
     err = Console(stderr=True)
     rows = paths.run(variants(), args.budget, progress=lambda msg: err.print(f"[dim]selftest: {msg}[/dim]"))
+    if args.save:
+        from pathlib import Path
+
+        Path(args.save).write_text(json.dumps([r.to_dict() for r in rows], indent=1))
     if args.json:
         print(json.dumps([r.to_dict() for r in rows]))
         return 1 if paths.failed(rows) else 0
