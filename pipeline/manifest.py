@@ -78,6 +78,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     for d in devices:
         if d not in DEVICE_KINDS:
             raise ManifestError(rel, "devices", f"{d!r} is not one of {list(DEVICE_KINDS)}")
+    if backend == "triton" and "cpu" in devices:
+        raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
     return Variant(
         name=name,
         op=op,

@@ -93,10 +93,12 @@ def test_manifest_triton_table_loads(tmp_path):
     ('[triton]\nkernel = "k"\nwarps = 4\n', "triton.warps"),
     ('[triton]\nkernel = "k"\nnum_warps = 0\n', "triton.num_warps"),
     ('[triton]\nkernel = "k"\nsignature = { a_ptr = 3 }\n', "triton.signature"),
+    ('[triton]\nkernel = "k"\n', "devices"),  # with devices = ["cpu"]: GPUs only
 ])
 def test_manifest_triton_table_errors(tmp_path, extra, key):
+    top = 'devices = ["cpu"]\n' if key == "devices" else ""
     with pytest.raises(ManifestError) as err:
-        load_variant(tmp_path, _write(tmp_path, MANIFEST + extra), ProjectConfig())
+        load_variant(tmp_path, _write(tmp_path, top + MANIFEST + extra), ProjectConfig())
     assert err.value.key == key
 
 
