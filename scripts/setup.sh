@@ -33,3 +33,7 @@ fi
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q "torch==2.13.0"
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+# Triton compiles for sm_90a and gfx942 without a GPU (its wheel ships ptxas and links AMD code
+# objects itself): the `triton` back end builds and analyses Triton variants in CI. Pinned to
+# the release the GPU nodes run, so the ahead-of-time code is the code that runs there.
+python3 -c "import triton" 2>/dev/null || python3 -m pip install -q "triton==3.6.0"

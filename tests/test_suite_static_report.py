@@ -40,7 +40,7 @@ def static_run(tmp_path_factory):
     repo = _suite_copy(base / "repo")
     session = Session(Store(base / "results.db"), base, cluster.connect(None), Progress(enabled=False))
     try:
-        names = [p.name for p in (ROOT / "kernels" / "gemm").iterdir() if p.name.startswith(("hip_", "cuda_"))]
+        names = [p.name for p in (ROOT / "kernels" / "gemm").iterdir() if p.name.startswith(("hip_", "cuda_", "triton_"))]
         outcome = run_commit(session, repo, "HEAD", RunOptions(only=tuple(names), shapes=("4096×4096×4096",)))
     finally:
         cluster.shutdown(session.cluster_info)
@@ -89,3 +89,20 @@ def test_cuda_variants_show_registers_and_tensor_instructions(static_run):
         if "tensor_insts" in k:  # present where cuobjdump is installed
             assert (k["tensor_insts"] > 0) == (name == "cuda_wmma"), name
     assert "registers=" in page and "smem_bytes=" in page
+
+
+@pytest.mark.skipif(not TOOLS.get("triton", {}).get("ident"), reason="triton not installed (scripts/setup.sh)")
+def test_triton_variants_built_and_analysed_for_both_vendors(static_run):
+    outcome, page = static_run
+    results = [r for r in outcome.results if r.backend == "triton"]
+    rows = {r.variant: r for r in results}
+    assert set(rows) == {"triton_tiled", "triton_autotuned"}
+    assert {r.device for r in results} == {"cuda", "rocm"}  # one row per GPU vendor, neither here
+    for r in results:
+        assert r.status == "skipped" and f"no {r.device} device" in r.diagnostic  # built, analysed, not run
+        kernels = r.resources["kernels"]
+        nv = [k for k in kernels.values() if k["arch"] == "sm_90a"]
+        amd = [k for k in kernels.values() if k["arch"] == "gfx942" and "vgprs" in k]
+        assert nv and all(k["registers"] > 0 and k["smem_bytes"] > 0 for k in nv)
+        assert amd and all(k["mfma_insts"] > 0 for k in amd)
+    assert "gemm_tiled_kernel[bf16]@gfx942" in page

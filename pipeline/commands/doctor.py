@@ -23,6 +23,7 @@ _HINTS = {
     "ncu": "Nsight Compute ships with the CUDA toolkit (ncu on PATH)",
     "rocprofv3": "ships with ROCm 6.2+ (/opt/rocm/bin)",
     "cuobjdump": "pip install nvidia-cuda-cuobjdump (or the CUDA toolkit)",
+    "triton": "pip install triton (its wheel ships ptxas; gfx942 analysis also needs llvm-readelf-19)",
 }
 
 
@@ -88,4 +89,6 @@ def main(args) -> int:
     for r in rows:
         table.add_row(r["what"], "yes" if r["found"] else "[yellow]no[/yellow]", r["detail"], r["hint"])
     Console(width=None if sys.stdout.isatty() else 120).print(table)
+    print("Next: `flopwatch selftest` builds, checks, times and profiles the smallest kernel through "
+          "every path found above, and says what to check for each one that fails.")
     return 0

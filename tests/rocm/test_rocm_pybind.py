@@ -173,3 +173,26 @@ def test_doctor_line_for_pybind11_modules():
     ok, detail, hint = pybind_build.capability(ROCM, dataclasses.replace(INFO, python_include=None))
     assert not ok and "Python.h" in detail and "python3-dev" in hint
     assert pybind_build.capability(None, INFO)[0] is False
+
+
+def test_missing_dependencies_are_the_nodes_not_the_sources():
+    torch_log = "gemm.hip:5:10: fatal error: 'torch/extension.h' file not found"
+    assert "ROCm build of torch" in pybind_build.missing_dependency(torch_log, INFO)
+    assert pybind_build.missing_dependency(torch_log, ROCM_TORCH) == ""  # there it is the source's problem
+    py_log = "pybind11/detail/common.h:274:10: fatal error: 'Python.h' file not found"
+    assert "Python.h" in pybind_build.missing_dependency(py_log, dataclasses.replace(INFO, python_include=None))
+    assert pybind_build.missing_dependency(py_log, INFO) == ""
+    assert pybind_build.missing_dependency("k.cpp:3:5: error: use of undeclared identifier 'x'", INFO) == ""
+
+
+@needs_toolchain
+def test_selftest_module_with_torch_headers_is_skipped_without_rocm_torch(tmp_path: Path):
+    info = pybind_build.host_build_info()
+    if info.torch_hip:
+        pytest.skip("this node has a ROCm torch")
+    valid, _ = discover(ROOT / "workers" / "selftest", load_config(ROOT / "workers" / "selftest"))
+    v = next(v for v in valid if v.name == "selftest_hip_pybind11")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = hip_backend.build_pybind11(v, ROOT / "workers" / "selftest" / v.folder, out, [], info)
+    assert not result.ok and not result.first_errors and "ROCm build of torch" in result.skip_reason

@@ -61,9 +61,8 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
     device = build_hip(sources, includes, [*variant.flags, *defines], arches, str(out / "device"),
                        "code-object", launch=_launch(variant), toolchain=found, output_name="device")
     if not device.ok:
-        missing = pybind_build.missing_headers(info)
-        if missing and any(h in device.log for h in ("Python.h", "pybind11/")):
-            reason = f"this build node lacks {missing}, which the module's source includes"
+        reason = pybind_build.missing_dependency(device.log, info)
+        if reason:
             return BuildOutput(False, device.log, skip_reason=reason)
         return BuildOutput(False, device.log, with_header_hint("\n".join(device.first_errors), device.log))
     analysis = flatten(device.kernels)
@@ -78,9 +77,9 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
     code, log = run_compiler(list(cmd.argv), cwd=out, env=_env(cmd.env))
     log = device.log + "\n" + log
     if code != 0:
-        if not info.torch_hip and "torch/" in log and "file not found" in log:
-            return BuildOutput(False, log, skip_reason="the module's source includes torch's C++ headers: "
-                                                       "it builds on a node with a ROCm build of torch")
+        reason = pybind_build.missing_dependency(log, info)
+        if reason:
+            return BuildOutput(False, log, analysis=analysis, skip_reason=reason)
         return BuildOutput(False, log, first_errors(log), analysis=analysis)
     if not link:
         target.unlink()

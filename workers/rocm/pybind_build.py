@@ -76,6 +76,21 @@ def missing_headers(info: HostBuildInfo) -> str:
     return " and ".join(missing)
 
 
+def missing_dependency(log: str, info: HostBuildInfo) -> str:
+    """Why a failed compile is this node's lack rather than the source's fault, or "" (pure):
+    the file includes pybind11's or Python's headers and they are missing here, or torch's C++
+    API and this node's torch is not a ROCm build."""
+    if "file not found" not in log:
+        return ""
+    missing = missing_headers(info)
+    if missing and any(h in log for h in ("Python.h", "pybind11/")):
+        return f"this build node lacks {missing}, which the module's source includes"
+    if not info.torch_hip and any(h in log for h in ("'torch/", "'ATen/", "'c10/")):
+        return ("the module's source includes torch's C++ headers: it builds on a node with a ROCm "
+                "build of torch")
+    return ""
+
+
 def host_module_blocker(tc: HipToolchain, info: HostBuildInfo) -> str:
     """Why this node cannot produce a host module that imports on a ROCm node, or "" (pure).
 
