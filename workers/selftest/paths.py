@@ -36,7 +36,8 @@ _CHECK_BUILD = {
 }
 _CHECK_RUN = {
     "c": "the library's exported symbol and the stream argument (docs/variants.md, `c` binding)",
-    "raw": "cuda-python (NVIDIA) or libamdhip64 (AMD) for module launch; grid/block in the manifest",
+    "raw": "the module API library torch loaded (libcuda.so.1 / libamdhip64.so, workers/bindings/module_api.py); "
+           "grid/block in the manifest",
     "pybind11": "the module was built against this torch (same version, same CUDA/ROCm)",
     "python": "torch's device build matches the GPU (torch.cuda.is_available())",
     "triton": "triton imports and its JIT compiles for this GPU: a C compiler and Python headers "
