@@ -29,8 +29,7 @@ class ClusterInfo:
     resources: dict
 
     def has_kind(self, kind: str) -> bool:
-        name = CPU_RESOURCE if kind == "cpu" else GPU_RESOURCE[kind]
-        return self.resources.get(name, 0) >= 1
+        return slots.slot_count(self.resources, kind) >= 1
 
 
 def connect(address: str | None, num_gpus: int | None = None) -> ClusterInfo:
