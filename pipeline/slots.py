@@ -70,10 +70,13 @@ class DeviceSlot:
     def describe(self, prewarm: bool = True) -> dict:
         """Where this slot is and what its processes see (the test of the visible-devices path).
         Starts the zygote, so that its imports overlap the builds instead of the first job."""
-        if prewarm and self.warm:
-            self._launcher({})
-            if not self.zygote.alive():
-                self.zygote.start()
+        if prewarm:
+            import torch  # noqa: F401  (the runner's dtype sizes: not on the first job's clock; no device touched)
+
+            if self.warm:
+                self._launcher({})
+                if not self.zygote.alive():
+                    self.zygote.start()
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0}

@@ -41,6 +41,7 @@ def _child(cwd: str, args: list[str]) -> None:
             f = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(f, fd)
             os.close(f)
+        _limit_files()
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         import faulthandler
@@ -60,6 +61,27 @@ def _child(cwd: str, args: list[str]) -> None:
         os._exit(70)
 
 
+def _limit_files() -> None:
+    """The cap a spawned child gets from `sandbox` (a kernel flooding stdout fills no disk). Set
+    in the child itself: the zygote is single-threaded, so code after fork is safe here."""
+    import resource
+
+    from workers.sandbox import MAX_FILE_BYTES
+
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    except (ValueError, OSError):
+        pass  # a lower hard limit is already in place
+
+
+def _end_group(pid: int) -> None:
+    """Whatever the job started in its process group must not outlive it (as in `sandbox`)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
     """Wait for `pid` up to `timeout_s`; at the timeout kill its whole process group (a hung
     kernel may have helper threads). Returns (wait status as a returncode, timed_out)."""
@@ -71,15 +93,14 @@ def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 if time.monotonic() < deadline:
                     continue
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _end_group(pid)
                 _, st = os.waitpid(pid, 0)
                 return os.waitstatus_to_exitcode(st), True
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(st), False
+            # The pidfd is readable once the child has exited; it is not reaped yet, so its
+            # process group still exists for the rest of it to be ended.
+            _end_group(pid)
+            _, st = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(st), False
     finally:
         os.close(fd)
 
