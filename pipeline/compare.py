@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import stats, summary
+from pipeline import config, stats, summary
 from pipeline.summary import shape_label
 from workers import status
 
@@ -78,17 +78,28 @@ class Row:
     head: Side | None
     comparison: stats.Comparison | None = None
     moved: tuple[Moved, ...] = ()
+    threshold: float | None = None  # the one this row was judged with
 
 
 @dataclass(frozen=True)
 class Report:
+    """threshold is the one given on the command line, or None when each series was judged
+    with the default of its device kind (`pipeline.config.DEFAULT_THRESHOLDS`)."""
+
     base_sha: str
     base_subject: str
     head_sha: str
     head_subject: str
-    threshold: float
+    threshold: float | None
     rounds: int
     rows: tuple[Row, ...]
+
+    @property
+    def threshold_text(self) -> str:
+        if self.threshold is not None:
+            return f"±{self.threshold:.1%}"
+        used = {config.device_kind(r.device): r.threshold for r in self.rows if r.threshold is not None}
+        return config.describe_thresholds(used)
 
     @property
     def regressions(self) -> list[Row]:
@@ -178,15 +189,17 @@ def moved(base: Side, head: Side) -> tuple[Moved, ...]:
     return tuple(out)
 
 
-def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float) -> list[Row]:
-    """One Row per series on either side, ordered regressions first (then by change)."""
+def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float | None) -> list[Row]:
+    """One Row per series on either side, ordered regressions first (then by change).
+    threshold None: each series is judged with the compare default of its device kind."""
     rows = []
     for key in sorted(set(base) | set(head)):
         b, h = base.get(key), head.get(key)
         comparison = None
+        used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
         if b and h and b.samples and h.samples:
-            comparison = compare_rounds(b, h, threshold)
-        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else ()))
+            comparison = compare_rounds(b, h, used)
+        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else (), used))
     return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
@@ -260,7 +273,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
     lines = [f"### flopwatch: {head}",
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
-             (f"threshold ±{report.threshold:.1%}; {report.rounds} interleaved round(s); "
+             (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
               f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), "",
              "| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -18,7 +18,8 @@ HELP = "nightly: run the branch head, detect change points, bisect new regressio
 
 def add_arguments(p) -> None:
     p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
-    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
+                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many new regressions")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
     add_measure_options(p)
