@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline import config, stats, summary
 from pipeline.summary import shape_label
-from workers import status
+from workers import status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Table order: what blocks a merge first, then what needs a look, then the rest.
@@ -254,9 +254,10 @@ def format_rate(side: Side | None) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Text safe inside a markdown table cell of a PR comment: no HTML, no cell breaks."""
-    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Text safe inside a markdown table cell of a PR comment: no HTML, links, images,
+    @-mentions or cell breaks (`workers.untrusted.markdown`); names, subjects and compiler
+    output all come from the repository under test."""
+    return untrusted.markdown(text)
 
 
 def _change_cells(c: stats.Comparison | None) -> tuple[str, str]:
@@ -283,7 +284,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
         verdict = f"**{r.kind}**" if r.kind in (stats.SLOWER, NEWLY_FAILING) else r.kind
-        cells = [verdict, md_escape(r.variant), shape_label(r.shape), md_escape(r.dtype),
+        cells = [verdict, md_escape(r.variant), md_escape(shape_label(r.shape)), md_escape(r.dtype),
                  md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
                  md_escape(others)]
         lines.append("| " + " | ".join(cells) + " |")

@@ -13,7 +13,7 @@ from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.summary import shape_label
-from workers import status
+from workers import status, untrusted
 
 HELP = "bisect first-parent history for the commit that slowed one variant down"
 DEFAULT_PROBE_BUDGET_S = 0.5
@@ -109,7 +109,7 @@ def main(args) -> int:
     if args.json:
         print(json.dumps(dataclasses.asdict(report), default=str))
     else:
-        print(bis.render_text(report))
+        print(untrusted.terminal(bis.render_text(report)))
     if not report.outcome.reproduced:
         return 0
     return 1 if report.outcome.first_bad or report.outcome.candidates else 0

@@ -9,6 +9,7 @@ from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
 from pipeline.regressions_store import RegressionStore
 from pipeline.store import Store
+from workers import untrusted
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
 
@@ -46,7 +47,7 @@ def main(args) -> int:
         print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
     else:
         for r, new in recorded:
-            print(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: {r.change:+.1%} "
-                  f"between {r.good_sha[:10]} and {r.bad_sha[:10]}")
+            print(untrusted.one_line(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: "
+                                     f"{r.change:+.1%} between {r.good_sha[:10]} and {r.bad_sha[:10]}"))
         print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
     return 0

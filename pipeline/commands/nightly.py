@@ -12,6 +12,7 @@ from pipeline.commands.detect import detect
 from pipeline.regressions_store import RegressionStore
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code
+from workers import untrusted
 
 HELP = "nightly: run the branch head, detect change points, bisect new regressions, regenerate the site"
 
@@ -33,7 +34,7 @@ def main(args) -> int:
     session = open_session(args, work)
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
-        print(f"measured {head.short} {head.subject}: {len(outcome.results)} result(s)")
+        print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
         recorded = detect(session.store, order, threshold)
         new = sorted((r for r, is_new in recorded if is_new and not r.culprit_sha), key=lambda r: r.change)
         print(f"{len(recorded)} regression(s) in history, {len(new)} new")
@@ -43,7 +44,8 @@ def main(args) -> int:
         for r in new[: args.max_bisects]:
             _bisect_one(session, repo, r, threshold, probe, args.max_evals, table, site_path(args, work))
         for r in new[args.max_bisects:]:
-            print(f"not bisected (over --max-bisects): {r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]}")
+            print(untrusted.one_line(f"not bisected (over --max-bisects): {r.variant} {r.shape} "
+                                     f"{r.good_sha[:10]}..{r.bad_sha[:10]}"))
     finally:
         cluster.shutdown(session.cluster_info)
     from reports.site import write_site
@@ -66,11 +68,11 @@ def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) ->
     if len(between) == 1:
         table.set_culprit(r.id, r.bad_sha, {"message": "adjacent commits: the bad end is the culprit",
                                             "evaluations": 0})
-        print(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)")
+        print(untrusted.one_line(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)"))
         return
     report = bisect_series(session, repo, r.good_sha, r.bad_sha, r.variant, r.shape, threshold, options, max_evals)
     write_bisect_page(site, report)
     o = report.outcome
     table.set_culprit(r.id, o.first_bad, {"message": o.message, "evaluations": o.evaluations,
                                           "candidates": list(o.candidates), "skipped": list(o.skipped)})
-    print(render_text(report))
+    print(untrusted.terminal(render_text(report)))
