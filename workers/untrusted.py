@@ -31,7 +31,10 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Unicode direction overrides can make a name read differently from what it is (Trojan Source).
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 _WORD_JOINER = "\u2060"  # invisible, and breaks what GitHub would match across it
-_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+# Escaped: what can make a link or an image ([ ]), a code span (`), a cell break (|), and the
+# backslash itself. Emphasis characters (* _ ~) are left alone: at worst they restyle the cell,
+# and names like cuda_register_blocked stay readable in the raw comment.
+_MD_PUNCT = re.compile(r"([\\`\[\]|])")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 
 
