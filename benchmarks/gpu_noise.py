@@ -171,7 +171,7 @@ def decide(reps: list, threshold: float) -> list[dict]:
     """Each repetition decided as `flopwatch compare` decides a paired series."""
     import numpy as np
 
-    from pipeline import compare as cmp
+    from pipeline.history import compare as cmp
 
     out = []
     for base, head in reps:
@@ -227,7 +227,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     started = time.time()
 
-    from pipeline import cluster, stats
+    from pipeline import cluster
+    from pipeline.history import verdicts as stats
     from pipeline.progress import Progress
     from pipeline.runflow import RunOptions, Session, run_commit
     from pipeline.store import Store

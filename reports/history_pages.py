@@ -16,10 +16,10 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
 from plotly.subplots import make_subplots
 
-from pipeline import history
-from pipeline.bisect import bound
-from pipeline.compare import format_rate
-from pipeline.regressions_store import RegressionStore
+from pipeline.history import series as history
+from pipeline.history.bisect import bound
+from pipeline.history.compare import format_rate
+from pipeline.history.regressions import RegressionStore
 from pipeline.summary import shape_label
 from reports import figures
 
@@ -98,7 +98,7 @@ def trend_figure(s: history.Series) -> go.Figure:
 
 
 def write_feed(store, site: Path) -> Path:
-    """regressions.json: every stored regression, newest first (see `pipeline.history.feed`)."""
+    """regressions.json: every stored regression, newest first (see `pipeline.history.series.feed`)."""
     site.mkdir(parents=True, exist_ok=True)
     regressions = RegressionStore(store).all()
     commits = {sha: store.commit(sha) or {} for r in regressions
@@ -133,14 +133,14 @@ def write_pages(store, site: Path, order: list[str] | None = None, last_n: int =
 
 
 def write_compare_page(site: Path, report) -> Path:
-    """The compare page of a `pipeline.compare.Report`."""
+    """The compare page of a `pipeline.history.compare.Report`."""
     site.mkdir(parents=True, exist_ok=True)
     return _render(site / compare_page_name(report.base_sha, report.head_sha), "compare.html.j2", r=report,
                    root="")
 
 
 def write_bisect_page(site: Path, report) -> Path:
-    """The bisect page of a `pipeline.bisect.Report`, with the probe times as a plot."""
+    """The bisect page of a `pipeline.history.bisect.Report`, with the probe times as a plot."""
     site.mkdir(parents=True, exist_ok=True)
     subjects = dict(report.commits)
     order = [sha for sha, _ in report.commits]

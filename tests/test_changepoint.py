@@ -1,4 +1,4 @@
-"""Tests of pipeline.changepoint on synthetic per-commit series with fixed seeds."""
+"""Tests of pipeline.history.changepoint on synthetic per-commit series with fixed seeds."""
 
 import itertools
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from pipeline.changepoint import detect_steps, e_divisive, energy_statistics
+from pipeline.history.changepoint import detect_steps, e_divisive, energy_statistics
 
 
 def commits(n):

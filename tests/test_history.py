@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from pipeline import history
-from pipeline.regressions_store import Regression, RegressionStore
+from pipeline.history import series
+from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from workers.records import Result
 
@@ -30,7 +30,7 @@ def test_series_follow_the_given_order_and_pool_reruns():
     commits = [_commit(i) for i in (3, 1, 2)]  # first-parent order need not be date order
     rows = [_row(1, "v", 1e-3), _row(2, "v", 2e-3), _row(3, "v", 3e-3), _row(3, "v", 3e-3, seed=7),
             _row(9, "v", 1e-3), _row(2, "v", 9e-3, dirty=1)]
-    [s] = history.build_series(rows, commits)
+    [s] = series.build_series(rows, commits)
     assert [p.sha for p in s.points] == [c["sha"] for c in commits]  # commit 9 is not on the line
     first = s.points[0]
     assert first.n_samples == 50 and first.rate_lo < first.rate < first.rate_hi
@@ -45,7 +45,7 @@ def test_dashboard_puts_failing_first_then_biggest_movers():
         rows += [_row(i, "steady", 1e-3, seed=1), _row(i, "mover", 1e-3 * (1 + 0.1 * i), seed=2),
                  _row(i, "small_mover", 1e-3 * (1 + 0.02 * i), seed=3)]
         rows.append(_row(i, "broken", 1e-3, status="build_failed" if i == 5 else "ok"))
-    rows_by = history.dashboard(history.build_series(rows, commits), last_n=6)
+    rows_by = series.dashboard(series.build_series(rows, commits), last_n=6)
     assert [r.series.variant for r in rows_by] == ["broken", "mover", "small_mover", "steady"]
     assert rows_by[0].failing and not rows_by[1].failing
     assert -0.35 < rows_by[1].change < -0.30  # 1.5x the time over the window is -33% throughput
@@ -56,7 +56,7 @@ def test_find_regressions_reports_slowdowns_only():
     rows = [_row(i, "slows", 1e-3 if i < 7 else 1.4e-3) for i in range(12)]
     rows += [_row(i, "speeds", 1e-3 if i < 7 else 0.6e-3) for i in range(12)]
     rows += [_row(i, "flat", 1e-3) for i in range(12)]
-    found = history.find_regressions(history.build_series(rows, commits), threshold=0.05)
+    found = series.find_regressions(series.build_series(rows, commits), threshold=0.05)
     assert [(r.variant, r.good_sha, r.bad_sha) for r in found] == [("slows", commits[6]["sha"], commits[7]["sha"])]
     assert -0.30 < found[0].change < -0.27 and found[0].rate_before > found[0].rate_after
 

@@ -9,9 +9,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from pipeline import bisect as bis
-from pipeline import compare as cmp
-from pipeline.regressions_store import Regression, RegressionStore
+from pipeline.history import bisect as bis
+from pipeline.history import compare as cmp
+from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from reports.history_pages import write_bisect_page, write_compare_page
 from reports.site import write_site

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline import compare as cmp
-from pipeline import config, history
+from pipeline import config
+from pipeline.history import compare as cmp
+from pipeline.history import series as history
 from pipeline.commands import common
 
 SHAPE = "M=4096,N=4096,K=4096"

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from pipeline import checkout, summary
-from pipeline import compare as cmp
+from pipeline.history import compare as cmp
 from pipeline.config import ProjectConfig, load_config
 from pipeline.manifest import ManifestError, load_variant
 from pipeline.store import TEXT_LIMITS, Store

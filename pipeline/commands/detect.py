@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from pipeline import history
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
-from pipeline.regressions_store import RegressionStore
+from pipeline.history import series
+from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 from workers import untrusted
 
@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
 
 def detect(store: Store, order: list[str], threshold: float | None) -> list[tuple]:
     """Detect and store; returns (Regression as stored, is_new) per step found."""
-    found = history.find_regressions(history.load(store, order), threshold)
+    found = series.find_regressions(series.load(store, order), threshold)
     table = RegressionStore(store)
     return [table.record(r) for r in found]
 
@@ -33,7 +33,7 @@ def detect(store: Store, order: list[str], threshold: float | None) -> list[tupl
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
-    order = history.first_parent_shas(repo, args.branch)
+    order = series.first_parent_shas(repo, args.branch)
     from reports import history_pages, site
 
     with Store(db_path(args, work)) as store:

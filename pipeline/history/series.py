@@ -1,9 +1,10 @@
-"""Per-commit history of each series (variant × shape × dtype × device) and its regressions.
+"""Decides which series regressed, from the stored `Result` rows of every commit: builds the
+per-commit history of each series (variant × shape × dtype × device) and finds its slowdown steps.
 
 A series is ordered along the first-parent line of a branch (the order in which changes
 landed on it), oldest first. One point per commit pools the samples of every ok result
 stored for that commit, so re-runs sharpen a point instead of replacing it; its noise band
-is the confidence interval of that pooled median (`pipeline.stats.median_ci`).
+is the confidence interval of that pooled median (`workers.stats.median_ci`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import changepoint, config, stats
-from pipeline.compare import flatten_numeric, series_key
-from pipeline.regressions_store import Regression
+from pipeline import config
+from pipeline.history import changepoint
+from pipeline.history.compare import flatten_numeric, series_key
+from pipeline.history.regressions import Regression
 from workers import status
+from workers.stats import median_ci
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _point(commit: dict, rows: list[dict]) -> Point:
         return Point(**meta)
     samples = [s for r in ok for s in r["samples"]]
     median = float(np.median(samples))
-    lo, hi = stats.median_ci(samples)
+    lo, hi = median_ci(samples)
     work = ok[-1].get("flops") or ok[-1].get("bytes_moved") or 0.0
     if not work or median <= 0:
         return Point(**meta, median_s=median, n_samples=len(samples))
@@ -135,7 +138,7 @@ def dashboard(series: Sequence[Series], last_n: int = 10) -> list[DashboardRow]:
 
 
 def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0) -> list[Regression]:
-    """Slowdown steps of every series (E-Divisive means, `pipeline.changepoint.detect_steps`
+    """Slowdown steps of every series (E-Divisive means, `pipeline.history.changepoint.detect_steps`
     on the per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
     after it. Speed-ups are not regressions and are left out. threshold None: each series
