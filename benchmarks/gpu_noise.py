@@ -249,6 +249,7 @@ def main(argv=None) -> int:
     meta = {"machine": platform.node(), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["python3", "benchmarks/compare_noise.py", *argv]), "threshold": threshold,
             "pair_budget_s": args.pair_budget, "budget_s": args.budget, "plant_fraction": args.plant}
+    rows, detail = [], []
     try:
         base = run_commit(session, repo, shas["base"], RunOptions(budget_s=args.budget, command="noise"))
         ok = sorted((r for r in base.results if r.status == "ok" and r.device.startswith("cuda")),
@@ -278,7 +279,6 @@ def main(argv=None) -> int:
             raise RuntimeError(f"planted build/run failed: {bad[0].variant} {bad[0].status}: {bad[0].diagnostic[:300]}")
         plan = [("same", fastest.variant, same), ("same", slowest.variant, same)] + \
                [("planted", v, planted) for v in targets]
-        rows, detail = [], []
         for i, (name, variant, head) in enumerate(plan):
             left = args.time_limit - (time.time() - started)
             share = max(left / (len(plan) - i), 5.0)
@@ -288,16 +288,20 @@ def main(argv=None) -> int:
             rows.append(summarise(name, variant, by_name[variant].median_s, verdicts, alarm))
             detail.append({"comparison": name, "variant": variant, "verdicts": verdicts})
             print(table(rows[-1:], threshold).splitlines()[-1], flush=True)
+    except Exception as exc:  # keep what was measured, say what stopped it
+        meta["error"] = f"{type(exc).__name__}: {exc}"
+        print(f"gpu_noise: stopped: {meta['error']}", file=sys.stderr)
     finally:
         cluster.shutdown(info)
     meta["elapsed_s"] = time.time() - started
     text = table(rows, threshold)
     (out / "gpu_noise.json").write_text(json.dumps({**meta, "summary": rows, "detail": detail}, indent=1))
-    (out / "gpu_noise.txt").write_text(f"{meta['device']} {meta['date']} ({meta['elapsed_s']:.0f} s)\n{text}\n")
+    (out / "gpu_noise.txt").write_text(f"{meta.get('device', '')} {meta['date']} ({meta['elapsed_s']:.0f} s)\n{text}\n"
+                                       + (f"stopped: {meta['error']}\n" if "error" in meta else ""))
     print(text)
     print(f"{meta['elapsed_s']:.0f} s; full output in {out}")
     shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 1 if "error" in meta else 0
 
 
 if __name__ == "__main__":

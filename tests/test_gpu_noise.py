@@ -75,3 +75,30 @@ def test_refuses_without_a_cuda_device(tmp_path, capsys):
         pytest.skip("a CUDA device is present")
     assert gpu_noise.main(["--device", "cuda", "--out", str(tmp_path)]) == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_pair_worker_repeats_fresh_paired_measurements(tmp_path):
+    """The repetition loop, on the CPU: one process, `count` paired measurements of two builds."""
+    import json
+
+    from pipeline.plan import build_plan, jobs_for
+    from workers.build import build_variant, toolchains
+    from workers.bundle import unpack
+
+    variants, _ = discover(ROOT, load_config(ROOT), ("kernels/gemm",))
+    v = next(x for x in variants if x.name == "cpp_naive")
+    plan = build_plan(ROOT, v, (), toolchains()["cpp"]["ident"])
+    build, artifact = build_variant(v, plan.bundle, plan.build_hash, [])
+    assert build.ok, build.first_errors
+    for i in range(2):
+        unpack(artifact, tmp_path / f"artifact{i}")
+    job = next(j for j in jobs_for([v]) if j.shape.dims["M"] <= 256)
+    spec = {"mode": "pair", "variants": [v.to_dict(), v.to_dict()], "device_kind": "cpu", "dims": job.shape.dims,
+            "dtype": job.dtype, "artifacts": [str(tmp_path / "artifact0"), str(tmp_path / "artifact1")],
+            "timing": {"budget_s": 0.05}, "count": 3, "time_limit_s": 60}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    assert gpu_noise.main(["--pair-worker", str(tmp_path / "spec.json"), str(tmp_path / "reps.json")]) == 0
+    reps = json.loads((tmp_path / "reps.json").read_text())
+    assert len(reps) == 3 and all(len(a) == len(b) >= 10 for a, b in reps)
+    verdicts = gpu_noise.decide(reps, 0.5)  # a wide band: identical builds must not be told apart
+    assert all(v["verdict"] in ("same", "unsure") for v in verdicts)
