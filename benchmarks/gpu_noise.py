@@ -93,7 +93,7 @@ def make_repo(root: Path) -> tuple[object, dict[str, str]]:
         shutil.copytree(SUITE / rel, root / "kernels" / rel)
     # The peer would also run on the CPU at the GPU shape (minutes for a 4096³ GEMM): GPU only here.
     ref = root / "kernels" / "gemm" / "torch_ref" / "variant.toml"
-    ref.write_text(re.sub(r'^devices = .*$', 'devices = ["cuda"]', ref.read_text(), flags=re.M))
+    ref.write_text(re.sub(r'^devices = .*$', 'devices = ["cuda"]', ref.read_text(), flags=re.MULTILINE))
     (root / "flopwatch.toml").write_text(CONFIG)
     shas = {}
     for name, readme in (("base", "one"), ("same", "two")):
@@ -161,7 +161,8 @@ def _repetitions(work: Path, name: str, outcome_a, outcome_b, variant: str, args
     (folder / "spec.json").write_text(json.dumps(spec))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_noise", "--pair-worker", str(folder / "spec.json"),
-                           str(folder / "reps.json")], cwd=ROOT, env=env, timeout=time_left + 120)
+                           str(folder / "reps.json")], cwd=ROOT, env=env, timeout=time_left + 120,
+                          check=False)
     if done.returncode != 0 or not (folder / "reps.json").exists():
         raise RuntimeError(f"paired repetitions of {name} failed (exit {done.returncode})")
     return json.loads((folder / "reps.json").read_text())
@@ -198,8 +199,8 @@ def summarise(name: str, variant: str, median_s: float, verdicts: list[dict], al
 
 def table(rows: list[dict], threshold: float) -> str:
     lines = [f"threshold ±{threshold:.1%}; rate = false alarms (same) or detections (planted)",
-             f"{'comparison':10} {'variant':22} {'ms/call':>9} {'reps':>4} {'rate':>11} {'time ratio':>10} "
-             f"{'CI width':>8} {'pairs':>6}  verdicts"]
+             (f"{'comparison':10} {'variant':22} {'ms/call':>9} {'reps':>4} {'rate':>11} {'time ratio':>10} "
+              f"{'CI width':>8} {'pairs':>6}  verdicts")]
     for r in rows:
         ratio = f"{r['time_ratio_median'] - 1:+.3%}" if r["time_ratio_median"] else "—"
         width = f"{r['ci_width_median']:.3%}" if r["ci_width_median"] is not None else "—"
@@ -246,7 +247,7 @@ def main(argv=None) -> int:
     repo, shas = make_repo(work / "repo")
     info = cluster.connect(None, 1)
     session = Session(Store(work / "results.db"), work / ".flopwatch", info, Progress(enabled=False))
-    meta = {"machine": platform.node(), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    meta = {"machine": platform.node(), "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "command": " ".join(["python3", "benchmarks/compare_noise.py", *argv]), "threshold": threshold,
             "pair_budget_s": args.pair_budget, "budget_s": args.budget, "plant_fraction": args.plant}
     rows, detail = [], []
@@ -288,7 +289,7 @@ def main(argv=None) -> int:
             rows.append(summarise(name, variant, by_name[variant].median_s, verdicts, alarm))
             detail.append({"comparison": name, "variant": variant, "verdicts": verdicts})
             print(table(rows[-1:], threshold).splitlines()[-1], flush=True)
-    except Exception as exc:  # keep what was measured, say what stopped it
+    except Exception as exc:  # noqa: BLE001 -- keep what was measured, say what stopped it
         meta["error"] = f"{type(exc).__name__}: {exc}"
         print(f"gpu_noise: stopped: {meta['error']}", file=sys.stderr)
     finally:

@@ -10,7 +10,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 # The smallest change that counts when no --threshold is given, per device kind of the series
 # being judged: "compare" decides on paired samples (both builds alternated call by call in one
 # process), "history" (detect, bisect, nightly) on separate runs, which carry the drift between

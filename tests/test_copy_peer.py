@@ -59,7 +59,7 @@ def _fake_ncu(tmp_path: Path, output: str) -> str:
 
 
 def test_no_kernel_in_the_range_is_a_note_not_counters(tmp_path, monkeypatch):
-    import workers.cuda.toolchain as toolchain
+    from workers.cuda import toolchain
 
     monkeypatch.setattr(toolchain, "find_ncu", lambda: _fake_ncu(tmp_path, NO_KERNEL))
     counters, note = profile.profile_cuda(tmp_path, "spec.json", 30, dict(os.environ))
@@ -68,7 +68,7 @@ def test_no_kernel_in_the_range_is_a_note_not_counters(tmp_path, monkeypatch):
 
 
 def test_kernels_in_the_range_become_counters(tmp_path, monkeypatch):
-    import workers.cuda.toolchain as toolchain
+    from workers.cuda import toolchain
 
     monkeypatch.setattr(toolchain, "find_ncu", lambda: _fake_ncu(tmp_path, FIXTURE.read_text()))
     counters, note = profile.profile_cuda(tmp_path, "spec.json", 30, dict(os.environ))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pipeline import config
+from pipeline.commands import common
 from pipeline.history import compare as cmp
 from pipeline.history import series as history
-from pipeline.commands import common
 
 SHAPE = "M=4096,N=4096,K=4096"
 

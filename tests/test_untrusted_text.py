@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from pipeline import checkout, summary
-from pipeline.history import compare as cmp
 from pipeline.config import ProjectConfig, load_config
+from pipeline.history import compare as cmp
 from pipeline.manifest import ManifestError, load_variant
 from pipeline.store import TEXT_LIMITS, Store
 from workers import untrusted
@@ -145,7 +145,7 @@ def _repo_with_symlink(path: Path, target: str) -> git.Repo:
 @pytest.mark.parametrize("target", ["/etc/hostname", "../../../../../etc/hostname"])
 def test_a_committed_symlink_out_of_the_tree_is_not_extracted(tmp_path, target):
     repo = _repo_with_symlink(tmp_path / "repo", target)
-    root, info = checkout.materialise(repo, "HEAD", tmp_path / "cache")
+    root, _ = checkout.materialise(repo, "HEAD", tmp_path / "cache")
     source = root / "kernels" / "gemm" / "v" / "k.cpp"
     assert not source.exists() and not source.is_symlink()
     assert "kernels/gemm/v/k.cpp" in checkout.refused_members(root)

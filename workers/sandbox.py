@@ -37,11 +37,16 @@ def tail(path: Path, limit: int = 4000) -> str:
     return data.decode(errors="replace")
 
 
-def _limit_child() -> None:
-    """In the child before exec: cap the size of any file it writes."""
+def _limit_child(pid: int) -> None:
+    """Cap the size of any file the child writes. Set from outside with prlimit rather than in a
+    preexec_fn: the runner lives in a threaded Ray worker, where code between fork and exec can
+    deadlock. The child is a Python interpreter still starting up, long before a kernel writes."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    try:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone: nothing left to limit
 
 
 def run_child(argv: list[str], timeout_s: float, workdir: Path, env: dict | None = None) -> ChildOutcome:
@@ -50,8 +55,8 @@ def run_child(argv: list[str], timeout_s: float, workdir: Path, env: dict | None
     out_path, err_path = workdir / "stdout.txt", workdir / "stderr.txt"
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, env=env, start_new_session=True,
-                                preexec_fn=_limit_child)
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, env=env, start_new_session=True)
+        _limit_child(proc.pid)
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
