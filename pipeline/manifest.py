@@ -119,7 +119,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
 # A node include folder is named through a variable the node's administrator sets (e.g.
 # ${THUNDERKITTENS_ROOT}/include), never as a literal path: a manifest must not point the
 # compiler at an arbitrary folder of the build node (its error messages quote what it reads).
-_NODE_INCLUDE = re.compile(r"\$\{[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\}(?:/[A-Za-z0-9_.+-]+)*/?")
+_NODE_INCLUDE = re.compile(r"\$(?:\{[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\}|[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\b)"
+                           r"(?:/[A-Za-z0-9_.+-]+)*/?")
 
 
 def _check_node_include(rel: str, entry: str) -> None:

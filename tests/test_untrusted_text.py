@@ -96,7 +96,8 @@ def test_manifest_refuses_names_that_are_not_plain(tmp_path, name):
 
 @pytest.mark.parametrize("entry,ok", [("${THUNDERKITTENS_ROOT}/include", True), ("${CUTLASS_DIR}", True),
                                       ("/home/runner/.ssh", False), ("${HOME}/.ssh", False),
-                                      ("${THUNDERKITTENS_ROOT}/../../etc", False), ("include", False)])
+                                      ("${THUNDERKITTENS_ROOT}/../../etc", False), ("include", False),
+                                      ("$HIPKITTENS_ROOT/include", True), ("$HOME/.ssh", False)])
 def test_node_include_folders_go_through_a_root_variable(tmp_path, entry, ok):
     folder = tmp_path / "kernels" / "gemm" / "v"
     folder.mkdir(parents=True)
