@@ -9,6 +9,7 @@ from pipeline.commands.common import add_repo_options, db_path, site_path, workd
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
+from workers import untrusted
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
 
@@ -16,12 +17,13 @@ HELP = "detect change points (E-Divisive means) in each series' history; record 
 def add_arguments(p) -> None:
     add_repo_options(p)
     p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
-    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
+                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
 
 
-def detect(store: Store, order: list[str], threshold: float) -> list[tuple]:
+def detect(store: Store, order: list[str], threshold: float | None) -> list[tuple]:
     """Detect and store; returns (Regression as stored, is_new) per step found."""
     found = series.find_regressions(series.load(store, order), threshold)
     table = RegressionStore(store)
@@ -45,7 +47,7 @@ def main(args) -> int:
         print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
     else:
         for r, new in recorded:
-            print(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: {r.change:+.1%} "
-                  f"between {r.good_sha[:10]} and {r.bad_sha[:10]}")
+            print(untrusted.one_line(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: "
+                                     f"{r.change:+.1%} between {r.good_sha[:10]} and {r.bad_sha[:10]}"))
         print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
     return 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline import config
 from pipeline.history import changepoint
 from pipeline.history.compare import flatten_numeric, series_key
 from pipeline.history.regressions import Regression
@@ -136,13 +137,16 @@ def dashboard(series: Sequence[Series], last_n: int = 10) -> list[DashboardRow]:
     return sorted(rows, key=lambda r: (not r.failing, -abs(r.change or 0.0), r.series.key))
 
 
-def find_regressions(series: Sequence[Series], threshold: float = 0.05, seed: int = 0) -> list[Regression]:
+def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0) -> list[Regression]:
     """Slowdown steps of every series (E-Divisive means, `pipeline.history.changepoint.detect_steps`
     on the per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
-    after it. Speed-ups are not regressions and are left out."""
+    after it. Speed-ups are not regressions and are left out. threshold None: each series
+    uses the history default of its device kind (`pipeline.config.default_threshold`)."""
     found = []
+    given = threshold
     for s in series:
+        threshold = given if given is not None else config.default_threshold(s.device, "history")
         points = s.measured
         if len(points) < 6:  # two segments of min_size 3: fewer points cannot show a step
             continue
