@@ -84,3 +84,16 @@ def test_cpu_identity_records_the_visible_variables():
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert '"visible": {"CUDA_VISIBLE_DEVICES": "1"}' in out
+
+
+def test_query_falls_back_to_listing_every_gpu(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        out = "" if any(c.startswith("--id=") for c in cmd) else (FIX / "nvidia_smi_2xh200.csv").read_text()
+        return SimpleNamespace(stdout=out, returncode=0)
+
+    monkeypatch.setattr(smi.subprocess, "run", fake_run)
+    row = smi.query_smi(smi.VENDORS["cuda"], "", "", smi.physical_token(smi.VENDORS["cuda"], {"CUDA_VISIBLE_DEVICES": "1"}))
+    assert row["uuid"] == GPU1 and len(calls) == 2 and calls[0][-1] == "--id=1"

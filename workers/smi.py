@@ -179,16 +179,22 @@ def pick_row(rows: list[dict], uuid: str = "", bus: str = "", token: str = "") -
 
 
 def query_smi(vendor: Vendor, uuid: str, bus: str, token: str, timeout_s: float = 20) -> dict:
-    """Ask the vendor's tool about our device; {} when the tool is missing or says nothing."""
+    """Ask the vendor's tool about our device; {} when the tool is missing or says nothing.
+    NVIDIA: by `--id=` first; if that answers nothing (an id form this driver does not take),
+    all GPUs are listed and our row is picked by UUID, bus id or the physical token."""
     if vendor.kind == "cuda":
-        cmd, parse = nvidia_command(nvidia_selector(uuid, bus, token)), parse_nvidia_csv
+        attempts, parse = [nvidia_command(nvidia_selector(uuid, bus, token)), nvidia_command(None)], parse_nvidia_csv
     else:
-        cmd, parse = rocm_command(), parse_rocm_json
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return pick_row(parse(out), uuid, bus, token)
+        attempts, parse = [rocm_command()], parse_rocm_json
+    for cmd in attempts:
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        row = pick_row(parse(out), uuid, bus, token)
+        if row:
+            return row
+    return {}
 
 
 def _number(text: str) -> float | str:
