@@ -49,6 +49,8 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spawn-per-job", action="store_true",
                    help="start a fresh interpreter per job instead of forking it from the slot's warm runner "
                         "(slower; for measuring what the warm runner saves)")
+    p.add_argument("--no-peer-check", action="store_true",
+                   help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
 
 
@@ -73,7 +75,8 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
                       shapes=shapes,
                       resume=resume, budget_s=args.budget, timeout_s=args.timeout, threads=args.threads,
                       profile=getattr(args, "profile", False), command=command,
-                      spawn_per_job=getattr(args, "spawn_per_job", False))
+                      spawn_per_job=getattr(args, "spawn_per_job", False),
+                      peer_check=not getattr(args, "no_peer_check", False))
 
 
 def open_session(args, work: Path) -> Session:
