@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -92,14 +90,19 @@ class DeviceSlot:
         return {"returncode": outcome.returncode, "pid_parent": os.getpid(), **data}
 
     def probe(self) -> dict:
-        """The device's identity, asked in a fresh process: the actor itself never creates a GPU
-        context (it would hold device memory for the slot's whole life)."""
-        code = "import json; from workers import device; print(json.dumps(device.info(%r).to_dict()))" % self.kind
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=runner.child_env(),
-                             timeout=300)
-        if out.returncode != 0:
-            raise RuntimeError(f"device probe on {self.name} failed: {out.stderr.strip()[-2000:]}")
-        return {**json.loads(out.stdout.strip().splitlines()[-1]), "slot": self.name}
+        """The device's identity, asked in a child of the warm runner (or a fresh process): the
+        actor itself never creates a GPU context (it would hold device memory for the slot's
+        whole life), and a fresh interpreter would pay `import torch` again."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="flopwatch-probe-") as tmp:
+            out = Path(tmp) / "device.json"
+            outcome = self._launcher({})(["--probe", self.kind, out.name], 300.0, Path(tmp))
+            if not out.exists():
+                raise RuntimeError(f"device probe on {self.name} failed ({outcome.signal_name or outcome.returncode}): "
+                                   f"{outcome.stderr_tail.strip()[-2000:]}")
+            return {**json.loads(out.read_text()), "slot": self.name}
 
     def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
         started_at = time.time()

@@ -223,6 +223,9 @@ def main(argv: list[str]) -> int:
 
         Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ))}))
         return 0
+    if argv[1] == "--probe":  # the identity of this slot's device (KIND OUT.json)
+        Path(argv[3]).write_text(json.dumps(device.info(argv[2]).to_dict()))
+        return 0
     spec_path, result_path = Path(argv[1]), Path(argv[2])
     spec = json.loads(spec_path.read_text())
     if spec.get("threads"):
