@@ -168,7 +168,7 @@ def trend_figure(points: Sequence, position: dict[str, int], unit: str, vendor: 
     commits_sorted = sorted(position.items(), key=lambda kv: kv[1])
     tickvals = [i for _, i in commits_sorted][::every]
     for i in range(1, rows + 1):
-        axis = {"range": [min(x, default=0) - 0.5, max(x, default=0) + 0.5], "showgrid": True,
+        axis = {"range": [min(x, default=0) - 0.5, max(x, default=0) + 0.5], "showgrid": True, "zeroline": False,
                 "anchor": "y" if i == 1 else f"y{i}", "tickvals": tickvals, "showticklabels": i == rows}
         if i > 1:
             axis["matches"] = "x"

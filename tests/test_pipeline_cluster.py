@@ -13,7 +13,7 @@ from pipeline import cluster
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
-from reports.site import write_site
+from pipeline.publish import write_site
 
 pytestmark = pytest.mark.slow
 
