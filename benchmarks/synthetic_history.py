@@ -34,8 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.store import Store  # noqa: E402
-from workers.records import Result  # noqa: E402
+from pipeline.store import Store
+from workers.records import Result
 
 DEVICE = "rocm:AMD Instinct MI300X"
 GEMM_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))

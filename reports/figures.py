@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from reports import metric_names
-from reports.format import scale_for, sig
+from reports.format import scale_for
 
 MAX_PANELS = 6  # resource/counter panels under the throughput plot; more stops being readable
 TICKS = 12  # x-axis labels on a trend page, however many commits
@@ -51,7 +51,7 @@ def _r(value: float | None) -> float | None:
     """Rounded to 4 significant digits: the data is compact and any default hover is short."""
     if value is None or not math.isfinite(value):
         return None
-    return float(sig(value, 4)) if value else 0.0
+    return round(value, 3 - math.floor(math.log10(abs(value)))) if value else 0.0
 
 
 def tile_heatmap(tile_map: list[list], tile: int, title: str) -> dict:

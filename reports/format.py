@@ -14,14 +14,20 @@ _PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
 
 
 def sig(value: float | None, digits: int = 4) -> str:
-    """`value` with at most `digits` significant digits, no exponent below 1e6 ("—" for None)."""
+    """`value` with at most `digits` significant digits ("—" for None): plain below 10^4,
+    with a k/M/G/T prefix up to 10^15 ("123.5 k"), in e-notation beyond either end."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, float) and math.isinf(value):
         return "∞" if value > 0 else "−∞"
+    value = float(f"{value:.{digits}g}")  # rounded first: 9999.5 is "10 k", not "10000"
+    magnitude = abs(value)
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if 1e4 <= magnitude < 1e15 and magnitude >= factor:
+            return f"{sig(value / factor, digits)} {prefix}"
     text = f"{value:.{digits}g}"
-    if "e" in text and abs(value) < 1e6:
-        text = f"{value:.{max(digits - 1 - int(math.floor(math.log10(abs(value)))), 0)}f}"
+    if "e" in text and 1e-4 <= magnitude < 1e4:
+        text = f"{value:.{max(digits - 1 - math.floor(math.log10(magnitude)), 0)}f}"
     return text
 
 

@@ -11,14 +11,15 @@ from pathlib import Path
 
 # A decimal number as text: 50.432081, 1.5e+07, 0.0213. Integers are not floats.
 _FLOAT = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+|\d+\.|\.\d+)([eE][-+]?\d+)?(?![\w.])")
-_FIGURE = re.compile(r"var f=(\{.*?\});(?:fwPlot|Plotly\.newPlot)\(", re.S)
+_FIGURE = re.compile(r"var f=(\{.*?\});(?:fwPlot|Plotly\.newPlot)\(", re.DOTALL)
 _VISIBLE_KEYS = {"text", "name", "hovertemplate", "ticktext", "title"}
 _TEMPLATE_FIELD = re.compile(r"%\{([^}:]+)(?::([^}]*))?\}")
 
 
 def significant_digits(number: str) -> int:
+    """Digits from the first to the last non-zero one: 50.432 → 5, 0.0213 → 3, 123500.0 → 4."""
     mantissa = re.split(r"[eE]", number.lstrip("+-"))[0].replace(".", "")
-    return len(mantissa.lstrip("0")) or 1
+    return len(mantissa.strip("0")) or 1
 
 
 def long_floats(text: str, limit: int = 4) -> list[str]:
@@ -29,7 +30,7 @@ def long_floats(text: str, limit: int = 4) -> list[str]:
 def page_text(markup: str) -> str:
     """What a browser shows of a page: no scripts, no tags, entities decoded; tooltips
     (title attributes) included, since a reader sees them too."""
-    body = re.sub(r"<script.*?</script>", " ", markup, flags=re.S)
+    body = re.sub(r"<script.*?</script>", " ", markup, flags=re.DOTALL)
     titles = " ".join(re.findall(r'title="([^"]*)"', body))
     return html.unescape(re.sub(r"<[^>]+>", " ", body) + " " + titles)
 

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from site_text import figures, page_text, site_problems
 
 from pipeline import cli
-from site_text import figures, page_text, site_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def site(tmp_path_factory):
 
 
 def _entries(index: str) -> list[str]:
-    return re.findall(r'<div class="regression">(.*?)</div>\s*</div>', index, re.S)
+    return re.findall(r'<div class="regression">(.*?)</div>\s*</div>', index, re.DOTALL)
 
 
 def test_planted_regressions_lead_the_dashboard_with_their_commit_range(site):
