@@ -8,7 +8,7 @@ Builds a throw-away git repository with one CPU GEMM variant (256³ fp32) and th
            cannot be optimised away and does not change the result): a planted small slowdown.
 Each trial measures as `flopwatch compare` does: a run of each commit, then paired timing
 (both builds alternated sample by sample in one child process) of base against `same` and of
-base against `planted`, decided by `pipeline.compare.compare_rounds`. The measured size of the
+base against `planted`, decided by `pipeline.history.compare.compare_rounds`. The measured size of the
 planted slowdown is reported next to the detection rate.
 
     python3 benchmarks/compare_noise.py --count 50 --pair-budget 2 --out noise.json
@@ -31,8 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline import cluster, paired, stats
-from pipeline import compare as cmp
+from pipeline import cluster
+from pipeline.history import compare as cmp
+from pipeline.history import paired, verdicts
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
     p.add_argument("--threshold", default="3%")
     p.add_argument("--out", default="compare_noise.json", help="results (rewritten after every trial)")
     args = p.parse_args(argv)
-    threshold = stats.parse_threshold(args.threshold)
+    threshold = verdicts.parse_threshold(args.threshold)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     work = Path(tempfile.mkdtemp(prefix="flopwatch-noise-"))
     shas = make_repo(work / "repo")
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
     info = cluster.connect(None)
     session = Session(Store(work / "results.db"), work / ".flopwatch", info, Progress(enabled=False))
     options = RunOptions(budget_s=args.budget, command="noise")
-    verdicts = {"same": [], "planted": []}
+    outcomes = {"same": [], "planted": []}
     pooled = {k: [] for k in shas}
     started = time.time()
     loads = []
@@ -131,31 +132,31 @@ def main(argv=None) -> int:
                 pooled[name].append(float(np.median(got[name][1].samples)))
             for name in ("same", "planted"):  # exactly what `flopwatch compare` decides
                 c = cmp.compare_rounds(*got[name], threshold)
-                verdicts[name].append({"verdict": c.verdict, "change": c.change, "n": [c.n_base, c.n_head]})
-            summary = summarise(verdicts, pooled)
+                outcomes[name].append({"verdict": c.verdict, "change": c.change, "n": [c.n_base, c.n_head]})
+            summary = summarise(outcomes, pooled)
             Path(args.out).write_text(json.dumps({**meta, "trials": t + 1, "elapsed_s": time.time() - started,
                                                   "load_avg_1min": loads,
-                                                  **summary, "verdicts": verdicts}, indent=1))
-            print(f"trial {t + 1}/{args.count}: same {verdicts['same'][-1]['verdict']} "
-                  f"({verdicts['same'][-1]['change']:+.2%}), planted {verdicts['planted'][-1]['verdict']} "
-                  f"({verdicts['planted'][-1]['change']:+.2%})", flush=True)
+                                                  **summary, "verdicts": outcomes}, indent=1))
+            print(f"trial {t + 1}/{args.count}: same {outcomes['same'][-1]['verdict']} "
+                  f"({outcomes['same'][-1]['change']:+.2%}), planted {outcomes['planted'][-1]['verdict']} "
+                  f"({outcomes['planted'][-1]['change']:+.2%})", flush=True)
     finally:
         cluster.shutdown(info)
-    print(json.dumps(summarise(verdicts, pooled), indent=1))
+    print(json.dumps(summarise(outcomes, pooled), indent=1))
     return 0
 
 
-def summarise(verdicts: dict, medians: dict) -> dict:
+def summarise(outcomes: dict, medians: dict) -> dict:
     """Rates with their counts; the planted slowdown as the median of per-trial throughput changes."""
     def rate(name, kinds):
-        hits = sum(v["verdict"] in kinds for v in verdicts[name])
-        return {"hits": hits, "of": len(verdicts[name]), "rate": hits / max(len(verdicts[name]), 1)}
+        hits = sum(v["verdict"] in kinds for v in outcomes[name])
+        return {"hits": hits, "of": len(outcomes[name]), "rate": hits / max(len(outcomes[name]), 1)}
 
     per_trial = [b / p - 1 for b, p in zip(medians["base"], medians["planted"])]
-    return {"false_alarm": rate("same", (cmp.stats.SLOWER, cmp.stats.FASTER)),
-            "same_unsure": rate("same", (stats.UNSURE,)),
-            "detected": rate("planted", (stats.SLOWER,)),
-            "planted_unsure": rate("planted", (stats.UNSURE,)),
+    return {"false_alarm": rate("same", (cmp.verdicts.SLOWER, cmp.verdicts.FASTER)),
+            "same_unsure": rate("same", (verdicts.UNSURE,)),
+            "detected": rate("planted", (verdicts.SLOWER,)),
+            "planted_unsure": rate("planted", (verdicts.UNSURE,)),
             "planted_throughput_change_median": float(np.median(per_trial)) if per_trial else None}
 
 

@@ -95,24 +95,6 @@ def _run_pair(job: dict, variants: list, artifact_a: dict, artifact_b: dict, set
                                (artifact_a, artifact_b), settings)
 
 
-@ray.remote(num_cpus=1)
-def _detect(batch: list, threshold: float, seed: int) -> list:
-    from pipeline import changepoint
-
-    return changepoint.detect_batch(batch, threshold, seed)
-
-
-def detect_batches(inputs: list, threshold: float, seed: int = 0) -> list:
-    """`changepoint.detect_batch` over the cluster: one task per batch of series, as many
-    batches as the cluster has CPUs (each task holds one), results in input order."""
-    if not inputs:
-        return []
-    n = max(1, min(len(inputs), int(ray.cluster_resources().get("CPU", 1))))
-    size = -(-len(inputs) // n)
-    refs = [_detect.remote(inputs[i:i + size], threshold, seed) for i in range(0, len(inputs), size)]
-    return [steps for chunk in ray.get(refs) for steps in chunk]
-
-
 def submit_pair(job: Job, variants: tuple[Variant, Variant], artifact_refs: tuple, settings: dict):
     """Both builds of one job timed alternately in one child on one device (compare, bisect)."""
     return _run_pair.options(**run_options(job.device_kind)).remote(

@@ -5,10 +5,26 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from reports.format import format_rate, rate, shape_label
 from workers import status
 
-__all__ = ["exit_code", "format_rate", "print_table", "rate", "shape_label", "sort_rows", "with_peer"]
+
+def rate(row: dict) -> float | None:
+    """FLOP/s of a row (bytes/s for ops that do no arithmetic), or None when not timed."""
+    if not row.get("median_s"):
+        return None
+    work = row.get("flops") or row.get("bytes_moved") or 0.0
+    return work / row["median_s"] if work else None
+
+
+def format_rate(row: dict) -> str:
+    value = rate(row)
+    if value is None:
+        return "—"
+    unit = "FLOP/s" if row.get("flops") else "B/s"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}" if value / scale < 100 else f"{value / scale:.0f} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
 
 
 def with_peer(rows: list[dict]) -> list[dict]:
@@ -48,6 +64,13 @@ def _collapse_skipped(rows: list[dict]) -> list[dict]:
             seen[key] = dict(r, _n=1)
             out.append(seen[key])
     return out
+
+
+def shape_label(key: str) -> str:
+    """`M=512,N=512,K=512` → `512×512×512` for tables."""
+    if "=" not in (key or ""):
+        return key or ""
+    return "×".join(part.split("=", 1)[1] for part in key.split(","))
 
 
 def print_table(rows: list[dict], console: Console, title: str) -> None:

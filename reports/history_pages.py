@@ -113,14 +113,14 @@ def write_pages(site: Path, inp) -> None:
 
 
 def write_compare_page(site: Path, report) -> Path:
-    """The compare page of a compare report (`pipeline.compare.Report`)."""
+    """The compare page of a compare report (`pipeline.history.compare.Report`)."""
     site.mkdir(parents=True, exist_ok=True)
     return render(site / compare_page_name(report.base_sha, report.head_sha), "compare.html.j2", r=report,
                   vendor=lambda device: metric_names.vendor_of(device))
 
 
 def write_bisect_page(site: Path, report, bound: int) -> Path:
-    """The bisect page of a bisect report (`pipeline.bisect.Report`), with the probe times as a
+    """The bisect page of a bisect report (`pipeline.history.bisect.Report`), with the probe times as a
     plot; bound is the evaluation bound the search promises (⌈log2 N⌉ + 2)."""
     site.mkdir(parents=True, exist_ok=True)
     subjects = dict(report.commits)

@@ -1,7 +1,7 @@
 """The static report site: the dashboard (index), commit pages, history pages, shipped plotly.js.
 
 `write_site` renders a `SiteInput` that the driver's commands build from the store
-(`pipeline.publish`); nothing here opens a database. Every string from users (commit
+(`pipeline.commands.publish`); nothing here opens a database. Every string from users (commit
 subjects, authors, variant names, compiler output) goes through jinja2's autoescaping;
 figures are embedded as escaped JSON (`reports.figures`).
 

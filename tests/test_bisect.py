@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.bisect import BAD, GOOD, SKIP, Bisection, Measurement, bound
+from pipeline.history.bisect import BAD, GOOD, SKIP, Bisection, Measurement, bound
 
 
 class FakeHistory:

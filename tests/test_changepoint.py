@@ -1,4 +1,4 @@
-"""Tests of pipeline.changepoint on synthetic per-commit series with fixed seeds."""
+"""Tests of pipeline.history.changepoint on synthetic per-commit series with fixed seeds."""
 
 import itertools
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from pipeline import changepoint
-from pipeline.changepoint import detect_steps, e_divisive, energy_statistics, segment_mean_bounds
+from pipeline.history import changepoint
+from pipeline.history.changepoint import detect_steps, e_divisive, energy_statistics, segment_mean_bounds
 
 
 def commits(n):

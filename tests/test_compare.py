@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline import cli
-from pipeline import compare as cmp
+from pipeline.history import compare as cmp
 
 FLOPS = 2 * 256**3
 KEY = ("M=256,N=256,K=256", "fp32", "cpu:test")
@@ -110,7 +110,7 @@ def test_rounds_that_disagree_turn_a_pooled_verdict_into_unsure():
     base = [_row("k", 1e-3, seed=1), _row("k", 1e-3, seed=2), _row("k", 1e-3, seed=5)]
     disturbed = [_row("k", 1.1e-3, seed=3), _row("k", 1.1e-3, seed=4), _row("k", 1.0e-3, seed=6)]
     plain = cmp.pool([dict(r, samples=r["samples"]) for r in disturbed])
-    pooled_only = cmp.stats.compare_samples(cmp.pool(base)[("k", *KEY)].samples, plain[("k", *KEY)].samples)
+    pooled_only = cmp.verdicts.compare_samples(cmp.pool(base)[("k", *KEY)].samples, plain[("k", *KEY)].samples)
     assert pooled_only.verdict == "slower"  # what the pooled samples alone would claim
     [row] = _report(base, disturbed).rows
     assert row.kind == "unsure" and "rounds disagree" in row.comparison.reason
@@ -120,7 +120,7 @@ def test_rounds_that_disagree_turn_a_pooled_verdict_into_unsure():
 
 
 def test_paired_samples_replace_run_samples_and_drop_the_round_check():
-    from pipeline.compare import Side, with_pairs
+    from pipeline.history.compare import Side, with_pairs
 
     key = ("v", "M=1,N=1,K=1", "fp32", "cpu:x")
     base = {key: Side("ok", (1.0, 1.0), round_medians=(1.0, 1.0)), ("other",): Side("ok", (2.0,))}

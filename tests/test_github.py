@@ -1,4 +1,4 @@
-"""Tests of pipeline.github against a local HTTP server that mimics the issue-comments API."""
+"""Tests of pipeline.history.github against a local HTTP server that mimics the issue-comments API."""
 
 import json
 import re
@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipeline.github import MARKER, Api, GitHubError, api_from_env, upsert_comment, write_step_summary
+from pipeline.history.github import MARKER, Api, GitHubError, api_from_env, upsert_comment, write_step_summary
 
 TOKEN = "test-token-123"
 

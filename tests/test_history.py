@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from pipeline import dashboard, history
-from pipeline.regressions_store import Regression, RegressionStore
+from pipeline.history import dashboard, series
+from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from workers.records import Result
 
@@ -30,7 +30,7 @@ def test_series_follow_the_given_order_and_pool_reruns():
     commits = [_commit(i) for i in (3, 1, 2)]  # first-parent order need not be date order
     rows = [_row(1, "v", 1e-3), _row(2, "v", 2e-3), _row(3, "v", 3e-3), _row(3, "v", 3e-3, seed=7),
             _row(9, "v", 1e-3), _row(2, "v", 9e-3, dirty=1)]
-    [s] = history.build_series(rows, commits)
+    [s] = series.build_series(rows, commits)
     assert [p.sha for p in s.points] == [c["sha"] for c in commits]  # commit 9 is not on the line
     first = s.points[0]
     assert first.n_samples == 50 and first.rate_lo < first.rate < first.rate_hi
@@ -39,9 +39,9 @@ def test_series_follow_the_given_order_and_pool_reruns():
 
 
 def _board(rows, commits, regressions=(), last_n=20):
-    series = history.build_series(rows, commits)
+    all_series = series.build_series(rows, commits)
     ops = {(r["variant"], r["shape"], r["dtype"], r["device"]): ("gemm", r["variant"] == "peer") for r in rows}
-    return dashboard.build(series, regressions, {c["sha"]: c for c in commits}, [c["sha"] for c in commits], ops,
+    return dashboard.build(all_series, regressions, {c["sha"]: c for c in commits}, [c["sha"] for c in commits], ops,
                            last_n)
 
 
@@ -89,7 +89,7 @@ def test_find_regressions_reports_slowdowns_only():
     rows = [_row(i, "slows", 1e-3 if i < 7 else 1.4e-3) for i in range(12)]
     rows += [_row(i, "speeds", 1e-3 if i < 7 else 0.6e-3) for i in range(12)]
     rows += [_row(i, "flat", 1e-3) for i in range(12)]
-    found = history.find_regressions(history.build_series(rows, commits), threshold=0.05)
+    found = series.find_regressions(series.build_series(rows, commits), threshold=0.05)
     assert [(r.variant, r.good_sha, r.bad_sha) for r in found] == [("slows", commits[6]["sha"], commits[7]["sha"])]
     assert -0.30 < found[0].change < -0.27 and found[0].rate_before > found[0].rate_after
 
@@ -106,7 +106,7 @@ def test_regressions_table_dedupes_and_feed_is_json(tmp_path):
         table.set_culprit(stored.id, _commit(1)["sha"], {"evaluations": 3})
         table.record(Regression("w", "M=1", "fp32", "cpu", _commit(1)["sha"], _commit(2)["sha"],
                                            -0.1, 2.0, 1.8, 0.01))
-        from pipeline.publish import write_feed
+        from pipeline.commands.publish import write_feed
 
         feed = json.loads(write_feed(store, tmp_path / "site").read_text())
     assert feed["count"] == 2 and [x["variant"] for x in feed["regressions"]] == ["w", "v"]
@@ -116,7 +116,7 @@ def test_regressions_table_dedupes_and_feed_is_json(tmp_path):
 
 
 def test_site_pages_escape_user_strings(tmp_path):
-    from pipeline.publish import write_site
+    from pipeline.commands.publish import write_site
 
     evil = "<script>alert('x')</script>"
     with Store(tmp_path / "s.db") as store:

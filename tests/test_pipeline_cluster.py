@@ -11,8 +11,8 @@ from ray.cluster_utils import Cluster
 from suite_repo import make_suite_repo
 
 from pipeline import cluster
+from pipeline.commands.publish import write_site
 from pipeline.progress import Progress
-from pipeline.publish import write_site
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
@@ -111,7 +111,8 @@ def test_report_escapes_user_strings_and_shows_the_failing_tile(first_run, tmp_p
 
 
 def test_detect_spreads_series_batches_over_the_cluster(two_nodes):
-    from pipeline import history
+    from pipeline.history import detect_cluster
+    from pipeline.history import series as history
 
     rng = np.random.default_rng(5)
     commits = [{"sha": f"{i:040x}", "subject": "", "author": "", "authored_at": ""} for i in range(24)]
@@ -124,5 +125,5 @@ def test_detect_spreads_series_batches_over_the_cluster(two_nodes):
                          "samples": list(seconds * (1 + 0.01 * rng.standard_normal(10)))})
     series = history.build_series(rows, commits)
     here = history.find_regressions(series, 0.05)
-    spread = history.find_regressions(series, 0.05, steps_of=cluster.detect_batches)
+    spread = history.find_regressions(series, 0.05, steps_of=detect_cluster.detect_batches)
     assert spread == here and [(r.variant, r.bad_sha) for r in here] == [("v2", f"{15:040x}")]

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import bisect as bis
-from pipeline import compare as cmp
-from pipeline.publish import write_site
-from pipeline.regressions_store import Regression, RegressionStore
+from pipeline.commands.publish import write_site
+from pipeline.history import bisect as bis
+from pipeline.history import compare as cmp
+from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from reports.history_pages import write_bisect_page, write_compare_page
 from workers.records import Result

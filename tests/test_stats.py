@@ -1,4 +1,4 @@
-"""Tests of pipeline.stats on synthetic lognormal run times with fixed seeds."""
+"""Tests of workers.stats and pipeline.history.verdicts on synthetic lognormal run times with fixed seeds."""
 
 import math
 
@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from pipeline.stats import (
+from pipeline.history.verdicts import (
     FASTER,
     SAME,
     SLOWER,
     UNSURE,
     compare_samples,
-    median_ci,
     parse_threshold,
-    relative_ci_halfwidth,
 )
+from workers.stats import median_ci, relative_ci_halfwidth
 
 # A GEMM that takes 1 ms; GPU run-to-run noise is 0.1%..4% (GUIDE section 3).
 BASE_TIME = 1e-3
@@ -165,7 +164,7 @@ def test_parse_threshold_errors(text, fragment):
 def test_paired_comparison_sees_a_small_change_through_large_common_drift():
     # Machine drift of ±25% shared by both members of each pair, 1% independent noise, and a
     # real 5% slowdown: unpaired statistics drown in the drift, the pair ratios do not.
-    from pipeline.stats import compare_paired
+    from pipeline.history.verdicts import compare_paired
 
     rng = np.random.default_rng(3)
     drift = 1.0 + 0.25 * np.sin(np.linspace(0, 20, 300)) + 0.1 * rng.standard_normal(300)
@@ -179,7 +178,7 @@ def test_paired_comparison_sees_a_small_change_through_large_common_drift():
 
 
 def test_paired_comparison_needs_equal_counts_and_enough_pairs():
-    from pipeline.stats import compare_paired
+    from pipeline.history.verdicts import compare_paired
 
     with pytest.raises(ValueError, match="equal counts"):
         compare_paired([1.0, 2.0], [1.0])

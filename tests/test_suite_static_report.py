@@ -12,10 +12,10 @@ import git
 import pytest
 
 from pipeline import cluster
+from pipeline.commands.publish import write_site
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
-from pipeline.publish import write_site
 from reports.site import commit_page_name
 from workers.build import toolchains
 
@@ -64,7 +64,7 @@ def test_hip_variants_show_resources_and_mfma_counts(static_run):
         for label in (">VGPR</abbr>", ">AGPR</abbr>", ">LDS</abbr>", ">VGPR spill</abbr>", ">waves/CU</abbr>",
                       ">MFMA</abbr>"):
             assert label in page, label
-        assert "resources.kernels.<kernel>.vgprs" in page  # the legend names flopwatch's metric
+        assert "resources.kernels.&lt;kernel&gt;.vgprs" in page  # the legend names flopwatch's metric
     dbuf = rows["hip_mfma_dbuf"].resources["kernels"]
     single = rows["hip_mfma"].resources["kernels"]
     # double buffering doubles the LDS tile, which is what a reviewer checks before timing

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from pipeline.stats import median_ci
+from workers.stats import median_ci
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ import dataclasses
 import json
 import sys
 
-from pipeline import bisect as bis
-from pipeline import checkout, cluster, history
-from pipeline import compare as cmp
+from pipeline import checkout, cluster
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.history import bisect as bis
+from pipeline.history import compare as cmp
+from pipeline.history import series
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.summary import shape_label
 from workers import status
@@ -91,12 +92,12 @@ def main(args) -> int:
     finally:
         cluster.shutdown(session.cluster_info)
     if not args.no_report:
-        from pipeline import publish
+        from pipeline.commands import publish
         from reports.history_pages import write_bisect_page
 
         site = site_path(args, work)
         page = write_bisect_page(site, report, bis.bound(len(report.commits) - 1))  # first: the index links it
-        publish.write_site(session.store, site, order=history.first_parent_shas(repo, args.bad))
+        publish.write_site(session.store, site, order=series.first_parent_shas(repo, args.bad))
         print(f"report: {page}", file=sys.stderr)
     session.store.close()
     if args.json:

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from pipeline import checkout, cluster
+from pipeline.history.verdicts import parse_threshold
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
-from pipeline.stats import parse_threshold
 from pipeline.store import Store
 
 

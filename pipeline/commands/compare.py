@@ -7,10 +7,11 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster, github, history, paired
-from pipeline import compare as cmp
+from pipeline import checkout, cluster
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.history import compare as cmp
+from pipeline.history import github, paired, series
 from pipeline.runflow import run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
@@ -64,12 +65,12 @@ def main(args) -> int:
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)
     if not args.no_report:
-        from pipeline import publish
+        from pipeline.commands import publish
         from reports.history_pages import compare_page_name, write_compare_page
 
         site = site_path(args, work)
         write_compare_page(site, report)  # first, so that the index links it
-        publish.write_site(session.store, site, order=history.first_parent_shas(repo, head.sha))
+        publish.write_site(session.store, site, order=series.first_parent_shas(repo, head.sha))
         print(f"report: {site / compare_page_name(base.sha, head.sha)}", file=sys.stderr)
     session.store.close()
     github.write_step_summary(markdown)

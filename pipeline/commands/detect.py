@@ -6,10 +6,10 @@ import json
 import os
 import sys
 
-from pipeline import history
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
-from pipeline.regressions_store import RegressionStore
+from pipeline.history import series
+from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
@@ -28,28 +28,30 @@ def add_arguments(p) -> None:
 
 def detect(store: Store, order: list[str], threshold: float, steps_of=None) -> list[tuple]:
     """Detect and store; returns (Regression as stored, is_new) per step found."""
-    found = history.find_regressions(history.load(store, order, details=False), threshold, steps_of=steps_of)
+    found = series.find_regressions(series.load(store, order, details=False), threshold, steps_of=steps_of)
     table = RegressionStore(store)
     return [table.record(r) for r in found]
 
 
 def _on_cluster(address: str | None):
-    """`cluster.detect_batches` when a cluster is given or already joined, else None (here)."""
+    """`detect_cluster.detect_batches` when a cluster is given or already joined, else None
+    (detect here: starting a local cluster costs more than it saves)."""
     if not address and "ray" not in sys.modules:
         return None
     from pipeline import cluster
+    from pipeline.history import detect_cluster
 
     if not address and not cluster.ray.is_initialized():
         return None
     cluster.connect(address)
-    return cluster.detect_batches
+    return detect_cluster.detect_batches
 
 
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
-    order = history.first_parent_shas(repo, args.branch)
-    from pipeline import publish
+    order = series.first_parent_shas(repo, args.branch)
+    from pipeline.commands import publish
 
     with Store(db_path(args, work)) as store:
         recorded = detect(store, order, threshold, _on_cluster(args.ray_address))

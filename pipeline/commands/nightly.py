@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline import checkout, cluster, history
+from pipeline import checkout, cluster
 from pipeline.commands import common
 from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.commands.detect import detect
-from pipeline.regressions_store import RegressionStore
+from pipeline.history import series
+from pipeline.history.regressions import RegressionStore
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code
 
@@ -28,7 +29,7 @@ def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
     head = checkout.commit_info(repo, args.branch)
-    order = history.first_parent_shas(repo, head.sha)
+    order = series.first_parent_shas(repo, head.sha)
     session = open_session(args, work)
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
@@ -45,7 +46,7 @@ def main(args) -> int:
             print(f"not bisected (over --max-bisects): {r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]}")
     finally:
         cluster.shutdown(session.cluster_info)
-    from pipeline import publish
+    from pipeline.commands import publish
 
     index = publish.write_site(session.store, site_path(args, work), order=order)
     session.store.close()
@@ -58,7 +59,7 @@ def main(args) -> int:
 
 def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) -> None:
     """Name the culprit of one regression: adjacent ends need no search; otherwise bisect."""
-    from pipeline.bisect import bound, render_text
+    from pipeline.history.bisect import bound, render_text
     from reports.history_pages import write_bisect_page
 
     between = checkout.first_parent_range(repo, r.good_sha, r.bad_sha)

@@ -15,10 +15,11 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    from pipeline import history, publish
+    from pipeline.commands import publish
+    from pipeline.history import series
 
     repo, work = workdir(args)
-    order = history.first_parent_shas(repo, args.branch) if args.branch else None
+    order = series.first_parent_shas(repo, args.branch) if args.branch else None
     with Store(db_path(args, work)) as store:
         index = publish.write_site(store, site_path(args, work), order=order)
     print(f"report: {index}")

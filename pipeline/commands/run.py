@@ -33,7 +33,7 @@ def main(args) -> int:
         cluster.shutdown(session.cluster_info)
     rows = [r.to_dict() for r in outcome.results]
     if not args.no_report:
-        from pipeline import publish
+        from pipeline.commands import publish
 
         publish.write_site(session.store, site_path(args, work))
     session.store.close()

@@ -1,11 +1,12 @@
-"""The search for the first commit that made one series slower, over an `evaluate` callable.
+"""Decides which commit first made one series slower, from `Measurement`s (run-time samples per
+commit) returned by an `evaluate` callable.
 
 `evaluate(sha)` measures one commit once and returns a Measurement; calling it again for the
 same commit takes more samples, which are pooled. Nothing here knows about Ray or git, so the
 search is tested with a fake evaluate.
 
 Method:
-1. Confirm: measure both ends and compare them with `pipeline.stats.compare_samples`; the bad
+1. Confirm: measure both ends and compare them with `pipeline.history.verdicts.compare_samples`; the bad
    end must be `slower` than the good end beyond the threshold (re-measured while `unsure`, up
    to `max_repeats` times), else the regression did not reproduce and the search stops.
 2. Binary search over the commits strictly between the ends (first-parent order): a probe is
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import stats
+from pipeline.history import verdicts
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -71,7 +72,7 @@ class Outcome:
     probes: tuple[Probe, ...]
     evaluations: int
     measurements: int
-    ends: stats.Comparison | None
+    ends: verdicts.Comparison | None
     message: str
 
     @property
@@ -111,15 +112,15 @@ class Bisection:
         self.samples.setdefault(sha, []).extend(m.samples)
         return True
 
-    def _confirm(self) -> stats.Comparison | str:
+    def _confirm(self) -> verdicts.Comparison | str:
         good, bad = self.commits[0], self.commits[-1]
         comparison = None
         for _ in range(self.max_repeats):
             for sha in (good, bad):
                 if not self._measure(sha):
                     return f"cannot measure {'good' if sha == good else 'bad'} end {sha[:10]}: {self.failures[sha]}"
-            comparison = stats.compare_samples(self.samples[good], self.samples[bad], self.threshold)
-            if comparison.verdict != stats.UNSURE:
+            comparison = verdicts.compare_samples(self.samples[good], self.samples[bad], self.threshold)
+            if comparison.verdict != verdicts.UNSURE:
                 break
         return comparison
 
@@ -142,14 +143,14 @@ class Bisection:
             if not self._measure(bad_sha):
                 return Probe(sha, SKIP, n, None, f"bad end stopped measuring: {self.failures[bad_sha]}")
             bad += self.samples[bad_sha][before:]
-            vs_good = stats.compare_samples(good, mine, self.threshold)
-            vs_bad = stats.compare_samples(bad, mine, self.threshold)
+            vs_good = verdicts.compare_samples(good, mine, self.threshold)
+            vs_bad = verdicts.compare_samples(bad, mine, self.threshold)
             median = float(np.median(mine))
             detail = (f"{vs_good.change:+.1%} vs good end ({vs_good.verdict}), "
                       f"{vs_bad.change:+.1%} vs bad end ({vs_bad.verdict})")
-            if vs_good.verdict == stats.SLOWER and vs_bad.verdict != stats.FASTER:
+            if vs_good.verdict == verdicts.SLOWER and vs_bad.verdict != verdicts.FASTER:
                 return Probe(sha, BAD, n, median, detail)
-            if vs_bad.verdict == stats.FASTER and vs_good.verdict != stats.SLOWER:
+            if vs_bad.verdict == verdicts.FASTER and vs_good.verdict != verdicts.SLOWER:
                 return Probe(sha, GOOD, n, median, detail)
         near_bad = abs(math.log(median / np.median(bad))) < abs(math.log(median / np.median(good)))
         return Probe(sha, BAD if near_bad else GOOD, self.max_repeats, median,
@@ -160,7 +161,7 @@ class Bisection:
         confirmed = self._confirm()
         if isinstance(confirmed, str):
             return self._outcome(False, None, (), [], None, confirmed)
-        if confirmed.verdict != stats.SLOWER:
+        if confirmed.verdict != verdicts.SLOWER:
             return self._outcome(False, None, (), [], confirmed,
                                  f"did not reproduce: bad end vs good end {confirmed.change:+.1%} "
                                  f"({confirmed.verdict}; {confirmed.reason})")
@@ -202,7 +203,7 @@ class Bisection:
 @dataclass(frozen=True)
 class Culprit:
     """The first bad commit as people read it: who, what, how big, and what else moved
-    across it (resource use and counters, as `pipeline.compare.Moved` records)."""
+    across it (resource use and counters, as `pipeline.history.compare.Moved` records)."""
 
     sha: str
     subject: str

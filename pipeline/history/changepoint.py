@@ -1,4 +1,6 @@
-"""Change points in a per-commit series of one benchmark (E-Divisive with means).
+"""Decides where a per-commit series of one benchmark steps (E-Divisive with means), from the
+series' per-commit medians (plain floats, oldest first); `series.find_regressions` turns the
+steps into regressions.
 
 Method: E-Divisive (Matteson D. S. & James N. A., "A Nonparametric Approach for Multiple
 Change Point Analysis of Multivariate Data", JASA 109(505):334-345, 2014), the algorithm

@@ -1,24 +1,26 @@
-"""Statistics over sample sets of run times (seconds; lower is better).
+"""Verdicts: is head slower, faster, the same, or can't we tell? Decided from two sample sets of
+run times (seconds; lower is better) of one series — independent runs (`compare_samples`:
+bootstrap CI of the median ratio + Mann-Whitney U) or pairs timed alternately in one process
+(`compare_paired`: median of pair ratios with its order-statistics CI + Wilcoxon signed-rank) —
+against a threshold, plus the threshold parser shared by compare, detect, bisect and nightly.
 
 Every function here is pure: it takes samples and returns numbers or a frozen record.
 Randomness (the bootstrap) is driven by an explicit seed so that a comparison is
-reproducible from the stored samples alone.
-
-scipy is used for the binomial quantiles and the Mann-Whitney U test: it is a well-kept,
-widely reviewed implementation and writing either by hand would only add risk.
-
-The methods and the reasons for the default threshold are written up in docs/statistics.md.
+reproducible from the stored samples alone. The median's CI itself lives in `workers.stats`
+(the timing loop on the nodes uses it too). scipy is used for the rank tests: a well-kept,
+widely reviewed implementation. Methods and the default threshold: docs/statistics.md.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from workers.stats import median_ci, sorted_samples
 
 SLOWER = "slower"
 FASTER = "faster"
@@ -29,66 +31,6 @@ VERDICTS = (SLOWER, FASTER, SAME, UNSURE)
 # Below this many samples per side the Mann-Whitney test cannot reach p < 0.05 reliably
 # and the bootstrap distribution of a median has too few distinct values to be trusted.
 MIN_SAMPLES = 5
-
-
-def _as_sorted(samples: Sequence[float]) -> np.ndarray:
-    values = np.sort(np.asarray(samples, dtype=float).ravel())
-    if values.size == 0:
-        raise ValueError("no samples")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("samples must be finite numbers")
-    return values
-
-
-@functools.lru_cache(maxsize=256)
-def _binomial_half_cdf(n: int) -> np.ndarray:
-    """P(B <= k) for k = 0..n-1, B ~ Binomial(n, 1/2), in log space (no overflow at large n).
-
-    Written out instead of scipy.stats.binom so that the timing loop of every sandboxed job
-    does not pay scipy's import time. Cached: a year of history asks for the same few n
-    tens of thousands of times (callers only read the array)."""
-    k = np.arange(1, n + 1)
-    log_comb = np.concatenate(([0.0], np.cumsum(np.log(n - k + 1) - np.log(k))))
-    pmf = np.exp(log_comb - n * math.log(2.0))
-    return np.cumsum(pmf)[:n]
-
-
-def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median by order statistics.
-
-    Method: for n independent samples of a continuous distribution, the number B of samples
-    below the true median is Binomial(n, 1/2). The interval [x_(l), x_(n-l+1)] of the sorted
-    samples (1-based) covers the median with probability 1 - 2 P(B <= l-1). We take the
-    largest l with P(B <= l-1) <= (1 - confidence)/2, so the coverage is at least
-    `confidence` (exactly the binomial value; it is conservative because B is discrete).
-    When even l = 1 cannot reach the confidence (n <= 5 at 95%), the whole range
-    (min, max) is returned: it is the widest interval the data can support.
-    """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    x = _as_sorted(samples)
-    n = x.size
-    tail = (1.0 - confidence) / 2.0
-    cdf = _binomial_half_cdf(n)
-    # A tiny tolerance so that an exact tail of (1-confidence)/2 is not lost to rounding.
-    l = int(np.count_nonzero(cdf <= tail * (1.0 + 1e-12)))
-    if l == 0:
-        return float(x[0]), float(x[-1])
-    return float(x[l - 1]), float(x[n - l])
-
-
-def relative_ci_halfwidth(samples: Sequence[float], confidence: float = 0.95) -> float:
-    """Half the width of the median's confidence interval, relative to the median.
-
-    Used as the stopping rule of the timer: keep sampling until this is at most 0.01
-    ("the 95% CI of the median lies within about 1%") or the budget is spent.
-    Returns inf when the median is zero.
-    """
-    lo, hi = median_ci(samples, confidence)
-    med = float(np.median(_as_sorted(samples)))
-    if med == 0.0:
-        return math.inf
-    return (hi - lo) / (2.0 * abs(med))
 
 
 @dataclass(frozen=True)
@@ -183,8 +125,8 @@ def compare_samples(
     """
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be a fraction in (0, 1), got {threshold}")
-    b = _as_sorted(base)
-    h = _as_sorted(head)
+    b = sorted_samples(base)
+    h = sorted_samples(head)
     med_b, med_h = float(np.median(b)), float(np.median(h))
     if med_b <= 0.0 or med_h <= 0.0:
         raise ValueError("run times must be positive")
@@ -237,7 +179,7 @@ def compare_paired(
     """
     if len(base) != len(head):
         raise ValueError(f"paired samples need equal counts ({len(base)} base, {len(head)} head)")
-    b, h = _as_sorted(base), _as_sorted(head)  # validates; the pairs use the original order
+    b, h = sorted_samples(base), sorted_samples(head)  # validates; the pairs use the original order
     ratios = np.asarray(head, dtype=float) / np.asarray(base, dtype=float)
     ratio = float(np.median(ratios))
     alpha = 1.0 - confidence

@@ -1,9 +1,10 @@
-"""Per-commit history of each series (variant × shape × dtype × device) and its regressions.
+"""Decides which series regressed, from the stored `Result` rows of every commit: builds the
+per-commit history of each series (variant × shape × dtype × device) and finds its slowdown steps.
 
 A series is ordered along the first-parent line of a branch (the order in which changes
 landed on it), oldest first. One point per commit pools the samples of every ok result
 stored for that commit, so re-runs sharpen a point instead of replacing it; its noise band
-is the confidence interval of that pooled median (`pipeline.stats.median_ci`).
+is the confidence interval of that pooled median (`workers.stats.median_ci`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pipeline import changepoint, stats
-from pipeline.compare import flatten_numeric, series_key
-from pipeline.regressions_store import Regression
+from pipeline.history import changepoint
+from pipeline.history.compare import flatten_numeric, series_key
+from pipeline.history.regressions import Regression
 from workers import status
+from workers.stats import median_ci
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def _point(commit: dict, rows: list[dict]) -> Point:
         return Point(**meta)
     samples = [s for r in ok for s in r["samples"]]
     median = float(statistics.median(samples))  # 10x numpy's on a few dozen floats
-    lo, hi = stats.median_ci(samples)
+    lo, hi = median_ci(samples)
     work = ok[-1].get("flops") or ok[-1].get("bytes_moved") or 0.0
     if not work or median <= 0:
         return Point(**meta, median_s=median, n_samples=len(samples))
@@ -113,13 +115,13 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
 
 def find_regressions(series: Sequence[Series], threshold: float = 0.05, seed: int = 0,
                      steps_of: Callable | None = None) -> list[Regression]:
-    """Slowdown steps of every series (E-Divisive means, `pipeline.changepoint.detect_steps`
+    """Slowdown steps of every series (E-Divisive means, `pipeline.history.changepoint.detect_steps`
     on the per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
     after it. Speed-ups are not regressions and are left out.
 
     steps_of(inputs, threshold, seed) maps [(times, shas)] per series to their steps as dicts;
-    the default runs `changepoint.detect_batch` here, `pipeline.cluster.detect_batches` spreads
+    the default runs `changepoint.detect_batch` here, `detect_cluster.detect_batches` spreads
     the series over the cluster."""
     todo = [s for s in series if len(s.measured) >= 6]  # two segments of min_size 3 need 6 points
     inputs = [([p.median_s for p in s.measured], [p.sha for p in s.measured]) for s in todo]

@@ -12,7 +12,8 @@ The noise band of a cell is the larger of (a) the confidence interval of the lat
 median and (b) BAND_SIGMAS robust standard deviations (1.4826 × MAD) of the series' last
 SPREAD_POINTS points before it (√2 times that against the previous commit, which is noisy
 too): night-to-night wobble that the series always shows is not colour. Everything
-here is pure; `reports.history_pages` renders the records.
+here is pure; `reports.history_pages` renders the records (`pipeline.commands.publish` hands
+them over).
 """
 
 from __future__ import annotations

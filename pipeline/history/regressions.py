@@ -1,4 +1,5 @@
-"""Detected regressions, kept in the results database next to the results they came from.
+"""Keeps what detect and bisect decided: `Regression` records in the results database, next to
+the results they came from.
 
 A regression is a slowdown step in one series between two consecutive first-parent commits
 that were measured (good = last commit before the step, bad = first after). Detecting the

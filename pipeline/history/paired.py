@@ -1,4 +1,5 @@
-"""Paired timing of two revisions: for every job that is `ok` in both runs, both builds are
+"""Measures what a verdict is decided from: paired timing of two revisions (from two `RunOutcome`s):
+for every job that is `ok` in both runs, both builds are
 timed alternately in one child process on one device (`workers.child.pair`), so time-varying
 machine conditions cancel out of the comparison. Used by `compare` and `bisect`."""
 

@@ -1,4 +1,6 @@
-"""A tiny GitHub REST client (standard library only) for flopwatch's PR comment and job summary.
+"""Publishes a comparison: a tiny GitHub REST client (standard library only) for flopwatch's PR
+comment and job summary. Decides nothing; it takes the markdown rendered from a compare
+`Report` and the repository/PR from the workflow's environment.
 
 One comparison comment per PR: the comment carries a hidden HTML marker, so a new push
 updates the existing comment instead of adding another one. Endpoints used (REST API

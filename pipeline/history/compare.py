@@ -1,8 +1,10 @@
-"""Base-versus-head comparison: interleaved measurement, the comparison table, its markdown.
+"""Decides, per series, how head compares with base (slower, faster, same, unsure, newly failing,
+fixed, added, removed) from the stored `Result` rows of both revisions and their paired samples;
+builds the comparison table and its markdown.
 
 Whole-suite runs of the two revisions alternate in rounds (A B, B A, ...) for statuses,
 correctness, resources and counters. The timing that decides the verdict is paired
-(`pipeline.paired`): both builds of a series alternate sample by sample in one process on one
+(`pipeline.history.paired`): both builds of a series alternate sample by sample in one process on one
 device, so a machine that drifts — a neighbour's load, a frequency step, seen at ±25% within
 seconds on a shared 2-core VM — moves both sides alike. Where a series could not be paired, the
 samples pooled over rounds are used, with the round-agreement check of `compare_rounds`.
@@ -16,15 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import stats, summary
+from pipeline import summary
+from pipeline.history import verdicts
 from pipeline.summary import shape_label
 from reports import metric_names
 from workers import status
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Table order: what blocks a merge first, then what needs a look, then the rest.
-_ORDER = {NEWLY_FAILING: 0, stats.SLOWER: 1, stats.UNSURE: 2, stats.FASTER: 3, NEWLY_FIXED: 4,
-          STILL_FAILING: 5, stats.SAME: 6, ADDED: 7, REMOVED: 8}
+_ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FASTER: 3, NEWLY_FIXED: 4,
+          STILL_FAILING: 5, verdicts.SAME: 6, ADDED: 7, REMOVED: 8}
 # Counters are measured and jitter a little; below this relative change they did not "move".
 COUNTER_TOLERANCE = 0.05
 
@@ -77,7 +80,7 @@ class Row:
     kind: str
     base: Side | None
     head: Side | None
-    comparison: stats.Comparison | None = None
+    comparison: verdicts.Comparison | None = None
     moved: tuple[Moved, ...] = ()
 
 
@@ -93,7 +96,7 @@ class Report:
 
     @property
     def regressions(self) -> list[Row]:
-        return [r for r in self.rows if r.kind in (stats.SLOWER, NEWLY_FAILING)]
+        return [r for r in self.rows if r.kind in (verdicts.SLOWER, NEWLY_FAILING)]
 
 
 def interleave(measure: Callable[[str], list[dict]], base: str, head: str, rounds: int) -> tuple[list, list]:
@@ -195,8 +198,8 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
     return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
-def compare_rounds(base: Side, head: Side, threshold: float) -> stats.Comparison:
-    """`stats.compare_samples` on the pooled samples, then a check across rounds.
+def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Comparison:
+    """`verdicts.compare_samples` on the pooled samples, then a check across rounds.
 
     Samples of one run share that run's conditions (frequency, a neighbour's load), so pooled
     samples are not independent and their CI can be too narrow: on a busy 2-core machine one
@@ -205,18 +208,18 @@ def compare_rounds(base: Side, head: Side, threshold: float) -> stats.Comparison
     the threshold in that direction; otherwise it becomes unsure, with the rounds in the reason.
     """
     if base.paired and head.paired:
-        return stats.compare_paired(base.samples, head.samples, threshold)
-    c = stats.compare_samples(base.samples, head.samples, threshold)
+        return verdicts.compare_paired(base.samples, head.samples, threshold)
+    c = verdicts.compare_samples(base.samples, head.samples, threshold)
     pairs = list(zip(base.round_medians, head.round_medians))
-    if c.verdict not in (stats.SLOWER, stats.FASTER) or len(pairs) < 2:
+    if c.verdict not in (verdicts.SLOWER, verdicts.FASTER) or len(pairs) < 2:
         return c
     ratios = [h / b for b, h in pairs]
-    agree = all(r > 1 + threshold for r in ratios) if c.verdict == stats.SLOWER else \
+    agree = all(r > 1 + threshold for r in ratios) if c.verdict == verdicts.SLOWER else \
         all(r < 1 - threshold for r in ratios)
     if agree:
         return c
     changes = ", ".join(f"{1 / r - 1:+.1%}" for r in ratios)
-    return dataclasses.replace(c, verdict=stats.UNSURE,
+    return dataclasses.replace(c, verdict=verdicts.UNSURE,
                                reason=f"pooled samples say {c.verdict} but the rounds disagree ({changes})")
 
 
@@ -231,7 +234,7 @@ def _kind(b: Side | None, h: Side | None, comparison) -> str:
         return STILL_FAILING
     if comparison is not None:
         return comparison.verdict
-    return REMOVED if h is None else ADDED if b is None else stats.SAME
+    return REMOVED if h is None else ADDED if b is None else verdicts.SAME
 
 
 def exit_status(report: Report) -> int:
@@ -251,7 +254,7 @@ def md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
-def _change_cells(c: stats.Comparison | None) -> tuple[str, str]:
+def _change_cells(c: verdicts.Comparison | None) -> tuple[str, str]:
     if c is None:
         return "", ""
     return f"{c.change:+.1%}", f"[{c.change_lo:+.1%}, {c.change_hi:+.1%}]"
@@ -259,7 +262,7 @@ def _change_cells(c: stats.Comparison | None) -> tuple[str, str]:
 
 def render_markdown(report: Report, page_url: str = "") -> str:
     """The comparison as a markdown table for a PR comment or a job summary."""
-    n_slow = sum(r.kind == stats.SLOWER for r in report.rows)
+    n_slow = sum(r.kind == verdicts.SLOWER for r in report.rows)
     n_fail = sum(r.kind == NEWLY_FAILING for r in report.rows)
     head = "regressions found" if report.regressions else "no regressions"
     lines = [f"### flopwatch: {head}",
@@ -274,7 +277,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
         others = "; ".join(f"{m.name} {m.before} → {m.after}" for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
-        verdict = f"**{r.kind}**" if r.kind in (stats.SLOWER, NEWLY_FAILING) else r.kind
+        verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind
         cells = [verdict, md_escape(r.variant), shape_label(r.shape), md_escape(r.dtype),
                  md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
                  md_escape(others)]

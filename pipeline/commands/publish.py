@@ -1,4 +1,4 @@
-"""Publish: read the store, decide what the site says, and hand `reports` its records.
+"""Publish: read the store, have history decide what the site says, and hand `reports` its records.
 
 The commands (`run`, `report`, `compare`, `bisect`, `detect`, `nightly`) call `write_site`;
 `reports` renders what it is given and never opens the database. Reading everything once
@@ -11,9 +11,10 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import dashboard, history
-from pipeline.compare import series_key
-from pipeline.regressions_store import RegressionStore
+from pipeline.history import dashboard
+from pipeline.history import series as history
+from pipeline.history.compare import series_key
+from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 from pipeline.summary import sort_rows, with_peer
 from reports import history_pages
@@ -28,7 +29,7 @@ LAST_N = 20
 
 
 def feed(store: Store, regressions: Sequence | None = None) -> dict:
-    """regressions.json: every stored regression, newest first (see `pipeline.history.feed`)."""
+    """regressions.json: every stored regression, newest first (see `pipeline.history.series.feed`)."""
     regressions = RegressionStore(store).all() if regressions is None else regressions
     commits = {sha: store.commit(sha) or {} for r in regressions
                for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
