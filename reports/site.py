@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import plotly
@@ -50,7 +50,6 @@ class SiteInput:
     dashboard: object
     regressions: Sequence
     feed: dict
-    extra: dict = field(default_factory=dict)
 
 
 def commit_page_name(sha: str) -> str:
@@ -77,7 +76,7 @@ def write_site(site: Path, inp: SiteInput) -> Path:
         if c.rows is not None:
             write_commit_page(site, c.commit, c.rows)
     history_pages.write_pages(site, inp)
-    render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name, extra=inp.extra)
+    render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name)
     return site / "index.html"
 
 
