@@ -179,7 +179,11 @@ def write_history(out: Path, commits: int = 365, variants: int = 25, shapes: int
                                resources=_resources(v, extra, copy), counters=_counters(copy, rng, extra, mfma))
                 store.record_result(run, c["sha"], False, r)
             store.finish_run(run)
+    def key(v, s, copy):
+        return (v, f"n={COPY_SHAPES[s]}" if copy else "M={},N={},K={}".format(*GEMM_SHAPES[s]))
+
     return {"repo": str(repo), "shas": [c["sha"] for c in meta],
+            "spikes": {"|".join(key(v, s, c)): sorted(i for i in spikes[(v, s)] if i != last) for v, s, c in series},
             "plants": [{"variant": p.variant, "shape": (f"n={COPY_SHAPES[p.shape]}" if p.variant in copies else
                                                        "M={},N={},K={}".format(*GEMM_SHAPES[p.shape])),
                         "dtype": "fp32" if p.variant in copies else "bf16", "device": DEVICE,

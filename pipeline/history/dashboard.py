@@ -27,8 +27,8 @@ import numpy as np
 from workers import status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
-# A change is coloured beyond this many robust SDs of the series' recent points (measured on
-# the synthetic year: see docs/benchmarks.md for how many quiet cells that colours).
+# A change is coloured beyond this many robust SDs of the series' recent points: on the
+# synthetic year 0.2-0.3% of quiet cells get a colour (docs/history.md, benchmarks/dashboard_colour.py).
 BAND_SIGMAS = 3.5
 SPREAD_POINTS = 60
 
