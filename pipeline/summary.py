@@ -41,12 +41,18 @@ def with_peer(rows: list[dict]) -> list[dict]:
 
 def sort_rows(rows: list[dict]) -> list[dict]:
     """Failures first, then measured rows, skipped ones last; within each by op, device, shape
-    and throughput (fastest first)."""
+    (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
     def rank(r: dict) -> int:
         return 0 if r["status"] in status.FAILURES else (2 if r["status"] == status.SKIPPED else 1)
 
-    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", r["shape"] or "",
+    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", _shape_order(r["shape"]),
                                        r["dtype"] or "", -(r.get("rate") or 0)))
+
+
+def _shape_order(key: str | None) -> tuple:
+    """Shape keys in numeric order of their dimensions, not text order."""
+    parts = (key or "").split(",")
+    return tuple((0, int(v), "") if v.isdigit() else (1, 0, v) for v in (p.partition("=")[2] or p for p in parts))
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:
