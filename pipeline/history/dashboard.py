@@ -82,10 +82,14 @@ class OpenRegression:
 
 @dataclass(frozen=True)
 class Dashboard:
+    """The three parts, and the window and band settings the page explains."""
+
     regressions: tuple[OpenRegression, ...]
     failing: tuple[Cell, ...]
     matrices: tuple[Matrix, ...]
     last_n: int
+    band_sigmas: float = BAND_SIGMAS
+    spread_points: int = SPREAD_POINTS
 
 
 def _ci(point) -> float:
