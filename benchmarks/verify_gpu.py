@@ -5,6 +5,9 @@ writes its full output under OUT (default ./gpu-verify) and prints a short table
     python3 benchmarks/verify_gpu.py suite      # every cuda variant + peer, with --profile
     python3 benchmarks/verify_gpu.py fidelity   # torch.matmul: flopwatch vs triton do_bench, 5 runs
     python3 benchmarks/verify_gpu.py broken     # broken CUDA kernels, then a good one on the same GPU
+    python3 benchmarks/verify_gpu.py raw        # the raw launch path both vendors share (module_api)
+    python3 benchmarks/verify_gpu.py selftest   # flopwatch selftest: every path of this node
+    python3 benchmarks/verify_gpu.py triton     # the Triton gemm variants + peer, with --profile
 """
 
 from __future__ import annotations
@@ -133,15 +136,76 @@ def broken(args) -> None:
             print(f"  {r['variant']:24} {r['status']:10} {_rate(r)}")
 
 
+def raw(args) -> None:
+    """The shared raw-launch path (workers/bindings/module_api.py) with CUDA's names: the GPU
+    test against a float64 reference, then the pipeline's run of cuda_raw_naive."""
+    test = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/cuda/test_gpu_kernels.py",
+                           "-k", "raw"], cwd=ROOT, capture_output=True, text=True, check=False)
+    (OUT / "raw_pytest.log").write_text(test.stdout + test.stderr)
+    run = flopwatch("--variant", "cuda_raw_naive", "--shape", "4096x4096x4096",
+                    "--budget", "0.5", "--no-report", log="raw.log")
+    (OUT / "raw.json").write_text(json.dumps(run, indent=1))
+    print(f"\npytest -k raw: exit {test.returncode}: {(test.stdout.strip().splitlines() or [''])[-1]}")
+    for r in run["results"]:
+        print(f"  {r['variant']:24} {r['device']:28} {r['status']:10} {_rate(r):>14} {r['diagnostic'][:100]}")
+
+
+def selftest(args) -> None:
+    """`flopwatch selftest` as a table (OUT/selftest.txt, progress in OUT/selftest.log) and as
+    rows (OUT/selftest.json); killed after --timeout seconds so a later step still runs."""
+    t0 = time.time()
+    cmd = [sys.executable, "-m", "pipeline.cli", "selftest", "--budget", str(min(args.budget, 0.5)),
+           "--save", str(OUT / "selftest.json")]
+    with open(OUT / "selftest.txt", "w") as out, open(OUT / "selftest.log", "w") as log:
+        try:
+            code = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=log, timeout=args.timeout, check=False).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    print((OUT / "selftest.txt").read_text())
+    print(f"$ flopwatch selftest  (exit {code}, {time.time() - t0:.0f} s)", flush=True)
+    (OUT / "selftest.exit").write_text(str(code))
+
+
+def triton_variants(args) -> None:
+    """The two Triton gemm variants and their peer, checked, timed and profiled; the static
+    analysis of every compiled configuration comes along in the results."""
+    cmd = ["--variant", "triton_tiled", "--variant", "triton_autotuned", "--profile", "--budget", str(args.budget)]
+    for s in args.shape or ["4096x4096x4096"]:
+        cmd += ["--shape", s]
+    summary = flopwatch(*cmd, log="triton.log")
+    (OUT / "triton.json").write_text(json.dumps(summary, indent=1))
+    print(f"\n{'variant':18} {'device':8} {'shape':22} {'status':9} {'throughput':>14} {'%peer':>6} "
+          f"{'tensor':>9} {'L2hit%':>6} {'occ%':>5} {'dur_us':>7}")
+    for r in summary["results"]:
+        c = r.get("counters") or {}
+
+        def f(key: str, fmt: str = "{:.0f}") -> str:
+            return fmt.format(c[key]) if isinstance(c.get(key), (int, float)) else "—"
+
+        pct = f"{r['pct_of_peer']:.0f}" if r.get("pct_of_peer") else ""
+        dur = f"{c['duration_ns'] / 1e3:.0f}" if isinstance(c.get("duration_ns"), (int, float)) else "—"
+        print(f"{r['variant']:18} {r['device'][:8]:8} {r['shape'][:22]:22} {r['status']:9} {_rate(r):>14} "
+              f"{pct:>6} {f('tensor_insts', '{:.3g}'):>9} {f('l2_hit_pct'):>6} {f('occupancy_pct'):>5} {dur:>7}")
+        if r["status"] != "ok" or c.get("profile_error"):
+            print(f"    {r['diagnostic'][:300]} {c.get('profile_error', '')[:300]}")
+        if r["variant"].startswith("triton") and r["device"].startswith("cuda"):
+            for name, k in ((r.get("resources") or {}).get("kernels") or {}).items():
+                if k.get("arch") == "sm_90a":
+                    print(f"    {name}: regs={k.get('registers')} smem={k.get('smem_bytes')} "
+                          f"spills={k.get('spill_stores')} tensor_insts={k.get('tensor_insts')}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("step", choices=["suite", "fidelity", "broken"])
+    p.add_argument("step", choices=["suite", "fidelity", "broken", "selftest", "triton", "raw"])
     p.add_argument("--budget", type=float, default=2.0)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--shape", action="append", default=[])
+    p.add_argument("--timeout", type=float, default=170, help="selftest: seconds before it is stopped")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    {"suite": suite, "fidelity": fidelity, "broken": broken}[args.step](args)
+    {"suite": suite, "fidelity": fidelity, "broken": broken, "selftest": selftest,
+     "triton": triton_variants, "raw": raw}[args.step](args)
 
 
 if __name__ == "__main__":

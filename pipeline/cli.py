@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, ls, report, run
+from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.store import StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 

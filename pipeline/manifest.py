@@ -13,18 +13,21 @@ from pipeline.config import ProjectConfig
 from workers.ops import DTYPES, OPS
 from workers.records import Binding, Shape, Variant
 
-BACKENDS = ("cpp", "cuda", "hip", "python")
+BACKENDS = ("cpp", "cuda", "hip", "python", "triton")
 BINDINGS = {
     "cpp": ("c",),
     "cuda": ("c", "raw", "pybind11"),
     "hip": ("c", "raw", "pybind11"),
     "python": ("python",),
+    "triton": ("triton",),
 }
 DEVICE_KINDS = ("cpu", "cuda", "rocm")
-_DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "python": ("cpu",)}
+_DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "python": ("cpu",),
+                    "triton": ("cuda", "rocm")}
 _TOP_KEYS = {
     "name", "op", "backend", "sources", "binding", "build", "dtypes", "shapes", "layout",
     "alpha_beta", "arches", "tolerance", "peer", "devices", "timeout_s", "launch", "description",
+    "triton",
 }
 
 
@@ -70,10 +73,13 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     flags = _Checker(rel, build, "build.").string_list("flags", required=False)
     includes = _Checker(rel, build, "build.").string_list("include_dirs", required=False)
     tol = check.table("tolerance")
+    triton = _triton_table(check, backend)
     devices = check.string_list("devices", required=False) or _DEFAULT_DEVICES[backend]
     for d in devices:
         if d not in DEVICE_KINDS:
             raise ManifestError(rel, "devices", f"{d!r} is not one of {list(DEVICE_KINDS)}")
+    if backend == "triton" and "cpu" in devices:
+        raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
     return Variant(
         name=name,
         op=op,
@@ -97,6 +103,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         launch=check.table("launch"),
         makefile=str(build.get("makefile", "")),
         description=str(data.get("description", "")),
+        triton=triton,
     )
 
 
@@ -120,6 +127,33 @@ def _binding(check: _Checker, backend: str) -> Binding:
     args = tuple(sub.string_list("args", required=False))
     return Binding(kind=kind, entry=sub.string("entry"), module=str(table.get("module", "")),
                    grid=grid, block=block, args=args)
+
+
+def _triton_table(check: _Checker, backend: str) -> dict:
+    """`[triton]`: the kernel to compile ahead of time and what its JIT would otherwise learn
+    from the call (argument types, constexpr values, launch options). Checked for shape here;
+    whether it fits the kernel's parameters is the build's to say, since only Triton can tell."""
+    table = check.table("triton", required=backend == "triton")
+    if not table:
+        return {}
+    if backend != "triton":
+        raise ManifestError(check.path, "triton", f"only for backend = \"triton\", not {backend!r}")
+    sub = _Checker(check.path, table, "triton.")
+    sub.no_unknown_keys({"kernel", "signature", "constexprs", "num_warps", "num_stages", "num_ctas",
+                         "maxnreg", "divisible_by_16"})
+    sub.string("kernel")
+    for key in ("signature", "constexprs"):
+        value = sub.table(key)
+        if key == "signature" and not all(isinstance(v, str) for v in value.values()):
+            raise ManifestError(check.path, "triton.signature", "types must be strings such as \"*{dtype}\", \"i32\"")
+        if key == "constexprs" and not all(isinstance(v, (int, float, bool, str)) for v in value.values()):
+            raise ManifestError(check.path, "triton.constexprs", "values must be numbers, booleans or strings")
+    for key in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        value = sub.number(key, None)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ManifestError(check.path, f"triton.{key}", f"must be a positive integer, got {value!r}")
+    sub.string_list("divisible_by_16", required=False)
+    return dict(table)
 
 
 def _shapes(check: _Checker, op: str, config: ProjectConfig, peer: bool) -> list[Shape]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from workers.bundle import digest, pack
+from workers.include_dirs import fingerprint
 from workers.records import Job, Shape, Variant
 
 
@@ -23,8 +25,11 @@ def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], 
     """Bundle the variant folder and the project's shared include folders; hash them with
     everything else that changes the binary (flags, arches, binding, toolchain version)."""
     bundle = pack(root, [variant.folder, *project_includes])
+    # Node-side include folders (a HipKittens checkout) are not shipped; their content as
+    # this machine sees it still names the build, so updating the checkout rebuilds.
+    node_includes = fingerprint(variant.include_dirs, os.environ) if variant.include_dirs else ""
     key = digest(bundle, variant.backend, toolchain_ident, " ".join(variant.flags), " ".join(variant.arches),
-                 repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs),
+                 repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs), node_includes,
                  repr(sorted(variant.launch.items())), variant.makefile)
     return BuildPlan(variant, bundle, tuple(project_includes), key)
 

@@ -12,6 +12,13 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null
 if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends binutils >/dev/null
+  # Python.h for pybind11 modules (HipKittens' tk_kernel), where python3 is Debian's own:
+  # clang parses the module's host code even when it builds only the device code.
+  if python3 -c 'import sys, sysconfig, os; sys.exit(not sysconfig.get_paths()["include"].startswith("/usr/"))' &&
+     [ ! -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null \
+      || echo "setup: python3-dev not installed; pybind11 variants will be skipped" >&2
+  fi
   # Optional extras: where a distribution lacks them, the tests that need them skip and say why.
   $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
     || echo "setup: Chromium not installed; the browser test will skip" >&2
@@ -26,3 +33,7 @@ fi
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q "torch==2.13.0"
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+# Triton compiles for sm_90a and gfx942 without a GPU (its wheel ships ptxas and links AMD code
+# objects itself): the `triton` back end builds and analyses Triton variants in CI. Pinned to
+# the release the GPU nodes run, so the ahead-of-time code is the code that runs there.
+python3 -c "import triton" 2>/dev/null || python3 -m pip install -q "triton==3.6.0"

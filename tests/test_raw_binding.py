@@ -1,16 +1,14 @@
-"""Raw kernels: parameters in the manifest's order, and HIP's kernelParams array packing."""
+"""Raw kernels: parameters in the manifest's order (the packing: tests/test_module_api.py)."""
 
 from __future__ import annotations
 
-import ctypes
-
+import pytest
 import torch
 
 from pipeline.config import load_config
 from pipeline.discovery import discover
-from workers.bindings.raw import argument_names, arguments
+from workers.bindings.raw import argument_names, arguments, raw_entry
 from workers.ops import gemm
-from workers.rocm.raw_launch import kernel_params
 
 
 def _variant(repo_root, name):
@@ -32,10 +30,10 @@ def test_default_order_is_inputs_output_sizes(repo_root):
     assert argument_names(v, gemm) == ["A", "B", "C", "M", "N", "K"]
 
 
-def test_kernel_params_point_at_typed_values():
-    t = torch.arange(4, dtype=torch.float32)
-    holders, params = kernel_params([t, 7, 2.5])
-    assert len(params) == 3
-    assert ctypes.cast(params[0], ctypes.POINTER(ctypes.c_void_p)).contents.value == t.data_ptr()
-    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int)).contents.value == 7
-    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float)).contents.value == 2.5
+def test_raw_entry_picks_the_vendor_row_and_names_missing_device_code(repo_root, tmp_path):
+    v = _variant(repo_root, "cuda_raw_naive")
+    (tmp_path / "libvariant.so").write_bytes(b"")
+    with pytest.raises(ValueError, match="GPUs only"):
+        raw_entry(v, tmp_path, gemm, "cpu", {"M": 1, "N": 1, "K": 1})
+    with pytest.raises(FileNotFoundError, match="no device code for this GPU.*libvariant.so"):
+        raw_entry(v, tmp_path, gemm, "cuda", {"M": 1, "N": 1, "K": 1})

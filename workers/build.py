@@ -11,7 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from workers import include_dirs as node_include_dirs
 from workers.backends import BACKENDS
+from workers.backends.base import BuildOutput
 from workers.bundle import pack, unpack
 from workers.records import BuildResult, Variant
 
@@ -46,8 +48,14 @@ def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
         unpack(bundle, root)
         out.mkdir()
         src = root / variant.folder
-        includes = [root / d for d in include_dirs] + [Path(d) for d in _node_include_dirs(variant)]
-        result = backend.build(variant, src, out, tc, includes)
+        node = node_include_dirs.expand(variant.include_dirs, tc.detail.get("include_vars") or {}, os.environ)
+        if node.problem:
+            # The node lacks a checkout the variant needs: not the variant's fault, so its
+            # jobs are skipped with the variable named, not reported as a compile error.
+            result = BuildOutput(False, node.problem, skip_reason=node.problem)
+        else:
+            includes = [root / d for d in include_dirs] + [Path(d) for d in node.folders]
+            result = backend.build(variant, src, out, tc, includes)
         artifact = pack(out) if result.ok else {}
     # Compiler output names the temporary folder; show repository-relative paths instead.
     log = result.log.replace(str(root) + "/", "")
@@ -58,8 +66,3 @@ def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
         seconds=round(time.perf_counter() - start, 3), skip_reason=result.skip_reason,
     ), artifact
 
-
-def _node_include_dirs(variant: Variant) -> list[str]:
-    """Include folders that exist only on the node (a ThunderKittens checkout named by an
-    environment variable, `${THUNDERKITTENS_ROOT}/include`)."""
-    return [os.path.expandvars(d) for d in variant.include_dirs]

@@ -61,7 +61,8 @@ class Shape(Record):
 class Binding(Record):
     """How the harness calls a built variant.
 
-    kind: `c` (extern "C" entry point), `python` (module:function taking tensors),
+    kind: `c` (extern "C" entry point), `python` (module:function taking tensors), `triton`
+    (like `python`: a launcher of a Triton kernel, compiled by Triton's JIT on the device),
     `pybind11` (module built from the sources, function taking tensors), `raw`
     (extern "C" __global__ kernel launched with grid/block expressions of the shape).
     """
@@ -105,6 +106,7 @@ class Variant(Record):
     launch: dict = field(default_factory=dict)
     makefile: str = ""
     description: str = ""
+    triton: dict = field(default_factory=dict)  # triton back end: the `[triton]` table (kernel, signature, ...)
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:

@@ -23,6 +23,7 @@ _HINTS = {
     "ncu": "Nsight Compute ships with the CUDA toolkit (ncu on PATH)",
     "rocprofv3": "ships with ROCm 6.2+ (/opt/rocm/bin)",
     "cuobjdump": "pip install nvidia-cuda-cuobjdump (or the CUDA toolkit)",
+    "triton": "pip install triton (its wheel ships ptxas; gfx942 analysis also needs llvm-readelf-19)",
 }
 
 
@@ -41,6 +42,7 @@ def gather() -> list[dict]:
         found = bool(tc.get("ident"))
         rows.append({"what": f"build: {backend}", "found": found,
                      "detail": tc.get("version") or tc.get("reason", ""), "hint": "" if found else _HINTS.get(backend, "")})
+    rows.append(_hip_pybind11_row())
     for kind in device.kinds_here():
         info = device.info(kind)
         rows.append({"what": f"device: {kind}", "found": True,
@@ -61,6 +63,17 @@ def gather() -> list[dict]:
     return rows
 
 
+def _hip_pybind11_row() -> dict:
+    """HipKittens-style `tk_kernel` modules: what this node can build of them."""
+    from workers.rocm import pybind_build
+    from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
+
+    tc = find_hip_toolchain()
+    found, detail, hint = pybind_build.capability(tc if isinstance(tc, HipToolchain) else None,
+                                                  pybind_build.host_build_info())
+    return {"what": "build: hip pybind11", "found": found, "detail": detail, "hint": hint}
+
+
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true")
 
@@ -76,4 +89,6 @@ def main(args) -> int:
     for r in rows:
         table.add_row(r["what"], "yes" if r["found"] else "[yellow]no[/yellow]", r["detail"], r["hint"])
     Console(width=None if sys.stdout.isatty() else 120).print(table)
+    print("Next: `flopwatch selftest` builds, checks, times and profiles the smallest kernel through "
+          "every path found above, and says what to check for each one that fails.")
     return 0

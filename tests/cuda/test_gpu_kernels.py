@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workers import launch_expr
-from workers.cuda import raw_launch
+from workers.bindings import module_api
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.cuda, pytest.mark.gpu,
@@ -45,16 +45,18 @@ def test_c_gemm_matches_reference(built_variants, name):
     assert _rel_error(c, a, b) < 1e-5
 
 
-def test_raw_gemm_through_cuda_python(built_variants):
+def test_raw_gemm_through_the_shared_module_api(built_variants):
+    """The launch path ROCm nodes use too, with CUDA's names (workers/bindings/module_api.py)."""
     built = built_variants["cuda_raw_naive"]
     binding = built.manifest["binding"]
-    kernel = raw_launch.load(built.output.read_bytes(), binding["entry"])
+    api = module_api.VENDORS["cuda"]
+    kernel = module_api.load(api, built.output.read_bytes(), binding["entry"])
     a, b, c = _gemm_inputs()
     sizes = {"M": M, "N": N, "K": K}
-    raw_launch.launch(kernel, launch_expr.dims3(binding["grid"], sizes),
+    module_api.launch(kernel, launch_expr.dims3(binding["grid"], sizes),
                       launch_expr.dims3(binding["block"], sizes), [a, b, c, M, N, K])
     torch.cuda.synchronize()
-    raw_launch.unload(kernel)
+    module_api.unload(kernel)
     assert not c.isnan().any()
     assert _rel_error(c, a, b) < 1e-5
 

@@ -1,4 +1,5 @@
-"""Builds every kernels/gemm/hip_* variant for gfx942 with the toolchain found here."""
+"""Builds every kernels/gemm/hip_* variant with a `c` or `raw` binding for gfx942 with the
+toolchain found here (the pybind11 one: tests/rocm/test_rocm_pybind.py)."""
 import json
 import tomllib
 from dataclasses import asdict
@@ -10,7 +11,8 @@ from workers.rocm.build import build_hip
 from workers.rocm.toolchain import ToolchainMissing, find_hip_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
-VARIANTS = sorted((ROOT / "kernels" / "gemm").glob("hip_*/variant.toml"))
+VARIANTS = sorted(p for p in (ROOT / "kernels" / "gemm").glob("hip_*/variant.toml")
+                  if tomllib.loads(p.read_text())["binding"]["kind"] != "pybind11")
 TOOLCHAIN = find_hip_toolchain()
 
 

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from workers.backends import cpp, cuda, hip, python
+from workers.backends import cpp, cuda, hip, python, triton
 
-BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python, "cuda": cuda, "hip": hip}
+BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python, "cuda": cuda, "hip": hip, "triton": triton}

@@ -1,14 +1,16 @@
 """`hip` back end: ROCm's hipcc, or the clang-19 gfx942 cross toolchain where ROCm is absent,
-builds a shared library (`c` binding) or code objects (`raw`), and every build is analysed
-statically: VGPRs, AGPRs, LDS, spills, occupancy recomputed with the declared dynamic LDS, and
-an instruction histogram (MFMA by shape, global load widths, LDS traffic)."""
+builds a shared library (`c` binding), code objects (`raw`) or a pybind11 module
+(`pybind11`, HipKittens' `tk_kernel`), and every build is analysed statically: VGPRs, AGPRs,
+LDS, spills, occupancy recomputed with the declared dynamic LDS, and an instruction histogram
+(MFMA by shape, global load widths, LDS traffic)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from workers.backends.base import BuildOutput, Toolchain
+from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
 from workers.records import Variant
+from workers.rocm import pybind_build
 from workers.rocm.build import build_hip
 from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
 
@@ -17,27 +19,92 @@ def toolchain() -> Toolchain | None:
     found = find_hip_toolchain()
     if not isinstance(found, HipToolchain):
         return None
-    return Toolchain("hip", found.compiler, f"{found.kind} {found.version}", {"kind": found.kind})
+    return Toolchain("hip", found.compiler, f"{found.kind} {found.version}",
+                     {"kind": found.kind, "include_vars": found.include_vars()})
+
+
+def _launch(variant: Variant) -> dict:
+    return {"*": {k: int(v) for k, v in variant.launch.items() if k in ("block_threads", "dynamic_lds_bytes")}}
 
 
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
     kind = variant.binding.kind
     if kind == "pybind11":
-        return BuildOutput(False, "", skip_reason="pybind11 HIP modules are built on ROCm nodes only "
-                                                  "(needs ROCm's torch); not available here")
+        return build_pybind11(variant, src, out, include_dirs, pybind_build.host_build_info())
     mode = "code-object" if kind == "raw" else "shared-library"
-    launch = {"*": {k: int(v) for k, v in variant.launch.items() if k in ("block_threads", "dynamic_lds_bytes")}}
     result = build_hip([str(src / s) for s in variant.sources], [str(d) for d in include_dirs],
                        list(variant.flags), list(variant.arches) or ["gfx942"], str(out), mode,
-                       launch=launch, output_name="variant")
+                       launch=_launch(variant), output_name="variant")
     if not result.ok:
-        return BuildOutput(False, result.log, "\n".join(result.first_errors))
+        return BuildOutput(False, result.log, with_header_hint("\n".join(result.first_errors), result.log))
     # Keep only what runs: the library (c) or the code objects (raw); analysis copies go.
     keep = {Path(p).name for p in result.artifacts}
     for path in out.iterdir():
         if path.name not in keep:
             path.unlink()
     return BuildOutput(True, result.log, analysis=flatten(result.kernels))
+
+
+def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Path],
+                   info: pybind_build.HostBuildInfo) -> BuildOutput:
+    """Device code first (built and analysed on every node), then the host module where this
+    node can link one that imports on a ROCm node; elsewhere the host code is compiled as a
+    check and the jobs are `skipped` with the reason, keeping the analysis."""
+    found = find_hip_toolchain()
+    if not isinstance(found, HipToolchain):
+        return BuildOutput(False, found.reason, found.reason)
+    sources = [str(src / s) for s in variant.sources]
+    includes = [str(d) for d in include_dirs] + pybind_build.header_dirs(info)
+    arches = list(variant.arches) or ["gfx942"]
+    module = variant.binding.module or "tk_kernel"
+    defines = pybind_build.module_flags(module, info)[:1]  # TORCH_EXTENSION_NAME for the device pass
+    device = build_hip(sources, includes, [*variant.flags, *defines], arches, str(out / "device"),
+                       "code-object", launch=_launch(variant), toolchain=found, output_name="device")
+    if not device.ok:
+        reason = pybind_build.missing_dependency(device.log, info)
+        if reason:
+            return BuildOutput(False, device.log, skip_reason=reason)
+        return BuildOutput(False, device.log, with_header_hint("\n".join(device.first_errors), device.log))
+    analysis = flatten(device.kernels)
+    for path in (out / "device").iterdir():
+        path.unlink()
+    (out / "device").rmdir()
+    blocker = pybind_build.host_module_blocker(found, info)
+    link = not blocker
+    target = out / (pybind_build.output_name(module, info) if link else f"{module}.host-check.o")
+    cmd = pybind_build.host_command(found, sources, [str(d) for d in include_dirs], list(variant.flags),
+                                    arches, module, info, str(target), link)
+    code, log = run_compiler(list(cmd.argv), cwd=out, env=_env(cmd.env))
+    log = device.log + "\n" + log
+    if code != 0:
+        reason = pybind_build.missing_dependency(log, info)
+        if reason:
+            return BuildOutput(False, log, analysis=analysis, skip_reason=reason)
+        return BuildOutput(False, log, first_errors(log), analysis=analysis)
+    if not link:
+        target.unlink()
+        return BuildOutput(False, log, analysis=analysis, skip_reason=blocker)
+    return BuildOutput(True, log, analysis=analysis)
+
+
+_ROCM6_HEADERS = ("hip_bf16.h", "hip_fp8.h", "amd_hip_bf16.h")
+
+
+def with_header_hint(errors: str, log: str) -> str:
+    """Append what fixes a missing ROCm 6 header under the cross toolchain (pure)."""
+    if "file not found" in log and any(f"{h}' file not found" in log for h in _ROCM6_HEADERS):
+        return errors + ("\nhint: this HIP header comes with ROCm 6; the clang-19 cross toolchain has Debian's "
+                         "HIP 5.2 headers. Set FLOPWATCH_HIP_INCLUDE to a folder of ROCm 6 HIP headers "
+                         "(docs/amd.md, 'HipKittens without ROCm').")
+    return errors
+
+
+def _env(extra: dict) -> dict | None:
+    if not extra:
+        return None
+    import os
+
+    return {**os.environ, **extra}
 
 
 def flatten(kernels: dict) -> dict:

@@ -19,7 +19,9 @@ def load(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dim
     kind = variant.binding.kind
     if kind == "c":
         return _c_entry(variant, artifact, op, device_kind, dims)
-    if kind == "python":
+    if kind in ("python", "triton"):
+        # A Triton variant's launcher is plain Python taking tensors; its kernel is compiled by
+        # Triton's JIT for this device on the first call (a correctness check, never timed).
         return _python_entry(variant, artifact, op)
     if kind == "pybind11":
         return _pybind11_entry(variant, artifact, op)

@@ -5,8 +5,8 @@ The parameter order is the manifest's `binding.args` by name, e.g. the tutorial 
 `matmul_kernel(int M, int N, int K, __fp16* A, __fp16* B, float* C, float alpha, float beta)` is
 `args = ["M", "N", "K", "A", "B", "C", "alpha", "beta"]`; by default the op's inputs, its output,
 its sizes, then alpha and beta when the variant takes them.
-NVIDIA kernels launch through cuda-python, AMD kernels through HIP's module API (ctypes on
-libamdhip64), both on torch's current stream."""
+Both vendors launch through one code path, `workers.bindings.module_api`, with the vendor's
+module-API names as data (CUDA's driver API, HIP's module API), on torch's current stream."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from workers import launch_expr
+from workers.bindings import module_api
 from workers.records import Variant
 
 
@@ -34,30 +35,26 @@ def arguments(names: list[str], inputs: dict, out, dims: dict, op: ModuleType, a
 
 
 def raw_entry(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict) -> Callable:
-    if device_kind == "cuda":
-        from workers.cuda import raw_launch as launcher
-
-        images = sorted(artifact.glob("*.fatbin")) + sorted(artifact.glob("*.cubin"))
-    elif device_kind == "rocm":
+    if device_kind not in module_api.VENDORS:
+        raise ValueError("raw kernels run on GPUs only")
+    api = module_api.VENDORS[device_kind]
+    arch = ""
+    if device_kind == "rocm":
         import torch
 
-        from workers.rocm import raw_launch as launcher
-
         arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
-        images = sorted(artifact.glob(f"*{arch}*.hsaco"))
-    else:
-        raise ValueError("raw kernels run on GPUs only")
+    images = module_api.images(api, artifact, arch)
     if not images:
         raise FileNotFoundError(f"no device code for this GPU in the build artifact "
                                 f"({sorted(p.name for p in artifact.iterdir())})")
-    kernel = launcher.load(images[0].read_bytes(), variant.binding.entry)
+    kernel = module_api.load(api, images[0].read_bytes(), variant.binding.entry)
     grid = launch_expr.dims3(list(variant.binding.grid), dims)
     block = launch_expr.dims3(list(variant.binding.block), dims)
     shared = int(variant.launch.get("dynamic_lds_bytes", variant.launch.get("dynamic_smem_bytes", 0)))
     names = argument_names(variant, op)
 
     def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
-        launcher.launch(kernel, grid, block, arguments(names, inputs, out, dims, op, alpha, beta), shared)
+        module_api.launch(kernel, grid, block, arguments(names, inputs, out, dims, op, alpha, beta), shared)
 
     call.kernel = kernel  # keeps the module loaded while the callable lives
     return call

@@ -3,10 +3,16 @@
 Two kinds are supported: ROCm's own ``hipcc``/``amdclang++`` (a ROCm node), and Debian's
 ``clang++-19`` as a cross compiler for gfx942 on machines without ROCm (CI, developers),
 which needs the device-library folder made by ``tools/install-hip-cross.sh``.
+
+Debian's HIP headers are 5.2 (no ``hip_bf16.h``, ``hip_fp8.h``); kernels written against
+ROCm 6 headers (HipKittens) build with the cross compiler when ``FLOPWATCH_HIP_INCLUDE``
+names a folder of newer HIP headers (``<dir>/hip/hip_runtime.h``): it is searched before
+``/usr/include`` (docs/amd.md says where such a folder comes from).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -28,6 +34,15 @@ class HipToolchain:
     devlib_dir: str | None  # only for clang-cross: --rocm-device-lib-path
     can_link_host_library: bool
     rocm_path: str  # --rocm-path (headers, libamdhip64)
+    # The folder holding hip/hip_runtime.h, when it is not ``rocm_path``/include (cross
+    # toolchain with newer headers); searched first.
+    hip_include: str | None = None
+
+    def include_vars(self) -> dict[str, str]:
+        """Values a manifest's ``include_dirs`` may name, under the variable names of ROCm
+        Makefiles (``-I$(ROCM_INCLUDE_DIR) -I$(HIP_INCLUDE_DIR)``), for this node's headers."""
+        root = self.hip_include or str(Path(self.rocm_path) / "include")
+        return {"ROCM_INCLUDE_DIR": root, "HIP_INCLUDE_DIR": str(Path(root) / "hip")}
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,24 @@ def _find_clang_cross(env: Mapping[str, str]) -> HipToolchain | ToolchainMissing
             f"clang++-19 found but {devlib}/oclc_isa_version_942.bc is missing: {INSTALL_HINT}")
     has_runtime = Path("/usr/include/hip/hip_runtime.h").is_file()
     version = _first_line([clang, "--version"])
-    return HipToolchain("clang-cross", clang, version, str(devlib), has_runtime, "/usr")
+    headers = env.get("FLOPWATCH_HIP_INCLUDE")
+    if headers:
+        header = Path(headers) / "hip" / "hip_runtime.h"
+        if not header.is_file():
+            return ToolchainMissing(f"FLOPWATCH_HIP_INCLUDE={headers} has no hip/hip_runtime.h")
+        # The header version enters the toolchain ident, so changing headers rebuilds.
+        version += f"; HIP headers {_hip_header_version(Path(headers))} from {headers}"
+    return HipToolchain("clang-cross", clang, version, str(devlib), has_runtime, "/usr", headers or None)
+
+
+def _hip_header_version(include: Path) -> str:
+    """'6.2' from hip/hip_version.h, or 'unknown' (pure file read)."""
+    try:
+        text = (include / "hip" / "hip_version.h").read_text()
+    except OSError:
+        return "unknown"
+    found = dict(re.findall(r"#define\s+HIP_VERSION_(MAJOR|MINOR)\s+(\d+)", text))
+    return f"{found['MAJOR']}.{found['MINOR']}" if len(found) == 2 else "unknown"
 
 
 def find_hip_toolchain(env: Mapping[str, str] | None = None) -> HipToolchain | ToolchainMissing:
@@ -132,6 +164,12 @@ def _common_argv(toolchain: HipToolchain, include_dirs: Sequence[str], flags: Se
     if toolchain.kind == "clang-cross":
         argv += [f"--rocm-path={toolchain.rocm_path}",
                  f"--rocm-device-lib-path={toolchain.devlib_dir}"]
+        # hipcc compiles at -O3 unless told otherwise and Makefiles rely on it; clang's
+        # default is -O0, at which HipKittens' inline-asm immediates do not even compile.
+        if not any(f.startswith("-O") for f in flags):
+            argv.append("-O3")
+    if toolchain.hip_include:
+        argv += [f"-I{toolchain.hip_include}"]
     argv += list(flags)
     argv += [f"-I{d}" for d in include_dirs]
     # Resource-usage remarks are the cheapest complete per-kernel register/LDS report.
