@@ -1,7 +1,7 @@
 """How long `flopwatch report` and `flopwatch detect` take on a year of nightly history, and how
 big the site gets.
 
-    python3 benchmarks/site_scale.py [--out DIR] [--commits 365] [--repeat 3] [--json FILE]
+    python3 benchmarks/site_scale.py [--out DIR] [--commits 365] [--variants 25] [--repeat 3] [--json FILE]
 
 Generates the history with `benchmarks/synthetic_history.py` (365 commits × 100 series, two
 planted slowdowns), then times, as separate processes the way CI runs them, a fresh
@@ -59,12 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="work folder (default: a temporary one, removed after)")
     ap.add_argument("--commits", type=int, default=365)
+    ap.add_argument("--variants", type=int, default=25, help="variants (× 4 shapes = series)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="flopwatch-scale-"))
     try:
-        planted = _generator().write_history(out / "history", commits=args.commits)
+        planted = _generator().write_history(out / "history", commits=args.commits, variants=args.variants)
         source = Path(planted["repo"])
         runs = []
         load_before = os.getloadavg()
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         load_after = os.getloadavg()
         want = sorted((p["variant"], p["bad_sha"][:10]) for p in planted["plants"])
         got = [sorted((v, sha) for v, sha, _ in r["found"]) for r in runs]
-        summary = {"commits": args.commits, "series": 100, "runs": runs,
+        summary = {"commits": args.commits, "series": 4 * args.variants, "runs": runs,
                    "median_total_s": statistics.median(r["total_s"] for r in runs),
                    "planted_found_exactly": all(g == want for g in got),
                    "loadavg_before": [round(x, 2) for x in load_before],
