@@ -274,7 +274,9 @@ def render_markdown(report: Report, page_url: str = "") -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report.rows:
         change, ci = _change_cells(r.comparison)
-        others = "; ".join(f"{m.name} {m.before} → {m.after}" for m in r.moved[:6])
+        vendor = metric_names.vendor_of(r.device)
+        others = "; ".join(f"{metric_names.flat(m.name, 0.0, vendor).label} {m.before} → {m.after}"
+                           for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
         verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind
