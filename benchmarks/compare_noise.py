@@ -12,6 +12,13 @@ base against `planted`, decided by `pipeline.history.compare.compare_rounds`. Th
 planted slowdown is reported next to the detection rate.
 
     python3 benchmarks/compare_noise.py --count 50 --pair-budget 2 --out noise.json
+
+With --device cuda the same two rates are measured on one NVIDIA GPU, on the suite's own GPU
+kernels (`benchmarks/gpu_noise.py`): false alarms of each of the fastest and the slowest series
+compared with itself, and detections of a ~1% spin planted before two CUDA GEMMs. Without a
+CUDA device that mode refuses with exit status 2.
+
+    python3 benchmarks/compare_noise.py --device cuda --count 20 --threshold 1% --out "$OUT"
 """
 
 from __future__ import annotations
@@ -100,6 +107,11 @@ def trial(session: Session, repo, shas: dict, options: RunOptions, pair_budget: 
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--device" in argv or any(a.startswith("--device=") for a in argv):
+        from benchmarks import gpu_noise
+
+        return gpu_noise.main(argv)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--count", type=int, default=50, help="trials (default 50)")
     p.add_argument("--budget", type=float, default=0.5, help="timing budget of each commit's run (compare's default 0.5 s)")

@@ -16,6 +16,10 @@ class CheckoutError(ValueError):
     pass
 
 
+# Where materialise lists the archive members it would not extract (symlinks out of the tree).
+REFUSED = ".flopwatch-refused"
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     sha: str
@@ -38,6 +42,9 @@ def open_repo(path: Path) -> git.Repo:
 
 
 def commit_info(repo: git.Repo, rev: str, dirty: bool = False) -> CommitInfo:
+    if not rev or rev.startswith("-") or any(ch in rev for ch in "\0\n\r"):
+        # git would read "--output=…" as an option, not a revision
+        raise CheckoutError(f"not a revision: {rev!r}")
     try:
         c = repo.commit(rev)
     except (git.BadName, ValueError, git.GitCommandError):
@@ -65,10 +72,31 @@ def materialise(repo: git.Repo, rev: str, cache: Path) -> tuple[Path, CommitInfo
     repo.archive(buf, treeish=info.sha, format="tar")
     buf.seek(0)
     target.mkdir(parents=True)
+    refused: list[str] = []
+
+    def keep_inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        # tarfile's "data" filter refuses links that point outside the tree, absolute paths and
+        # device files; a refused member is left out and named, instead of failing the commit.
+        try:
+            return tarfile.data_filter(member, dest)
+        except tarfile.FilterError as exc:
+            refused.append(f"{member.name}: {exc}")
+            return None
+
     with tarfile.open(fileobj=buf) as tar:
-        tar.extractall(target, filter="data")
+        tar.extractall(target, filter=keep_inside)
+    if refused:
+        (target / REFUSED).write_text("\n".join(refused) + "\n")
     (target / ".flopwatch-complete").write_text(info.sha)
     return target, info
+
+
+def refused_members(root: Path) -> dict[str, str]:
+    """{path: why} of the members `materialise` left out of the tree at `root`."""
+    path = root / REFUSED
+    if not path.exists():
+        return {}
+    return dict(line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line)
 
 
 def first_parent_range(repo: git.Repo, good: str, bad: str) -> list[CommitInfo]:

@@ -10,6 +10,43 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The smallest change that counts when no --threshold is given, per device kind of the series
+# being judged: "compare" decides on paired samples (both builds alternated call by call in one
+# process), "history" (detect, bisect, nightly) on separate runs, which carry the drift between
+# runs as well. How each figure was measured, on which machine, and the false-alarm and
+# detection rates behind it: docs/history.md, "Default thresholds per device kind".
+DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
+    "cpu": {"compare": 0.03, "history": 0.05},   # measured on the 2-core CI VM (compare_noise.py)
+    "cuda": {"compare": 0.005, "history": 0.01},  # H100: 0/28 false alarms, 28/29 planted 1% caught
+    "rocm": {"compare": 0.03, "history": 0.05},  # not measured on AMD yet: the CPU values until then
+}
+# A device key of a kind not in the table (a new vendor) gets the most cautious entry.
+_FALLBACK_KIND = "cpu"
+
+
+def device_kind(device: str) -> str:
+    """"cuda:NVIDIA H100 80GB HBM3" → "cuda"; a bare kind stays as it is."""
+    return str(device).split(":", 1)[0].strip().lower()
+
+
+def default_threshold(device: str, use: str) -> float:
+    """The default threshold of a series on `device` (a device key or kind) for `use`
+    ("compare" or "history")."""
+    if use not in ("compare", "history"):
+        raise ValueError(f"unknown threshold use {use!r}")
+    table = DEFAULT_THRESHOLDS.get(device_kind(device), DEFAULT_THRESHOLDS[_FALLBACK_KIND])
+    return table[use]
+
+
+def describe_thresholds(by_kind: dict[str, float]) -> str:
+    """"±1.0% (cuda), ±3.0% (cpu)" for the kinds present, or one figure when they agree."""
+    if not by_kind:
+        return "per device kind"
+    values = set(by_kind.values())
+    if len(values) == 1:
+        return f"±{values.pop():.1%}"
+    return ", ".join(f"±{v:.1%} ({k})" for k, v in sorted(by_kind.items(), key=lambda kv: (kv[1], kv[0])))
+
 
 class ConfigError(ValueError):
     """A configuration file is malformed; the message names the file and the key."""

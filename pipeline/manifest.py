@@ -6,10 +6,12 @@ Every complaint names the file and the key that is wrong, so a broken manifest b
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path, PurePosixPath
 
 from pipeline.config import ProjectConfig
+from workers import untrusted
 from workers.ops import DTYPES, OPS
 from workers.records import Binding, Shape, Variant
 
@@ -50,13 +52,18 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     check = _Checker(rel, data)
     check.no_unknown_keys(_TOP_KEYS)
     name = check.string("name")
+    bad_name = untrusted.check_name(name)
+    if bad_name:
+        raise ManifestError(rel, "name", bad_name)
     op = check.choice("op", tuple(OPS))
     backend = check.choice("backend", BACKENDS)
     sources = check.string_list("sources", required=backend != "python" or "binding" not in data)
     for src in sources:
         _check_inside(rel, "sources", folder, src)
         if not (folder / src).is_file():
-            raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/")
+            why = _refused(repo_root).get((folder / src).relative_to(repo_root).as_posix())
+            raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/"
+                                + (f" (not extracted from the commit: {why})" if why else ""))
     binding = _binding(check, backend)
     allowed = {*OPS[op].INPUTS, OPS[op].OUTPUT, *OPS[op].DIMS, "alpha", "beta"}
     unknown = [a for a in binding.args if a not in allowed]
@@ -72,6 +79,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     build = check.table("build")
     flags = _Checker(rel, build, "build.").string_list("flags", required=False)
     includes = _Checker(rel, build, "build.").string_list("include_dirs", required=False)
+    for inc in includes:
+        _check_node_include(rel, inc)
     tol = check.table("tolerance")
     triton = _triton_table(check, backend)
     devices = check.string_list("devices", required=False) or _DEFAULT_DEVICES[backend]
@@ -105,6 +114,27 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         description=str(data.get("description", "")),
         triton=triton,
     )
+
+
+# A node include folder is named through a variable the node's administrator sets (e.g.
+# ${THUNDERKITTENS_ROOT}/include), never as a literal path: a manifest must not point the
+# compiler at an arbitrary folder of the build node (its error messages quote what it reads).
+_NODE_INCLUDE = re.compile(r"\$(?:\{[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\}|[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\b)"
+                           r"(?:/[A-Za-z0-9_.+-]+)*/?")
+
+
+def _check_node_include(rel: str, entry: str) -> None:
+    if not _NODE_INCLUDE.fullmatch(entry) or ".." in entry.split("/"):
+        raise ManifestError(rel, "build.include_dirs",
+                            f"{untrusted.one_line(entry)[:120]!r} must be ${{SOMETHING_ROOT}}/sub/folder (a variable "
+                            "ending in _ROOT, _DIR or _PATH set on the node, then plain folder names); shared "
+                            "headers of the repository go into include_dirs of flopwatch.toml")
+
+
+def _refused(repo_root: Path) -> dict[str, str]:
+    from pipeline.checkout import refused_members
+
+    return refused_members(repo_root)
 
 
 def _check_inside(rel: str, key: str, folder: Path, src: str) -> None:

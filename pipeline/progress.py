@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
+from workers import untrusted
+
 
 class Progress:
     def __init__(self, enabled: bool = True):
@@ -18,7 +20,7 @@ class Progress:
 
     def note(self, text: str) -> None:
         if self.enabled:
-            self.console.print(text, highlight=False, markup=False)
+            self.console.print(untrusted.terminal(text), highlight=False, markup=False)
 
     @contextmanager
     def task(self, description: str, total: int) -> Iterator[Callable[[str], None]]:
@@ -26,11 +28,11 @@ class Progress:
             yield lambda _msg="": None
             return
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[last]}"))
+                   TextColumn("{task.fields[last]}", markup=False))
         with RichProgress(*columns, console=self.console, transient=False) as bar:
             tid = bar.add_task(description, total=total, last="")
 
             def advance(msg: str = "") -> None:
-                bar.update(tid, advance=1, last=msg)
+                bar.update(tid, advance=1, last=untrusted.one_line(msg)[:60])
 
             yield advance

@@ -13,8 +13,13 @@ from contextlib import closing
 from pathlib import Path
 
 from workers.records import BuildResult, Result
+from workers.untrusted import bounded
 
 SCHEMA_VERSION = 1
+# Text the repository under test controls (a subject, a compiler's or a kernel's output) is
+# stored up to these many characters: a flood must not grow the store without bound. Values
+# go in as bound parameters only, never into the SQL text.
+TEXT_LIMITS = {"subject": 1000, "author": 300, "diagnostic": 8000, "stderr_tail": 8000, "log": 20000}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,7 +87,8 @@ class Store:
     def record_commit(self, sha: str, subject: str, author: str, authored_at: str, parents: list[str]) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO commits VALUES (?,?,?,?,?)",
-                            (sha, subject, author, authored_at, json.dumps(parents)))
+                            (sha, bounded(subject, TEXT_LIMITS["subject"]), bounded(author, TEXT_LIMITS["author"]),
+                             authored_at, json.dumps(parents)))
 
     def start_run(self, commit_sha: str, dirty: bool, kind: str, repo: str, host: str, command: str) -> int:
         with self.db:
@@ -98,8 +104,9 @@ class Store:
     def record_build(self, b: BuildResult) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO builds VALUES (?,?,?,?,?,?,?,?,?)",
-                            (b.build_hash, b.variant, int(b.ok), b.toolchain, b.seconds, b.first_errors,
-                             b.log, json.dumps(b.analysis), time.time()))
+                            (b.build_hash, b.variant, int(b.ok), b.toolchain, b.seconds,
+                             bounded(b.first_errors, TEXT_LIMITS["diagnostic"]), bounded(b.log, TEXT_LIMITS["log"]),
+                             json.dumps(b.analysis), time.time()))
 
     def record_result(self, run_id: int, commit_sha: str, dirty: bool, r: Result) -> int:
         with self.db:
@@ -110,9 +117,10 @@ class Store:
                 "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, commit_sha, int(dirty), r.variant, r.op, r.backend, r.shape, r.dtype, r.device,
                  r.toolchain, r.build_hash, r.status, int(r.peer), r.median_s, r.ci_low_s, r.ci_high_s,
-                 r.flops, r.bytes_moved, r.diagnostic, json.dumps(list(r.samples_s)),
+                 r.flops, r.bytes_moved, bounded(r.diagnostic, TEXT_LIMITS["diagnostic"]), json.dumps(list(r.samples_s)),
                  json.dumps(r.correctness), json.dumps(r.timing), json.dumps(r.counters),
-                 json.dumps(r.resources), json.dumps(r.device_info), r.stderr_tail, time.time()))
+                 json.dumps(r.resources), json.dumps(r.device_info), bounded(r.stderr_tail, TEXT_LIMITS["stderr_tail"]),
+                 time.time()))
         return int(cur.lastrowid)
 
     # -- reads ---------------------------------------------------------------------------------

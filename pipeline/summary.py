@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from workers import status
+from workers import status, untrusted
 
 
 def rate(row: dict) -> float | None:
@@ -79,8 +80,14 @@ def shape_label(key: str) -> str:
     return "×".join(part.split("=", 1)[1] for part in key.split(","))
 
 
+def cell(value: object) -> Text:
+    """A table cell for the terminal: plain text (rich would read "[link=…]" in a variant name
+    or a compiler message as markup) without escape sequences (`workers.untrusted.terminal`)."""
+    return Text(untrusted.one_line(value))
+
+
 def print_table(rows: list[dict], console: Console, title: str) -> None:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=cell(title), title_justify="left")
     for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
         table.add_column(col, overflow="fold")
     for r in _collapse_skipped(sort_rows(with_peer(rows))):
@@ -88,8 +95,8 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
         err = r.get("correctness", {}).get("rel_fro_err")
         detail = r["diagnostic"][:160] if r["status"] != status.OK else (f"rel err {err:.1e}" if err is not None else "")
         style = "red" if r["status"] in status.FAILURES else ("dim" if r["status"] == status.SKIPPED else None)
-        table.add_row(r["variant"], shape_label(r["shape"]), r["dtype"], (r["device"] or "").split(":")[0], r["status"],
-                      format_rate(r), pct, detail, style=style)
+        table.add_row(cell(r["variant"]), cell(shape_label(r["shape"])), cell(r["dtype"]),
+                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
     console.print(table)
 
 

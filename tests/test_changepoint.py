@@ -144,6 +144,6 @@ def test_a_batch_is_detect_steps_per_series_as_plain_dicts():
     rng = np.random.default_rng(8)
     a = np.concatenate([rng.normal(1.0, 0.01, 15), rng.normal(1.2, 0.01, 15)])
     b = rng.normal(1.0, 0.01, 30)
-    got = changepoint.detect_batch([(list(a), commits(30)), (list(b), commits(30))], 0.03)
+    got = changepoint.detect_batch([(list(a), commits(30), 0.03), (list(b), commits(30), 0.03)])
     assert got[1] == [] and [s["index"] for s in got[0]] == [15]
     assert got[0][0]["commit_after"] == "c015" and got[0][0] == vars(detect_steps(a, commits(30))[0])

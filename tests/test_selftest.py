@@ -79,3 +79,18 @@ def test_profiler_row_needs_a_formula_metric():
     assert good.result == paths.OK and "coalescing_pct=25" in good.detail
     broken = paths.profiler_row("cuda", Result(**base, counters={"profile_error": "ncu: ERR_NVGPUCTRPERM"}))
     assert broken.result == paths.FAIL and "ERR_NVGPUCTRPERM" in broken.detail
+
+
+def test_a_cross_target_without_its_analysis_tool_is_a_note_not_a_failure():
+    """An NVIDIA node has no llvm-readelf for the gfx942 half of a Triton build: that target is
+    not a path this node offers. A kernel problem, or no target analysed at all, still fails."""
+    v = next(v for v in variants() if v.backend == "triton")
+    nv = {"arch": "sm_90a", "registers": 30, "smem_bytes": 0}
+    amd = {"arch": "gfx942", "analysis_error": "no llvm-readelf (apt-get install llvm-19) to read the notes"}
+    summary, problem = paths._analysis_summary(v, {"kernels": {"k@sm_90a": nv, "k@gfx942": amd}})
+    assert problem == "" and "sm_90a: regs=30" in summary and "not analysed here" in summary
+    _, problem = paths._analysis_summary(v, {"kernels": {"k@gfx942": amd}})
+    assert "no llvm-readelf" in problem
+    spilled = {"arch": "gfx942", "analysis_error": "needs 96 KiB of LDS, a CU has 64 KiB"}
+    _, problem = paths._analysis_summary(v, {"kernels": {"k@sm_90a": nv, "k@gfx942": spilled}})
+    assert "64 KiB" in problem

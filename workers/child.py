@@ -28,8 +28,10 @@ def _sync(kind: str) -> None:
         torch.cuda.synchronize()
 
 
-def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -> dict:
-    """One correctness check with fresh random inputs from `seed`."""
+def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None) -> dict:
+    """One correctness check with fresh random inputs from `seed`. `previous` holds the
+    output and seed of the check before (other inputs): an output equal to it bit for bit does
+    not depend on this call's inputs. The output is left in figures["_out"] for the next check."""
     dev = "cpu" if kind == "cpu" else "cuda"
     gen = torch.Generator().manual_seed(seed)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
@@ -40,8 +42,12 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -
         alpha, beta = ALPHA, BETA
         c_init = torch.randn(op.output_shape(dims), generator=gen).to(out_dtype).to(dev)
         g.out.copy_(c_init)
+    before = correctness.snapshot_inputs(inputs)
     call(inputs, g.out, alpha, beta)
     _sync(kind)
+    changed = correctness.changed_inputs(inputs, before)  # untrusted code: inputs are read-only
+    if changed:
+        inputs = before  # the reference is of what the kernel was given
     ref = op.reference(inputs, variant.layout, alpha, beta, c_init)
     rtol_default, atol_default = op.TOLERANCE[_dtype_name(dtype)]
     figures = correctness.evaluate(g, ref, variant.rtol if variant.rtol is not None else rtol_default,
@@ -49,6 +55,12 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
     figures["seed"] = seed
+    if changed:
+        figures.update(inputs_changed=changed, passed=False)
+    if (not figures["passed"] and not figures["unwritten"] and previous
+            and correctness.same_output(g.out, previous["out"])):
+        figures["output_ignores_inputs"] = previous["seed"]
+    figures["_out"] = g.out
     if figures["passed"] and not variant.alpha_beta:
         figures["repeat_mismatch"] = _repeat_mismatch(call, inputs, g, kind)
         figures["passed"] = figures["repeat_mismatch"] == 0
@@ -154,7 +166,10 @@ def run(spec: dict) -> dict:
     if spec.get("mode") == "profile":
         return profile_once(call, op, variant, dims, dtype, spec)
     dev_info = device.info(kind)
-    checks = [check(call, op, variant, dims, dtype, kind, seed) for seed in spec["seeds"]]
+    checks, previous = [], None
+    for seed in spec["seeds"]:
+        checks.append(check(call, op, variant, dims, dtype, kind, seed, previous))
+        previous = {"out": checks[-1].pop("_out"), "seed": seed}
     result = {"device_info": dev_info.to_dict(), "checks": checks}
     if not all(c["passed"] for c in checks):
         result["status"] = "incorrect"

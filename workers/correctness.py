@@ -130,9 +130,50 @@ def _round(v: float) -> float | str:
     return float(f"{v:.3g}")
 
 
+# -- what the kernel does to its inputs, and whether its output depends on them ---------------
+# A kernel is untrusted code: it may scale A in place as scratch space (the next call, and the
+# timing loop, then measure other inputs), or hand back a result it computed once for other
+# inputs. Either can pass a single reference check, so both are checked for explicitly.
+
+_INT_VIEW = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns (NaN == NaN, -0 != +0), without a copy."""
+    return t.view(_INT_VIEW[t.element_size()])
+
+
+def snapshot_inputs(inputs: dict) -> dict[str, torch.Tensor]:
+    """Copies of the input tensors, taken before the call."""
+    return {name: t.clone() for name, t in inputs.items() if isinstance(t, torch.Tensor)}
+
+
+def changed_inputs(inputs: dict, before: dict[str, torch.Tensor]) -> dict[str, int]:
+    """{input name: elements whose bits differ from the snapshot} for the inputs the call wrote."""
+    changed = {}
+    for name, old in before.items():
+        n = int((_bits(inputs[name]) != _bits(old)).sum())
+        if n:
+            changed[name] = n
+    return changed
+
+
+def same_output(out: torch.Tensor, previous: torch.Tensor | None) -> bool:
+    """True when `out` is bit for bit the output of the previous check (other inputs)."""
+    return previous is not None and previous.shape == out.shape and bool(torch.equal(_bits(out), _bits(previous)))
+
+
 def diagnose(figures: dict, out_shape: tuple) -> str:
     """One paragraph a developer can act on, most telling finding first."""
     parts = []
+    if figures.get("inputs_changed"):
+        listed = ", ".join(f"{k} ({n} element(s))" for k, n in sorted(figures["inputs_changed"].items()))
+        parts.append(f"the kernel changed its inputs: {listed} differ after the call (inputs are read-only; "
+                     "a later call would compute on other data)")
+    if figures.get("output_ignores_inputs"):
+        parts.append(f"output does not depend on this call's inputs: bit for bit the output of the previous "
+                     f"check (seed {figures['output_ignores_inputs']}), which had other random inputs "
+                     "(a cached or precomputed result?)")
     if figures["guard_before"] or figures["guard_after"]:
         parts.append(
             f"wrote outside the output: {figures['guard_after']} element(s) past the end"

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 
-from pipeline import checkout, cluster
+from pipeline import checkout, cluster, config
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import bisect as bis
@@ -14,7 +14,7 @@ from pipeline.history import compare as cmp
 from pipeline.history import series
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.summary import shape_label
-from workers import status
+from workers import status, untrusted
 
 HELP = "bisect first-parent history for the commit that slowed one variant down"
 DEFAULT_PROBE_BUDGET_S = 0.5
@@ -26,7 +26,8 @@ def add_arguments(p) -> None:
     p.add_argument("--shape", help="shape key or label (default: the variant's first shape)")
     p.add_argument("--metric", choices=("tflops", "time"), default="tflops",
                    help="what regressed; both are judged on run-time samples (same flops per call)")
-    p.add_argument("--threshold", default="5%", help="smallest slowdown that counts (default 5%%)")
+    p.add_argument("--threshold", help="smallest slowdown that counts (default: per device kind of the series, "
+                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--max-evals", type=int, help="stop after evaluating this many commits")
     p.add_argument("--max-repeats", type=int, default=3, help="measurements of one commit while unsure")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
@@ -34,9 +35,11 @@ def add_arguments(p) -> None:
 
 
 def bisect_series(session: Session, repo, good: str, bad: str, variant: str, shape: str | None,
-                  threshold: float, options: RunOptions, max_evals: int | None = None,
+                  threshold: float | None, options: RunOptions, max_evals: int | None = None,
                   max_repeats: int = 3) -> bis.Report:
-    """Bisect one series with run_commit as the measurement; builds come from the cache."""
+    """Bisect one series with run_commit as the measurement; builds come from the cache.
+    threshold None: the history default of the device kind the series is measured on, set by
+    the first measurement (which comes before any comparison)."""
     commits = [checkout.commit_info(repo, good)] + checkout.first_parent_range(repo, good, bad)
     chosen = {"shape": shape}
     rows: dict[str, dict] = {}
@@ -54,16 +57,20 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
             return bis.Measurement(sha, False, reason=f"no shape {chosen['shape']} at this commit")
         r = mine[0]
         rows[sha] = r
+        if threshold is None and r.get("device"):
+            search.threshold = config.default_threshold(r["device"], "history")
         if r["status"] != status.OK:
             return bis.Measurement(sha, False, reason=f"{r['status']}: {(r['diagnostic'] or '')[:200]}")
         return bis.Measurement(sha, True, tuple(r["samples_s"]))
 
-    search = bis.Bisection([c.sha for c in commits], evaluate, threshold, max_repeats, max_evals)
+    search = bis.Bisection([c.sha for c in commits], evaluate,
+                           threshold if threshold is not None else config.default_threshold("cpu", "history"),
+                           max_repeats, max_evals)
     outcome = search.run()
     culprit = None
     if outcome.first_bad:
         culprit = _culprit(repo, outcome.first_bad, rows.get(outcome.last_good), rows.get(outcome.first_bad))
-    return bis.Report(variant, chosen["shape"] or "", threshold, tuple((c.sha, c.subject) for c in commits),
+    return bis.Report(variant, chosen["shape"] or "", search.threshold, tuple((c.sha, c.subject) for c in commits),
                       outcome, culprit)
 
 
@@ -103,7 +110,7 @@ def main(args) -> int:
     if args.json:
         print(json.dumps(dataclasses.asdict(report), default=str))
     else:
-        print(bis.render_text(report))
+        print(untrusted.terminal(bis.render_text(report)))
     if not report.outcome.reproduced:
         return 0
     return 1 if report.outcome.first_bad or report.outcome.candidates else 0

@@ -17,8 +17,11 @@ class UsageError(ValueError):
     """A bad command-line value; the CLI prints it and exits 2."""
 
 
-def threshold(text: str) -> float:
-    """`--threshold` of compare, detect, bisect and nightly ("3%", "0.03")."""
+def threshold(text: str | None) -> float | None:
+    """`--threshold` of compare, detect, bisect and nightly ("3%", "0.03"); None when not given:
+    then each series gets the default of its device kind (`pipeline.config.default_threshold`)."""
+    if text is None:
+        return None
     try:
         return parse_threshold(text)
     except ValueError as exc:

@@ -26,7 +26,8 @@ def add_arguments(p) -> None:
                    help="whole-suite runs per revision, alternating (status, correctness, counters; default 1)")
     p.add_argument("--pair-budget", type=float, default=2.0,
                    help="seconds of paired timing per series: both builds alternated in one process (default 2)")
-    p.add_argument("--threshold", default="3%", help="smallest change that counts (default 3%%)")
+    p.add_argument("--threshold", help="smallest change that counts, for every series (default: per device "
+                                       "kind, pipeline/config.py DEFAULT_THRESHOLDS: cpu 3%%, cuda 1%%)")
     p.add_argument("--shape", action="append", default=[], help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     p.add_argument("--pr", type=int, help="create or update the comparison comment on this pull request")
     p.add_argument("--repo-slug", default=os.environ.get("GITHUB_REPOSITORY"),

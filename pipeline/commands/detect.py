@@ -11,6 +11,7 @@ from pipeline.commands.common import add_repo_options, db_path, site_path, workd
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
+from workers import untrusted
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
 
@@ -18,7 +19,8 @@ HELP = "detect change points (E-Divisive means) in each series' history; record 
 def add_arguments(p) -> None:
     add_repo_options(p)
     p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
-    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
+                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
     p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
@@ -26,7 +28,7 @@ def add_arguments(p) -> None:
                         "$FLOPWATCH_RAY_ADDRESS; without it, here, unless Ray is already up in this process)")
 
 
-def detect(store: Store, order: list[str], threshold: float, steps_of=None) -> list[tuple]:
+def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> list[tuple]:
     """Detect and store; returns (Regression as stored, is_new) per step found."""
     found = series.find_regressions(series.load(store, order, details=False), threshold, steps_of=steps_of)
     table = RegressionStore(store)
@@ -64,7 +66,7 @@ def main(args) -> int:
         print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
     else:
         for r, new in recorded:
-            print(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: {r.change:+.1%} "
-                  f"between {r.good_sha[:10]} and {r.bad_sha[:10]}")
+            print(untrusted.one_line(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: "
+                                     f"{r.change:+.1%} between {r.good_sha[:10]} and {r.bad_sha[:10]}"))
         print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
     return 0

@@ -12,6 +12,7 @@ from rich.table import Table
 from pipeline.checkout import open_repo
 from pipeline.config import load_config
 from pipeline.discovery import discover
+from pipeline.summary import cell
 from workers import device
 from workers.build import toolchains
 
@@ -48,9 +49,9 @@ def main(args) -> int:
         table.add_column(col)
     for r in rows:
         if r["status"] == "invalid":
-            table.add_row(r["name"], "", "", "", "", "[red]invalid[/red]", r["error"])
+            table.add_row(cell(r["name"]), "", "", "", "", "[red]invalid[/red]", cell(r["error"]))
             continue
-        table.add_row(r["name"], r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),
+        table.add_row(cell(r["name"]), r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),
                       "yes" if r["build"] else "no (toolchain missing)",
                       ",".join(r["run"]) if r["run"] else "no (no device)")
     Console(width=None if sys.stdout.isatty() else 140).print(table)

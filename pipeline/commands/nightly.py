@@ -13,13 +13,15 @@ from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code
+from workers import untrusted
 
 HELP = "nightly: run the branch head, detect change points, bisect new regressions, regenerate the site"
 
 
 def add_arguments(p) -> None:
     p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
-    p.add_argument("--threshold", default="5%", help="smallest step that counts (default 5%%)")
+    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
+                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many new regressions")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
     add_measure_options(p)
@@ -33,7 +35,7 @@ def main(args) -> int:
     session = open_session(args, work)
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
-        print(f"measured {head.short} {head.subject}: {len(outcome.results)} result(s)")
+        print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
         recorded = detect(session.store, order, threshold)
         new = sorted((r for r, is_new in recorded if is_new and not r.culprit_sha), key=lambda r: r.change)
         print(f"{len(recorded)} regression(s) in history, {len(new)} new")
@@ -43,7 +45,8 @@ def main(args) -> int:
         for r in new[: args.max_bisects]:
             _bisect_one(session, repo, r, threshold, probe, args.max_evals, table, site_path(args, work))
         for r in new[args.max_bisects:]:
-            print(f"not bisected (over --max-bisects): {r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]}")
+            print(untrusted.one_line(f"not bisected (over --max-bisects): {r.variant} {r.shape} "
+                                     f"{r.good_sha[:10]}..{r.bad_sha[:10]}"))
     finally:
         cluster.shutdown(session.cluster_info)
     from pipeline.commands import publish
@@ -66,11 +69,11 @@ def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) ->
     if len(between) == 1:
         table.set_culprit(r.id, r.bad_sha, {"message": "adjacent commits: the bad end is the culprit",
                                             "evaluations": 0})
-        print(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)")
+        print(untrusted.one_line(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)"))
         return
     report = bisect_series(session, repo, r.good_sha, r.bad_sha, r.variant, r.shape, threshold, options, max_evals)
     write_bisect_page(site, report, bound(len(report.commits) - 1))
     o = report.outcome
     table.set_culprit(r.id, o.first_bad, {"message": o.message, "evaluations": o.evaluations,
                                           "candidates": list(o.candidates), "skipped": list(o.skipped)})
-    print(render_text(report))
+    print(untrusted.terminal(render_text(report)))

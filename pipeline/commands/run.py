@@ -11,6 +11,7 @@ from pipeline import cluster
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code, print_table, with_peer
+from workers import untrusted
 
 HELP = "benchmark a commit (default: the working tree) and write the report"
 
@@ -46,7 +47,8 @@ def main(args) -> int:
         }, default=str))
     else:
         console = Console(width=None if sys.stdout.isatty() else 160)
-        console.print(f"commit {outcome.commit.short}  {outcome.commit.subject}", highlight=False, markup=False)
+        console.print(f"commit {outcome.commit.short}  {untrusted.one_line(outcome.commit.subject)}", highlight=False,
+                      markup=False)
         built = "nothing rebuilt" if outcome.rebuilt == 0 else f"{outcome.rebuilt} built"
         console.print(f"builds: {built}, {outcome.from_cache} from cache"
                       + (f"; resume skipped {outcome.resumed} stored result(s)" if args.resume else ""),

@@ -213,9 +213,8 @@ def detect_steps(
     return steps
 
 
-def detect_batch(batch: Sequence[tuple[Sequence[float], Sequence[str]]], threshold: float = 0.03,
-                 seed: int = 0) -> list[list[dict]]:
-    """`detect_steps` over several series, (values, commits) each; the steps come back as
-    dicts, so a batch can be one cluster task with plain data both ways."""
+def detect_batch(batch: Sequence[tuple[Sequence[float], Sequence[str], float]], seed: int = 0) -> list[list[dict]]:
+    """`detect_steps` over several series, (values, commits, threshold) each; the steps come
+    back as dicts, so a batch can be one cluster task with plain data both ways."""
     return [[dataclasses.asdict(s) for s in detect_steps(values, commits, threshold, seed=seed)]
-            for values, commits in batch]
+            for values, commits, threshold in batch]

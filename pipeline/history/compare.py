@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import summary
+from pipeline import config, summary
 from pipeline.history import verdicts
 from pipeline.summary import shape_label
 from reports import metric_names
-from workers import status
+from workers import status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Table order: what blocks a merge first, then what needs a look, then the rest.
@@ -82,17 +82,28 @@ class Row:
     head: Side | None
     comparison: verdicts.Comparison | None = None
     moved: tuple[Moved, ...] = ()
+    threshold: float | None = None  # the one this row was judged with
 
 
 @dataclass(frozen=True)
 class Report:
+    """threshold is the one given on the command line, or None when each series was judged
+    with the default of its device kind (`pipeline.config.DEFAULT_THRESHOLDS`)."""
+
     base_sha: str
     base_subject: str
     head_sha: str
     head_subject: str
-    threshold: float
+    threshold: float | None
     rounds: int
     rows: tuple[Row, ...]
+
+    @property
+    def threshold_text(self) -> str:
+        if self.threshold is not None:
+            return f"±{self.threshold:.1%}"
+        used = {config.device_kind(r.device): r.threshold for r in self.rows if r.threshold is not None}
+        return config.describe_thresholds(used)
 
     @property
     def regressions(self) -> list[Row]:
@@ -186,15 +197,17 @@ def moved(base: Side, head: Side) -> tuple[Moved, ...]:
     return tuple(out)
 
 
-def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float) -> list[Row]:
-    """One Row per series on either side, ordered regressions first (then by change)."""
+def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float | None) -> list[Row]:
+    """One Row per series on either side, ordered regressions first (then by change).
+    threshold None: each series is judged with the compare default of its device kind."""
     rows = []
     for key in sorted(set(base) | set(head)):
         b, h = base.get(key), head.get(key)
         comparison = None
+        used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
         if b and h and b.samples and h.samples:
-            comparison = compare_rounds(b, h, threshold)
-        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else ()))
+            comparison = compare_rounds(b, h, used)
+        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else (), used))
     return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
@@ -249,9 +262,10 @@ def format_rate(side: Side | None) -> str:
 
 
 def md_escape(text: str) -> str:
-    """Text safe inside a markdown table cell of a PR comment: no HTML, no cell breaks."""
-    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Text safe inside a markdown table cell of a PR comment: no HTML, links, images,
+    @-mentions or cell breaks (`workers.untrusted.markdown`); names, subjects and compiler
+    output all come from the repository under test."""
+    return untrusted.markdown(text)
 
 
 def _change_cells(c: verdicts.Comparison | None) -> tuple[str, str]:
@@ -268,7 +282,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
     lines = [f"### flopwatch: {head}",
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
-             (f"threshold ±{report.threshold:.1%}; {report.rounds} interleaved round(s); "
+             (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
               f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), "",
              "| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -280,7 +294,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
         verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind
-        cells = [verdict, md_escape(r.variant), shape_label(r.shape), md_escape(r.dtype),
+        cells = [verdict, md_escape(r.variant), md_escape(shape_label(r.shape)), md_escape(r.dtype),
                  md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
                  md_escape(others)]
         lines.append("| " + " | ".join(cells) + " |")

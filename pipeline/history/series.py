@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pipeline import config
 from pipeline.history import changepoint
 from pipeline.history.compare import flatten_numeric, series_key
 from pipeline.history.regressions import Regression
@@ -113,23 +114,26 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
     return out
 
 
-def find_regressions(series: Sequence[Series], threshold: float = 0.05, seed: int = 0,
+def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0,
                      steps_of: Callable | None = None) -> list[Regression]:
     """Slowdown steps of every series (E-Divisive means, `pipeline.history.changepoint.detect_steps`
     on the per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
-    after it. Speed-ups are not regressions and are left out.
+    after it. Speed-ups are not regressions and are left out. threshold None: each series
+    uses the history default of its device kind (`pipeline.config.default_threshold`).
 
-    steps_of(inputs, threshold, seed) maps [(times, shas)] per series to their steps as dicts;
+    steps_of(inputs, seed) maps [(times, shas, threshold)] per series to their steps as dicts;
     the default runs `changepoint.detect_batch` here, `detect_cluster.detect_batches` spreads
     the series over the cluster."""
     todo = [s for s in series if len(s.measured) >= 6]  # two segments of min_size 3 need 6 points
-    inputs = [([p.median_s for p in s.measured], [p.sha for p in s.measured]) for s in todo]
+    limits = [threshold if threshold is not None else config.default_threshold(s.device, "history") for s in todo]
+    inputs = [([p.median_s for p in s.measured], [p.sha for p in s.measured], limit)
+              for s, limit in zip(todo, limits)]
     found = []
-    for s, steps in zip(todo, (steps_of or changepoint.detect_batch)(inputs, threshold, seed)):
+    for s, limit, steps in zip(todo, limits, (steps_of or changepoint.detect_batch)(inputs, seed)):
         points = s.measured
         for step in steps:
-            if step["change"] <= threshold:
+            if step["change"] <= limit:
                 continue
             work = points[0].rate * points[0].median_s
             before, after = step["mean_before"], step["mean_after"]

@@ -39,3 +39,28 @@ def test_nvtx_range_selects_timed_launches(built_variants, cuda_tools, tmp_path)
     assert strided["coalescing_pct"] <= 25
     matmul = [v for k, v in derived.items() if "copy" not in k]
     assert max(v["tensor_insts"] for v in matmul) > 0
+
+
+def test_the_copy_peer_gets_counters(cuda_tools):
+    """The peer runs as job as any variant does, with --profile: its row carries ncu counters
+    (a copy_ done by the copy engine gave "ncu profiled no kernel inside the timed range")."""
+    if not cuda_tools.ncu:
+        pytest.skip("ncu not found")
+    from pipeline.config import load_config
+    from pipeline.discovery import discover
+    from pipeline.plan import build_plan, jobs_for
+    from workers.build import build_variant, toolchains
+    from workers.runner import execute_job
+
+    root = Path(__file__).resolve().parents[2]
+    variants, _ = discover(root, load_config(root), ("kernels/copy",))
+    peer = next(v for v in variants if v.name == "torch_copy")
+    job = next(j for j in jobs_for(variants) if j.variant == "torch_copy" and j.device_kind == "cuda")
+    plan = build_plan(root, peer, (), toolchains()["python"]["ident"])
+    build, artifact = build_variant(peer, plan.bundle, plan.build_hash, [])
+    result = execute_job(job, peer, build, artifact, {"timing": {"budget_s": 0.2}, "profile": True})
+    assert result.status == "ok", result.diagnostic
+    counters = result.counters
+    assert "profile_error" not in counters, counters.get("profile_error")
+    assert counters["kernels"] >= 1 and counters["kernel_names"], counters
+    assert counters["coalescing_pct"] >= 90 and counters["dram_bytes"] > 0, counters

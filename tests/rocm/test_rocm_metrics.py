@@ -91,3 +91,27 @@ def test_required_counters_exclude_constants_and_dispatch_fields():
     table = load_metric_table()
     assert required_counters(table, ["waves_per_cu", "duration_ns", "l2_hit_pct"]) == [
         "GRBM_GUI_ACTIVE", "SQ_ACCUM_PREV_HIRES", "TCC_HIT_sum", "TCC_MISS_sum"]
+
+
+def test_vcopy_mi300x_occupancy_same_pass_versus_merged_grbm():
+    """docs/amd.md "Wavefront occupancy: which GRBM_GUI_ACTIVE": flopwatch divides the
+    accumulated waves by the GRBM_GUI_ACTIVE of the pass that collected them; rocprof-compute's
+    analyzer by the GRBM_GUI_ACTIVE column of its merged pmc_perf.csv, another pass's value."""
+    table = load_metric_table()
+    constants = system_constants((VCOPY / "sysinfo.csv").read_text())
+    same_pass = _rows("SQ_LEVEL_WAVES.csv")
+    merged = {r["Dispatch_ID"]: r for r in _rows("pmc_perf.csv")}
+    assert len(same_pass) == 3 and set(merged) == {r["Dispatch_ID"] for r in same_pass}
+    ratios, ours, theirs = [], [], []
+    for row in same_pass:
+        values = sum_channels(row)
+        as_analyzer = dict(values, GRBM_GUI_ACTIVE=float(merged[row["Dispatch_ID"]]["GRBM_GUI_ACTIVE"]))
+        ours.append(compute_metrics(table, values, constants, ["waves_per_cu"])["waves_per_cu"])
+        theirs.append(compute_metrics(table, as_analyzer, constants, ["waves_per_cu"])["waves_per_cu"])
+        ratios.append(as_analyzer["GRBM_GUI_ACTIVE"] / values["GRBM_GUI_ACTIVE"])
+    # dispatch 0: 155189876 / (486977 / 8) / 304 = 8.386 waves/CU;
+    #             155189876 / (2572147 / 8) / 304 = 1.588 waves/CU; 2572147 / 486977 = 5.28
+    assert ours[0] == pytest.approx(8.386, abs=0.001) and theirs[0] == pytest.approx(1.588, abs=0.001)
+    assert [round(r, 2) for r in ratios] == [5.28, 5.50, 6.08]
+    for o, t, r in zip(ours, theirs, ratios):
+        assert o / t == pytest.approx(r)  # the occupancies differ by exactly the GRBM ratio

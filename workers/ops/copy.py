@@ -10,7 +10,8 @@ OUTPUT = "dst"  # the output tensor's name in raw kernel argument lists
 DIMS = ("n",)
 LAYOUTS = ("nt",)
 TOLERANCE = {"fp32": (0.0, 0.0), "fp16": (0.0, 0.0), "bf16": (0.0, 0.0)}
-PEER_NAME = "torch.Tensor.copy_"
+# torch elementwise kernel, not copy_ (a copy-engine memcpy that profilers cannot see): kernels/copy/torch_copy/ref.py
+PEER_NAME = "torch.mul(src, 1, out=dst)"
 
 
 def flops(dims: dict) -> float:
@@ -41,7 +42,9 @@ def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, 
 
 
 def peer(inputs: dict, out, layout: str, alpha: float = 1.0, beta: float = 0.0) -> None:
-    out.copy_(inputs["src"])
+    import torch
+
+    torch.mul(inputs["src"], 1, out=out)
 
 
 def c_args(inputs: dict, out, dims: dict, alpha: float, beta: float, alpha_beta: bool) -> list:

@@ -1,0 +1,77 @@
+"""The copy peer runs as a kernel (so the profilers see it) and copies bit for bit; the profile
+stage turns an ncu report without kernels into a note, and a report with kernels into counters."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+
+import torch
+
+from workers import profile
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "ncu" / "flopwatch_h100" / "ncu_copy_raw.csv"
+# What ncu 2025.3 printed for the old peer on an H100 (docs/gpu-runs/suite_h100.txt): the timed
+# range held only a cudaMemcpyAsync, which the copy engine carries out.
+NO_KERNEL = ("==WARNING== No kernels were profiled.\n"
+             "==WARNING== Note that specified NVTX include expressions match only push/pop ranges.\n")
+
+
+def _peer():
+    spec = importlib.util.spec_from_file_location("torch_copy_ref", ROOT / "kernels/copy/torch_copy/ref.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.copy
+
+
+def test_peer_copies_every_bit_of_finite_and_special_values():
+    src = torch.randn(4099, generator=torch.Generator().manual_seed(3))
+    src[:6] = torch.tensor([-0.0, 0.0, float("inf"), float("-inf"), 1e-45, -3.4e38])
+    dst = torch.full_like(src, 7.0)
+    _peer()(src, dst)
+    assert torch.equal(src.view(torch.int32), dst.view(torch.int32))
+
+
+def test_peer_does_not_go_through_copy_():
+    """copy_ of contiguous same-dtype tensors is a copy-engine memcpy on GPUs: no kernel for ncu."""
+    src, dst = torch.randn(1024), torch.empty(1024)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        _peer()(src, dst)
+    ops = [(e.name, e.input_shapes) for e in prof.events()]
+    assert ("aten::mul", [[1024], [], [1024]]) in ops, ops
+    # the only copy_ allowed is torch wrapping the scalar 1 (0-d, on the host)
+    assert not [op for op in ops if op[0] == "aten::copy_" and [1024] in op[1]], ops
+
+
+def _fake_ncu(tmp_path: Path, output: str) -> str:
+    """An `ncu` that writes `output` to its --log-file and runs nothing."""
+    payload = tmp_path / "payload.txt"
+    payload.write_text(output)
+    script = tmp_path / "ncu"
+    script.write_text(f"#!{sys.executable}\nimport sys\nargv = sys.argv\n"
+                      f"open(argv[argv.index('--log-file') + 1], 'w').write(open({str(payload)!r}).read())\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_no_kernel_in_the_range_is_a_note_not_counters(tmp_path, monkeypatch):
+    from workers.cuda import toolchain
+
+    monkeypatch.setattr(toolchain, "find_ncu", lambda: _fake_ncu(tmp_path, NO_KERNEL))
+    counters, note = profile.profile_cuda(tmp_path, "spec.json", 30, dict(os.environ))
+    assert counters == {}
+    assert note.startswith("ncu profiled no kernel inside the timed range") and "No kernels were profiled" in note
+
+
+def test_kernels_in_the_range_become_counters(tmp_path, monkeypatch):
+    from workers.cuda import toolchain
+
+    monkeypatch.setattr(toolchain, "find_ncu", lambda: _fake_ncu(tmp_path, FIXTURE.read_text()))
+    counters, note = profile.profile_cuda(tmp_path, "spec.json", 30, dict(os.environ))
+    assert note == ""
+    assert counters["kernels"] >= 1 and counters["kernel_names"]
+    assert "coalescing_pct" in counters or "dram_bytes" in counters
