@@ -45,6 +45,9 @@ CREATE INDEX IF NOT EXISTS results_series ON results (variant, shape, dtype, dev
 """
 
 _JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "device_info", "phases")
+_COLUMNS = ("id", "run_id", "commit_sha", "dirty", "variant", "op", "backend", "shape", "dtype", "device",
+            "toolchain", "build_hash", "status", "peer", "median_s", "ci_low_s", "ci_high_s", "flops",
+            "bytes_moved", "diagnostic", *_JSON_COLUMNS, "stderr_tail", "created_at")
 
 
 class StoreError(RuntimeError):
@@ -147,9 +150,11 @@ class Store:
         d["analysis"] = json.loads(d["analysis"] or "{}")
         return d
 
-    def results(self, where: str = "1", params: tuple = ()) -> list[dict]:
-        """Result rows as dicts with JSON columns decoded, oldest first."""
-        rows = self.db.execute(f"SELECT * FROM results WHERE {where} ORDER BY id", params).fetchall()
+    def results(self, where: str = "1", params: tuple = (), columns: tuple[str, ...] | None = None) -> list[dict]:
+        """Result rows as dicts with JSON columns decoded, oldest first. `columns` limits the
+        row to those columns (a year of history need not decode every tile map)."""
+        wanted = "*" if columns is None else ", ".join(c for c in columns if c in _COLUMNS)
+        rows = self.db.execute(f"SELECT {wanted} FROM results WHERE {where} ORDER BY id", params).fetchall()
         return [_decode(r) for r in rows]
 
     def latest_results(self, commit_sha: str) -> list[dict]:
@@ -181,7 +186,8 @@ class Store:
 def _decode(row: sqlite3.Row) -> dict:
     d = dict(row)
     for col in _JSON_COLUMNS:
-        d[col] = json.loads(d[col]) if d[col] else ({} if col != "samples" else [])
+        if col in d:
+            d[col] = json.loads(d[col]) if d[col] else ({} if col != "samples" else [])
     return d
 
 

@@ -6,26 +6,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reports.format import rate, throughput, unit_of
 from workers import status, untrusted
 
 
-def rate(row: dict) -> float | None:
-    """FLOP/s of a row (bytes/s for ops that do no arithmetic), or None when not timed."""
-    if not row.get("median_s"):
-        return None
-    work = row.get("flops") or row.get("bytes_moved") or 0.0
-    return work / row["median_s"] if work else None
-
-
 def format_rate(row: dict) -> str:
-    value = rate(row)
-    if value is None:
-        return "—"
-    unit = "FLOP/s" if row.get("flops") else "B/s"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}" if value / scale < 100 else f"{value / scale:.0f} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    """`697.5 TFLOP/s`, `2953 GB/s`, `—` when not timed: the site's formatting, for the terminal."""
+    return throughput(rate(row), unit_of(row))
 
 
 def with_peer(rows: list[dict]) -> list[dict]:
@@ -42,12 +29,18 @@ def with_peer(rows: list[dict]) -> list[dict]:
 
 def sort_rows(rows: list[dict]) -> list[dict]:
     """Failures first, then measured rows, skipped ones last; within each by op, device, shape
-    and throughput (fastest first)."""
+    (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
     def rank(r: dict) -> int:
         return 0 if r["status"] in status.FAILURES else (2 if r["status"] == status.SKIPPED else 1)
 
-    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", r["shape"] or "",
+    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", _shape_order(r["shape"]),
                                        r["dtype"] or "", -(r.get("rate") or 0)))
+
+
+def _shape_order(key: str | None) -> tuple:
+    """Shape keys in numeric order of their dimensions, not text order."""
+    parts = (key or "").split(",")
+    return tuple((0, int(v), "") if v.isdigit() else (1, 0, v) for v in (p.partition("=")[2] or p for p in parts))
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:

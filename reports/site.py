@@ -1,59 +1,92 @@
-"""The static report site: index (latest commit), one page per commit, shipped plotly.js.
+"""The static report site: the dashboard (index), commit pages, history pages, shipped plotly.js.
 
-Every string from users (commit subjects, authors, variant names, compiler output) goes
-through jinja2's autoescaping; figures are embedded as escaped JSON (`reports.figures`).
+`write_site` renders a `SiteInput` that the driver's commands build from the store
+(`pipeline.commands.publish`); nothing here opens a database. Every string from users (commit
+subjects, authors, variant names, compiler output) goes through jinja2's autoescaping;
+figures are embedded as escaped JSON (`reports.figures`).
+
+Size: one `plotly.min.js` and one commit table for the whole site; a commit page only for
+the commits a reader is sent to (the newest ones, the ends and culprits of regressions), so
+the site grows with the number of series, not with series × commits.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import plotly
-from jinja2 import Environment, PackageLoader, select_autoescape
 
-from pipeline.store import Store
-from pipeline.summary import format_rate, sort_rows, with_peer
 from reports import figures, history_pages
+from reports.format import anchor
+from reports.templates_env import render
 from workers import status
 
-_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
-_ENV.filters["rate"] = format_rate
-_ENV.filters["sci"] = lambda v: "" if v is None else (f"{v:.2e}" if isinstance(v, (int, float)) else str(v))
-_ENV.filters["short"] = lambda sha: (sha or "")[:10]
+_ASSETS = Path(__file__).parent / "assets"
+
+
+@dataclass(frozen=True)
+class CommitView:
+    """One commit of the index's commit list. rows (result dicts with `rate` and
+    `pct_of_peer`, in table order) is set when the commit gets its own page."""
+
+    commit: dict
+    n_results: int
+    n_failing: int
+    rows: list[dict] | None = None
+    # the commit's latest run summary (`runs.summary`): device busy rows and the peer check
+    run_summary: dict | None = None
+
+
+@dataclass(frozen=True)
+class SiteInput:
+    """What the site shows. commits: newest first; line: commit dicts along the first-parent
+    line, oldest first (the trend pages' x axis); series: history series; dashboard: the
+    dashboard records; regressions: stored regressions, newest first; feed: the JSON feed."""
+
+    commits: Sequence[CommitView]
+    line: Sequence[dict]
+    series: Sequence
+    dashboard: object
+    regressions: Sequence
+    feed: dict
 
 
 def commit_page_name(sha: str) -> str:
     return f"commit-{sha[:12]}.html"
 
 
-def write_site(store: Store, site: Path, extra_pages: dict | None = None, order: list[str] | None = None) -> Path:
-    """(Re)write the whole site from the store; returns the index path. `order` is the
-    first-parent line (SHAs, oldest first) that orders the history pages, when known."""
-    site.mkdir(parents=True, exist_ok=True)
+def write_assets(site: Path) -> None:
     assets = site / "assets"
-    assets.mkdir(exist_ok=True)
-    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", assets / "plotly.min.js")
-    commits = store.commits_with_results()
-    pages = []
-    for c in commits:
-        rows = sort_rows(with_peer(store.latest_results(c["sha"])))
-        commit = store.commit(c["sha"]) or {"sha": c["sha"]}
-        summary = store.run_summary(c["sha"])
-        _render(site / commit_page_name(c["sha"]), "commit.html.j2", commit=commit, rows=rows,
-                failures=_failure_panels(rows), failing=status.FAILURES,
-                devices=summary.get("devices", []), peer_flags=(summary.get("peer_check") or {}).get("flagged", []))
-        pages.append({"commit": commit, "rows": rows, "page": commit_page_name(c["sha"])})
-    extra = {**history_pages.write_pages(store, site, order), **(extra_pages or {})}
-    latest = pages[0] if pages else None
-    index = site / "index.html"
-    _render(index, "index.html.j2", latest=latest, commits=pages, failing=status.FAILURES,
-            extra=extra)
-    return index
+    assets.mkdir(parents=True, exist_ok=True)
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    target = assets / "plotly.min.js"
+    if not target.exists() or target.stat().st_size != js.stat().st_size:
+        shutil.copy2(js, target)
+    shutil.copy2(_ASSETS / "flopwatch.js", assets / "flopwatch.js")
 
 
-def _render(path: Path, template: str, **ctx) -> None:
-    path.write_text(_ENV.get_template(template).render(**ctx))
+def write_site(site: Path, inp: SiteInput) -> Path:
+    """(Re)write the whole site; returns the index path."""
+    site.mkdir(parents=True, exist_ok=True)
+    write_assets(site)
+    for stale in site.glob("commit-*.html"):
+        stale.unlink()  # pages of commits no longer in the window go: the site stays bounded
+    for c in inp.commits:
+        if c.rows is not None:
+            write_commit_page(site, c.commit, c.rows, c.run_summary)
+    history_pages.write_pages(site, inp)
+    render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name)
+    return site / "index.html"
+
+
+def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: dict | None = None) -> Path:
+    summary = run_summary or {}
+    return render(site / commit_page_name(commit["sha"]), "commit.html.j2", commit=commit, rows=rows,
+                  failures=_failure_panels(rows), failing=status.FAILURES, devices=summary.get("devices", []),
+                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []))
 
 
 def _failure_panels(rows: list[dict]) -> list[dict]:
@@ -61,11 +94,12 @@ def _failure_panels(rows: list[dict]) -> list[dict]:
     for i, r in enumerate(rows):
         if r["status"] not in status.FAILURES:
             continue
-        tile_map = r.get("correctness", {}).get("tile_map")
+        tile_map = (r.get("correctness") or {}).get("tile_map")
         plot = None
         if tile_map and r["status"] == status.INCORRECT:
             fig = figures.tile_heatmap(tile_map, r["correctness"].get("tile", 64),
                                        f"{r['variant']} {r['shape']} {r['dtype']}: max abs error per tile")
             plot = figures.embed(fig, f"heat{i}")
-        panels.append({"row": r, "plot": plot})
+        panels.append({"row": r, "plot": plot,
+                       "anchor": anchor(r["variant"], r["shape"], r["dtype"], r["device"])})
     return panels

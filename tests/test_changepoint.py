@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from pipeline.history.changepoint import detect_steps, e_divisive, energy_statistics
+from pipeline.history import changepoint
+from pipeline.history.changepoint import detect_steps, e_divisive, energy_statistics, segment_mean_bounds
 
 
 def commits(n):
@@ -99,3 +100,50 @@ def test_results_are_reproducible_and_inputs_checked():
     assert e_divisive([1.0, 2.0, 3.0]) == []  # too short for two segments of min_size
     with pytest.raises(ValueError, match="commits"):
         detect_steps([1.0, 2.0], ["a"])
+
+
+def test_segment_mean_bounds_are_the_extreme_run_means():
+    rng = np.random.default_rng(4)
+    for n in (6, 7, 11, 25):
+        x = rng.normal(1.0, 0.2, n)
+        runs = [x[a:b].mean() for a in range(n) for b in range(a + 3, n + 1)]
+        assert segment_mean_bounds(x, 3) == pytest.approx((min(runs), max(runs)))
+
+
+def test_the_bound_skips_only_series_that_cannot_show_a_step():
+    # A lone spike (a busy night) widens min..max but not the run means: no test is run...
+    quiet = np.concatenate([np.full(20, 1.0), [1.08], np.full(20, 1.0)]) * (1 + 0.001 * np.sin(np.arange(41)))
+    calls = []
+    real = changepoint.e_divisive
+    changepoint.e_divisive = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        assert detect_steps(quiet, commits(41), threshold=0.03) == []
+        assert calls == []
+        # ...while a real step goes through the full search and is found where it is.
+        step = np.concatenate([np.full(20, 1.0), np.full(21, 1.05)]) * (1 + 0.001 * np.sin(np.arange(41)))
+        assert [s.index for s in detect_steps(step, commits(41), threshold=0.03)] == [20] and calls
+    finally:
+        changepoint.e_divisive = real
+
+
+def test_permutations_stop_once_the_split_cannot_be_significant(monkeypatch):
+    # A flat series: the first test fails, and it fails long before 199 shuffles.
+    counted = []
+    real = changepoint._best_split
+    monkeypatch.setattr(changepoint, "_best_split", lambda *a: counted.append(1) or real(*a))
+    assert e_divisive(np.random.default_rng(2).normal(1.0, 0.01, 60), permutations=199) == []
+    assert 10 < len(counted) < 80
+    # A clear step: the p-value still comes from every shuffle (1 / 200 when none reaches it).
+    counted.clear()
+    values = np.concatenate([np.full(30, 1.0), np.full(30, 1.2)]) + np.random.default_rng(3).normal(0, 0.01, 60)
+    first = e_divisive(values, permutations=199)[0]
+    assert first.index == 30 and first.p_value == pytest.approx(1 / 200)
+
+
+def test_a_batch_is_detect_steps_per_series_as_plain_dicts():
+    rng = np.random.default_rng(8)
+    a = np.concatenate([rng.normal(1.0, 0.01, 15), rng.normal(1.2, 0.01, 15)])
+    b = rng.normal(1.0, 0.01, 30)
+    got = changepoint.detect_batch([(list(a), commits(30), 0.03), (list(b), commits(30), 0.03)])
+    assert got[1] == [] and [s["index"] for s in got[0]] == [15]
+    assert got[0][0]["commit_after"] == "c015" and got[0][0] == vars(detect_steps(a, commits(30))[0])

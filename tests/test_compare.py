@@ -71,10 +71,10 @@ def test_moved_resources_and_counters_are_formatted():
                      [_row("k", 1.5e-3, resources=res_h, counters=cnt_h)])
     moved = {m.name: (m.before, m.after) for m in report.rows[0].moved}
     assert moved == {"kernels.gemm.vgprs": ("92", "128"), "kernels.gemm.lds_bytes": ("32 KiB", "64 KiB"),
-                     "kernels.gemm.waves_per_cu": ("6", "3"), "l1_hit_pct": ("66%", "0%"),
+                     "kernels.gemm.waves_per_cu": ("6.0", "3.0"), "l1_hit_pct": ("66%", "0%"),
                      "coalescing_pct": ("75%", "25%")}
     md = cmp.render_markdown(report)
-    assert "kernels.gemm.lds_bytes 32 KiB → 64 KiB" in md and "l1_hit_pct 66% → 0%" in md
+    assert "gemm: LDS 32 KiB → 64 KiB" in md and "L1 hit 66% → 0%" in md
 
 
 def test_flatten_numeric_walks_dicts_and_lists_and_drops_bools():

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from pipeline.history import series
+from pipeline.history import dashboard, series
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from workers.records import Result
@@ -38,17 +38,50 @@ def test_series_follow_the_given_order_and_pool_reruns():
     assert s.unit == "FLOP/s" and "/" not in s.slug
 
 
-def test_dashboard_puts_failing_first_then_biggest_movers():
-    commits = [_commit(i) for i in range(6)]
+def _board(rows, commits, regressions=(), last_n=20):
+    all_series = series.build_series(rows, commits)
+    ops = {(r["variant"], r["shape"], r["dtype"], r["device"]): ("gemm", r["variant"] == "peer") for r in rows}
+    return dashboard.build(all_series, regressions, {c["sha"]: c for c in commits}, [c["sha"] for c in commits], ops,
+                           last_n)
+
+
+def test_dashboard_lists_open_regressions_then_failing_then_the_matrix():
+    commits = [_commit(i) for i in range(30)]
     rows = []
-    for i in range(6):
-        rows += [_row(i, "steady", 1e-3, seed=1), _row(i, "mover", 1e-3 * (1 + 0.1 * i), seed=2),
-                 _row(i, "small_mover", 1e-3 * (1 + 0.02 * i), seed=3)]
-        rows.append(_row(i, "broken", 1e-3, status="build_failed" if i == 5 else "ok"))
-    rows_by = series.dashboard(series.build_series(rows, commits), last_n=6)
-    assert [r.series.variant for r in rows_by] == ["broken", "mover", "small_mover", "steady"]
-    assert rows_by[0].failing and not rows_by[1].failing
-    assert -0.35 < rows_by[1].change < -0.30  # 1.5x the time over the window is -33% throughput
+    for i in range(30):
+        rows += [_row(i, "steady", 1e-3, seed=1), _row(i, "peer", 0.5e-3, seed=2),
+                 _row(i, "slowed", 1e-3 if i < 20 else 1.25e-3, seed=3),
+                 _row(i, "recovered", 1e-3 if not 10 <= i < 15 else 1.3e-3, seed=4),
+                 _row(i, "broken", 1e-3, status="build_failed" if i == 29 else "ok")]
+    shas = [c["sha"] for c in commits]
+    rate = FLOPS / 1e-3
+    stored = [Regression("recovered", "M=256,N=256,K=256", "fp32", "cpu:x", shas[9], shas[10], -0.23, rate,
+                         rate / 1.3, 0.005, id=1),
+              Regression("slowed", "M=256,N=256,K=256", "fp32", "cpu:x", shas[19], shas[20], -0.2, rate, rate / 1.25,
+                         0.005, id=2, culprit_sha=shas[20])]
+    board = _board(rows, commits, stored)
+    [open_one] = board.regressions  # the recovered series is not an open regression
+    assert open_one.regression.variant == "slowed" and open_one.between == 1
+    assert open_one.good["sha"] == shas[19] and open_one.culprit["subject"] == "commit 20"
+    assert [c.series.variant for c in board.failing] == ["broken"]
+    [matrix] = board.matrices
+    assert matrix.rows[0][0] == "peer"  # the peer leads its matrix
+    cells = {v: c[0] for v, c in matrix.rows}
+    assert 45 < cells["steady"].pct_of_peer < 55 and cells["peer"].pct_of_peer is None
+    assert len(cells["steady"].spark) == 20 and cells["broken"].rate is None
+
+
+def test_matrix_colours_a_change_beyond_the_noise_band_only():
+    commits = [_commit(i) for i in range(40)]
+    rows = []
+    for i in range(40):
+        rows += [_row(i, "quiet", 1e-3, seed=5), _row(i, "jumps", 1e-3 if i < 39 else 1.1e-3, seed=6),
+                 _row(i, "faster", 1e-3 if i < 39 else 0.9e-3, seed=7)]
+    cells = {v: c[0] for v, c in _board(rows, commits).matrices[0].rows}
+    assert cells["quiet"].move_prev == cells["quiet"].move_median == dashboard.SAME
+    assert cells["jumps"].move_prev == cells["jumps"].move_median == dashboard.SLOWER
+    assert cells["faster"].move_median == dashboard.FASTER
+    assert -0.1 < cells["jumps"].change_median < -0.08 and 0 < cells["quiet"].band < 0.03
 
 
 def test_find_regressions_reports_slowdowns_only():
@@ -73,7 +106,7 @@ def test_regressions_table_dedupes_and_feed_is_json(tmp_path):
         table.set_culprit(stored.id, _commit(1)["sha"], {"evaluations": 3})
         table.record(Regression("w", "M=1", "fp32", "cpu", _commit(1)["sha"], _commit(2)["sha"],
                                            -0.1, 2.0, 1.8, 0.01))
-        from reports.history_pages import write_feed
+        from pipeline.commands.publish import write_feed
 
         feed = json.loads(write_feed(store, tmp_path / "site").read_text())
     assert feed["count"] == 2 and [x["variant"] for x in feed["regressions"]] == ["w", "v"]
@@ -83,7 +116,7 @@ def test_regressions_table_dedupes_and_feed_is_json(tmp_path):
 
 
 def test_site_pages_escape_user_strings(tmp_path):
-    from reports.site import write_site
+    from pipeline.commands.publish import write_site
 
     evil = "<script>alert('x')</script>"
     with Store(tmp_path / "s.db") as store:
@@ -99,8 +132,10 @@ def test_site_pages_escape_user_strings(tmp_path):
         write_site(store, tmp_path / "site")
     site = tmp_path / "site"
     trend = next(site.glob("trend-*.html")).read_text()
-    assert evil not in trend and "&lt;script&gt;" in trend and "Plotly.newPlot" in trend
-    assert "vgprs" in trend  # the resource panel is there because it varied
+    assert evil not in trend and "&lt;script&gt;" in trend and "fwPlot(" in trend
+    commits_js = (site / "assets" / "commits.js").read_text()  # subjects for the hovers
+    assert evil not in commits_js and "\\u003cscript\\u003ealert" in commits_js
+    assert "resources.kernels.k.vgprs" in trend  # the resource panel is there because it varied
     index = (site / "index.html").read_text()
-    assert "dashboard.html" in index and "regressions.html" in index
-    assert (site / "dashboard.html").exists() and json.loads((site / "regressions.json").read_text())["count"] == 0
+    assert "Open regressions (0)" in index and "regressions.html" in index and "commits.html" in index
+    assert json.loads((site / "regressions.json").read_text())["count"] == 0

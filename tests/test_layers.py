@@ -27,7 +27,7 @@ RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipelin
 RULES = [
     ("workers", ("pipeline", "reports")),
     ("reports", ("pipeline",)),
-    *[(m, ("pipeline.history", "pipeline.commands", "pipeline.cli", "reports")) for m in RUN_ROOM],
+    *[(m, ("pipeline.history", "pipeline.commands", "pipeline.cli")) for m in RUN_ROOM],
     ("pipeline.history", ("pipeline.commands", "pipeline.cli")),
 ]
 

@@ -4,16 +4,17 @@ with the right status and an actionable diagnostic, and the good results are sto
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import ray
 from ray.cluster_utils import Cluster
 from suite_repo import make_suite_repo
 
 from pipeline import cluster
+from pipeline.commands.publish import write_site
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
-from reports.site import write_site
 
 pytestmark = pytest.mark.slow
 
@@ -107,3 +108,22 @@ def test_report_escapes_user_strings_and_shows_the_failing_tile(first_run, tmp_p
     commit_page = (tmp_path / "site" / f"commit-{outcome.commit.sha[:12]}.html").read_text()
     assert "tile (1, 0)" in commit_page and "Plotly.newPlot" in commit_page
     assert (tmp_path / "site" / "assets" / "plotly.min.js").stat().st_size > 1_000_000
+
+
+def test_detect_spreads_series_batches_over_the_cluster(two_nodes):
+    from pipeline.history import detect_cluster
+    from pipeline.history import series as history
+
+    rng = np.random.default_rng(5)
+    commits = [{"sha": f"{i:040x}", "subject": "", "author": "", "authored_at": ""} for i in range(24)]
+    rows = []
+    for v in range(6):
+        for i in range(24):
+            seconds = 1e-3 * (1.3 if v == 2 and i >= 15 else 1.0)
+            rows.append({"commit_sha": f"{i:040x}", "variant": f"v{v}", "shape": "M=8", "dtype": "fp32",
+                         "device": "cpu:x", "status": "ok", "flops": 1e6,
+                         "samples": list(seconds * (1 + 0.01 * rng.standard_normal(10)))})
+    series = history.build_series(rows, commits)
+    here = history.find_regressions(series, 0.05)
+    spread = history.find_regressions(series, 0.05, steps_of=detect_cluster.detect_batches)
+    assert spread == here and [(r.variant, r.bad_sha) for r in here] == [("v2", f"{15:040x}")]

@@ -1,20 +1,25 @@
 """The report site opened in headless Chromium: every page type loads without console errors
-and its plots render. Skipped where Chromium is not installed (Debian package `chromium`)."""
+and its plots render: the dashboard, a trend page with a marked change point, a commit page
+with a failing variant's tile heatmap, a compare page, a bisect page. Skipped where Chromium
+is not installed (Debian package `chromium`). With FLOPWATCH_SCREENSHOTS=DIR set, each page
+is also saved as DIR/<page>.png for a person to look at."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pipeline.commands.publish import write_site
 from pipeline.history import bisect as bis
 from pipeline.history import compare as cmp
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from reports.history_pages import write_bisect_page, write_compare_page
-from reports.site import write_site
 from workers.records import Result
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -31,6 +36,18 @@ def open_page(path, profile) -> tuple[str, str]:
     return done.stdout, done.stderr
 
 
+def screenshot(path, profile) -> None:
+    """Save `path` as a PNG under $FLOPWATCH_SCREENSHOTS (nothing when it is not set)."""
+    folder = os.environ.get("FLOPWATCH_SCREENSHOTS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    out = Path(folder) / f"{path.stem.split('-')[0]}.png"
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--window-size=1300,1600",
+                    f"--screenshot={out}", path.as_uri()], check=False, capture_output=True, timeout=90)
+
+
 def console_errors(log: str) -> list[str]:
     return [line for line in log.splitlines() if "Uncaught" in line or "ERROR:CONSOLE" in line
             or ("CONSOLE" in line and "Error" in line)]
@@ -39,7 +56,7 @@ def console_errors(log: str) -> list[str]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
-    shas = [f"{i:040x}" for i in range(8)]
+    shas = [f"{i + 1:x}" * 40 for i in range(8)]  # distinct in their first 12 characters (page names)
     with Store(root / "results.db") as store:
         for i, sha in enumerate(shas):
             store.record_commit(sha, f"<b>commit</b> {i} & \"quotes\"", "A <a@x>", f"2025-02-{i + 1:02d}", [])
@@ -56,6 +73,15 @@ def site(tmp_path_factory):
                 variant="broken</script>", op="gemm", backend="cpp", shape="M=256,N=256,K=256", dtype="fp32",
                 device="cpu:x", status="build_failed" if i == 7 else "ok", diagnostic="error: expected ';'",
                 median_s=1e-3, ci_low_s=1e-3, ci_high_s=1e-3, samples_s=(1e-3,) * 10, flops=FLOPS))
+            wrong = i == 7
+            tiles = [[(0.0021 if (r + c) % 3 else 1.75) for c in range(4)] for r in range(4)]
+            tiles[3][3] = "inf"
+            store.record_result(run, sha, False, Result(
+                variant="wrong_tile", op="gemm", backend="cpp", shape="M=256,N=256,K=256", dtype="fp32",
+                device="cpu:x", status="incorrect" if wrong else "ok",
+                diagnostic="5 of 16 tiles over tolerance; 1 tile never written" if wrong else "",
+                median_s=2e-3, ci_low_s=2e-3, ci_high_s=2e-3, samples_s=(2e-3,) * 10, flops=FLOPS,
+                correctness={"rel_fro_err": 0.0213, "tile": 64, "tile_map": tiles} if wrong else {}))
         table = RegressionStore(store)
         r, _ = table.record(Regression("cpp_blocked", "M=256,N=256,K=256", "fp32", "cpu:x", shas[4], shas[5],
                                        -0.29, 3.3e10, 2.4e10, 0.005))
@@ -70,12 +96,23 @@ def site(tmp_path_factory):
                            bis.Probe(shas[4], bis.SKIP, 1, None, "skipped: build_failed")), 5, 5, None, "found")
     culprit = bis.Culprit(shas[5], "slow <down>", "A <a@x>", "2025", " k.cpp | 2 +-", (cmp.Moved("vgprs", "64", "96"),))
     write_bisect_page(root / "site", bis.Report("cpp_blocked", "M=256,N=256,K=256", 0.05,
-                                                tuple((s, f"c{i}") for i, s in enumerate(shas)), outcome, culprit))
+                                                tuple((s, f"c{i}") for i, s in enumerate(shas[4:6])), outcome, culprit),
+                      bis.bound(1))
+    with Store(root / "results.db") as store:  # again, so that the dashboard links the bisect page
+        write_site(store, root / "site", order=shas)
     return root / "site"
 
 
-PAGES = {"index.html": False, "dashboard.html": False, "regressions.html": False,
-         "commit-*.html": False, "trend-cpp_blocked*.html": True, "compare-*.html": False, "bisect-*.html": True}
+# page → what must be in its DOM once the scripts ran
+PAGES = {
+    "index.html": ["Open regressions (1)", "cpp_blocked", "Failing variants (2)", "<svg class=\"spark\"",
+                   "bisect page"],
+    "regressions.html": ["-29.0%"],
+    "commit-888888888888.html": ['class="main-svg"', "wrong_tile", "1 tile never written"],
+    "trend-cpp_blocked*.html": ['class="main-svg"', "-29.0% at 66666666", "culprit 66666666", "VGPR"],
+    "compare-*.html": ["slower", "VGPR"],
+    "bisect-*.html": ['class="main-svg"', "First bad commit"],
+}
 
 
 @pytest.mark.parametrize("pattern", list(PAGES))
@@ -84,8 +121,9 @@ def test_page_loads_without_console_errors(site, pattern, tmp_path):
     dom, log = open_page(page, tmp_path / "profile")
     assert "<table" in dom or "<h1" in dom, log[-2000:]
     assert console_errors(log) == [], console_errors(log)
-    if PAGES[pattern]:
-        assert 'class="main-svg"' in dom, f"plotly did not draw on {page.name}"
+    for wanted in PAGES[pattern]:
+        assert wanted in dom, f"{wanted!r} not on {page.name}"
+    screenshot(page, tmp_path / "shot-profile")
     assert "<script>alert" not in dom and "broken</script>" not in dom.split("<body", 1)[-1].replace(
         "broken&lt;/script&gt;", "")
 

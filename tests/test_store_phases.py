@@ -73,7 +73,7 @@ def test_peer_check_flags_a_card_more_than_3_percent_off_its_node_median():
 
 
 def test_commit_page_shows_a_flagged_device(tmp_path):
-    from reports.site import write_site
+    from pipeline.commands.publish import write_site
 
     store = Store(tmp_path / "r.db")
     store.record_commit("abc123", "subject", "a", "2026-11-22", [])

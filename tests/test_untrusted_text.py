@@ -178,7 +178,7 @@ def test_store_keeps_hostile_text_verbatim_but_bounded(tmp_path):
 
 
 def test_site_escapes_subjects_and_diagnostics(tmp_path):
-    from reports.site import write_site
+    from pipeline.commands.publish import write_site
 
     with Store(tmp_path / "r.db") as store:
         store.record_commit("d" * 40, "<script>alert(1)</script>", "<b>a</b>", "2026-01-01", [])

@@ -9,6 +9,7 @@ not imported here: every sandboxed job imports this module.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -24,11 +25,13 @@ def sorted_samples(samples: Sequence[float]) -> np.ndarray:
     return values
 
 
+@functools.lru_cache(maxsize=256)
 def _binomial_half_cdf(n: int) -> np.ndarray:
     """P(B <= k) for k = 0..n-1, B ~ Binomial(n, 1/2), in log space (no overflow at large n).
 
     Written out instead of scipy.stats.binom so that the timing loop of every sandboxed job
-    does not pay scipy's import time."""
+    does not pay scipy's import time. Cached: a year of history asks for the same few n tens of
+    thousands of times (callers only read the array)."""
     k = np.arange(1, n + 1)
     log_comb = np.concatenate(([0.0], np.cumsum(np.log(n - k + 1) - np.log(k))))
     pmf = np.exp(log_comb - n * math.log(2.0))

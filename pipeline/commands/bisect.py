@@ -99,12 +99,12 @@ def main(args) -> int:
     finally:
         cluster.shutdown(session.cluster_info)
     if not args.no_report:
+        from pipeline.commands import publish
         from reports.history_pages import write_bisect_page
-        from reports.site import write_site
 
         site = site_path(args, work)
-        page = write_bisect_page(site, report)  # first, so that the index links it
-        write_site(session.store, site, order=series.first_parent_shas(repo, args.bad))
+        page = write_bisect_page(site, report, bis.bound(len(report.commits) - 1))  # first: the index links it
+        publish.write_site(session.store, site, order=series.first_parent_shas(repo, args.bad))
         print(f"report: {page}", file=sys.stderr)
     session.store.close()
     if args.json:

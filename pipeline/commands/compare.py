@@ -66,12 +66,12 @@ def main(args) -> int:
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)
     if not args.no_report:
+        from pipeline.commands import publish
         from reports.history_pages import compare_page_name, write_compare_page
-        from reports.site import write_site
 
         site = site_path(args, work)
         write_compare_page(site, report)  # first, so that the index links it
-        write_site(session.store, site, order=series.first_parent_shas(repo, head.sha))
+        publish.write_site(session.store, site, order=series.first_parent_shas(repo, head.sha))
         print(f"report: {site / compare_page_name(base.sha, head.sha)}", file=sys.stderr)
     session.store.close()
     github.write_step_summary(markdown)

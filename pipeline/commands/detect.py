@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
@@ -21,28 +23,45 @@ def add_arguments(p) -> None:
                                        "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
+    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
+                   help="spread the series over this Ray cluster, one task per batch (default: "
+                        "$FLOPWATCH_RAY_ADDRESS; without it, here, unless Ray is already up in this process)")
 
 
-def detect(store: Store, order: list[str], threshold: float | None) -> list[tuple]:
+def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> list[tuple]:
     """Detect and store; returns (Regression as stored, is_new) per step found."""
-    found = series.find_regressions(series.load(store, order), threshold)
+    found = series.find_regressions(series.load(store, order, details=False), threshold, steps_of=steps_of)
     table = RegressionStore(store)
     return [table.record(r) for r in found]
+
+
+def _on_cluster(address: str | None):
+    """`detect_cluster.detect_batches` when a cluster is given or already joined, else None
+    (detect here: starting a local cluster costs more than it saves)."""
+    if not address and "ray" not in sys.modules:
+        return None
+    from pipeline import cluster
+    from pipeline.history import detect_cluster
+
+    if not address and not cluster.ray.is_initialized():
+        return None
+    cluster.connect(address)
+    return detect_cluster.detect_batches
 
 
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
     order = series.first_parent_shas(repo, args.branch)
-    from reports import history_pages, site
+    from pipeline.commands import publish
 
     with Store(db_path(args, work)) as store:
-        recorded = detect(store, order, threshold)
+        recorded = detect(store, order, threshold, _on_cluster(args.ray_address))
         out = site_path(args, work)
         if args.no_report:
-            history_pages.write_feed(store, out)
+            publish.write_feed(store, out)
         else:
-            site.write_site(store, out, order=order)
+            publish.write_site(store, out, order=order)
     if args.json:
         print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
     else:

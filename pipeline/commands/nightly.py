@@ -49,9 +49,9 @@ def main(args) -> int:
                                      f"{r.good_sha[:10]}..{r.bad_sha[:10]}"))
     finally:
         cluster.shutdown(session.cluster_info)
-    from reports.site import write_site
+    from pipeline.commands import publish
 
-    index = write_site(session.store, site_path(args, work), order=order)
+    index = publish.write_site(session.store, site_path(args, work), order=order)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
     print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
@@ -62,7 +62,7 @@ def main(args) -> int:
 
 def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) -> None:
     """Name the culprit of one regression: adjacent ends need no search; otherwise bisect."""
-    from pipeline.history.bisect import render_text
+    from pipeline.history.bisect import bound, render_text
     from reports.history_pages import write_bisect_page
 
     between = checkout.first_parent_range(repo, r.good_sha, r.bad_sha)
@@ -72,7 +72,7 @@ def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) ->
         print(untrusted.one_line(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)"))
         return
     report = bisect_series(session, repo, r.good_sha, r.bad_sha, r.variant, r.shape, threshold, options, max_evals)
-    write_bisect_page(site, report)
+    write_bisect_page(site, report, bound(len(report.commits) - 1))
     o = report.outcome
     table.set_culprit(r.id, o.first_bad, {"message": o.message, "evaluations": o.evaluations,
                                           "candidates": list(o.candidates), "skipped": list(o.skipped)})

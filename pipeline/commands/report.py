@@ -10,13 +10,17 @@ HELP = "write the static HTML report from stored results"
 
 def add_arguments(p) -> None:
     add_repo_options(p)
+    p.add_argument("--branch", help="order the history pages along this branch's first-parent line "
+                                    "(default: by author date, which keeps commits of every branch)")
 
 
 def main(args) -> int:
-    from reports.site import write_site
+    from pipeline.commands import publish
+    from pipeline.history import series
 
-    _, work = workdir(args)
+    repo, work = workdir(args)
+    order = series.first_parent_shas(repo, args.branch) if args.branch else None
     with Store(db_path(args, work)) as store:
-        index = write_site(store, site_path(args, work))
+        index = publish.write_site(store, site_path(args, work), order=order)
     print(f"report: {index}")
     return 0

@@ -35,9 +35,9 @@ def main(args) -> int:
         cluster.shutdown(session.cluster_info)
     rows = [r.to_dict() for r in outcome.results]
     if not args.no_report:
-        from reports.site import write_site
+        from pipeline.commands import publish
 
-        write_site(session.store, site_path(args, work))
+        publish.write_site(session.store, site_path(args, work))
     session.store.close()
     if args.json:
         print(json.dumps({

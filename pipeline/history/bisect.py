@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import verdicts
+from reports import metric_names
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -248,5 +249,5 @@ def render_text(report: Report) -> str:
     c = report.culprit
     if c is not None:
         lines += [f"first bad commit: {c.sha}", f"  {c.subject}", f"  {c.author}  {c.authored_at}", c.diffstat]
-        lines += [f"  moved: {m.name} {m.before} → {m.after}" for m in c.moved]
+        lines += [f"  moved: {metric_names.flat(m.name, 0.0).label} {m.before} → {m.after}" for m in c.moved]
     return "\n".join(lines)

@@ -21,6 +21,7 @@ import numpy as np
 from pipeline import config, summary
 from pipeline.history import verdicts
 from pipeline.summary import shape_label
+from reports import metric_names
 from workers import status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
@@ -155,25 +156,29 @@ def pool(rows: Iterable[dict]) -> dict[tuple, Side]:
 def flatten_numeric(tree, prefix: str = "") -> dict[str, float]:
     """Numeric leaves of nested dicts/lists as {"a.b.c": value}; backends shape their static
     analysis differently, so nothing here assumes a layout."""
-    if isinstance(tree, bool):
-        return {}
-    if isinstance(tree, (int, float)):
+    if type(tree) in (int, float):
         return {prefix: float(tree)}
-    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
     out: dict[str, float] = {}
-    for k, v in items:
-        out.update(flatten_numeric(v, f"{prefix}.{k}" if prefix else str(k)))
+    if type(tree) in (dict, list):
+        _flatten_into(tree, prefix, out)
     return out
 
 
+def _flatten_into(node, name: str, out: dict) -> None:
+    # Exact type checks (bool is not a number here) and no intermediate dicts: a year of
+    # history flattens ~70,000 of these.
+    for k, v in (node.items() if type(node) is dict else enumerate(node)):
+        key = f"{name}.{k}" if name else str(k)
+        kind = type(v)
+        if kind is float or kind is int:
+            out[key] = float(v)
+        elif kind is dict or kind is list:
+            _flatten_into(v, key, out)
+
+
 def format_value(name: str, value: float) -> str:
-    """VGPR counts as integers, LDS and other byte sizes in KiB, percentages with %."""
-    leaf = name.rsplit(".", 1)[-1].lower()
-    if "pct" in leaf or leaf.endswith("_rate"):
-        return f"{value:.0f}%"
-    if ("lds" in leaf or "bytes" in leaf or "smem" in leaf) and value >= 1024:
-        return f"{value / 1024:g} KiB"
-    return f"{value:g}"
+    """A flattened resource or counter value as every page shows it ("128", "64 KiB", "50.4%")."""
+    return metric_names.flat(name, value).text
 
 
 def moved(base: Side, head: Side) -> tuple[Moved, ...]:
@@ -283,7 +288,9 @@ def render_markdown(report: Report, page_url: str = "") -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report.rows:
         change, ci = _change_cells(r.comparison)
-        others = "; ".join(f"{m.name} {m.before} → {m.after}" for m in r.moved[:6])
+        vendor = metric_names.vendor_of(r.device)
+        others = "; ".join(f"{metric_names.flat(m.name, 0.0, vendor).label} {m.before} → {m.after}"
+                           for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
         verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind

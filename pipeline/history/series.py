@@ -10,10 +10,9 @@ is the confidence interval of that pooled median (`workers.stats.median_ci`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from pipeline import config
 from pipeline.history import changepoint
@@ -41,6 +40,7 @@ class Point:
     n_samples: int = 0
     resources: dict | None = None
     counters: dict | None = None
+    diagnostic: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,17 +66,6 @@ class Series:
         return [p for p in self.points if p.rate is not None and p.status == status.OK]
 
 
-@dataclass(frozen=True)
-class DashboardRow:
-    """One line of the index: the newest point, its change over the last N measured
-    commits (None with fewer than two), and whether the newest result is a failure."""
-
-    series: Series
-    latest: Point
-    change: float | None
-    failing: bool
-
-
 def first_parent_shas(repo, branch: str = "HEAD") -> list[str]:
     """SHAs along the first-parent line ending at `branch`, oldest first."""
     return [c.hexsha for c in repo.iter_commits(branch, first_parent=True)][::-1]
@@ -90,19 +79,20 @@ def date_order(commits: Sequence[dict]) -> list[str]:
 def _point(commit: dict, rows: list[dict]) -> Point:
     ok = [r for r in rows if r["status"] == status.OK and r.get("samples")]
     meta = {"sha": commit["sha"], "subject": commit.get("subject") or "", "author": commit.get("author") or "",
-            "authored_at": commit.get("authored_at") or "", "status": rows[-1]["status"]}
+            "authored_at": commit.get("authored_at") or "", "status": rows[-1]["status"],
+            "diagnostic": (rows[-1].get("diagnostic") or "")[:500] if rows[-1]["status"] != status.OK else ""}
     if not ok:
         return Point(**meta)
     samples = [s for r in ok for s in r["samples"]]
-    median = float(np.median(samples))
+    median = float(statistics.median(samples))  # 10x numpy's on a few dozen floats
     lo, hi = median_ci(samples)
     work = ok[-1].get("flops") or ok[-1].get("bytes_moved") or 0.0
     if not work or median <= 0:
         return Point(**meta, median_s=median, n_samples=len(samples))
     return Point(**meta, median_s=median, rate=work / median, rate_lo=work / hi if hi else None,
                  rate_hi=work / lo if lo else None, n_samples=len(samples),
-                 resources=flatten_numeric(ok[-1].get("resources") or {}),
-                 counters=flatten_numeric(ok[-1].get("counters") or {}))
+                 resources=flatten_numeric(ok[-1]["resources"] or {}) if "resources" in ok[-1] else None,
+                 counters=flatten_numeric(ok[-1]["counters"] or {}) if "counters" in ok[-1] else None)
 
 
 def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
@@ -124,41 +114,32 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
     return out
 
 
-def dashboard(series: Sequence[Series], last_n: int = 10) -> list[DashboardRow]:
-    """Index rows: failing series first, then the biggest movers (largest |change| over the
-    last `last_n` measured commits), then the rest by name."""
-    rows = []
-    for s in series:
-        if not s.points:
-            continue
-        measured = s.measured[-last_n:]
-        change = measured[-1].rate / measured[0].rate - 1 if len(measured) >= 2 else None
-        rows.append(DashboardRow(s, s.points[-1], change, s.points[-1].status in status.FAILURES))
-    return sorted(rows, key=lambda r: (not r.failing, -abs(r.change or 0.0), r.series.key))
-
-
-def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0) -> list[Regression]:
+def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0,
+                     steps_of: Callable | None = None) -> list[Regression]:
     """Slowdown steps of every series (E-Divisive means, `pipeline.history.changepoint.detect_steps`
     on the per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
     after it. Speed-ups are not regressions and are left out. threshold None: each series
-    uses the history default of its device kind (`pipeline.config.default_threshold`)."""
+    uses the history default of its device kind (`pipeline.config.default_threshold`).
+
+    steps_of(inputs, seed) maps [(times, shas, threshold)] per series to their steps as dicts;
+    the default runs `changepoint.detect_batch` here, `detect_cluster.detect_batches` spreads
+    the series over the cluster."""
+    todo = [s for s in series if len(s.measured) >= 6]  # two segments of min_size 3 need 6 points
+    limits = [threshold if threshold is not None else config.default_threshold(s.device, "history") for s in todo]
+    inputs = [([p.median_s for p in s.measured], [p.sha for p in s.measured], limit)
+              for s, limit in zip(todo, limits)]
     found = []
-    given = threshold
-    for s in series:
-        threshold = given if given is not None else config.default_threshold(s.device, "history")
+    for s, limit, steps in zip(todo, limits, (steps_of or changepoint.detect_batch)(inputs, seed)):
         points = s.measured
-        if len(points) < 6:  # two segments of min_size 3: fewer points cannot show a step
-            continue
-        times = [p.median_s for p in points]
-        for step in changepoint.detect_steps(times, [p.sha for p in points], threshold, seed=seed):
-            if step.change <= threshold:
+        for step in steps:
+            if step["change"] <= limit:
                 continue
             work = points[0].rate * points[0].median_s
-            found.append(Regression(s.variant, s.shape, s.dtype, s.device, step.commit_before, step.commit_after,
-                                    change=step.mean_before / step.mean_after - 1.0,
-                                    rate_before=work / step.mean_before, rate_after=work / step.mean_after,
-                                    p_value=step.p_value))
+            before, after = step["mean_before"], step["mean_after"]
+            found.append(Regression(s.variant, s.shape, s.dtype, s.device, step["commit_before"],
+                                    step["commit_after"], change=before / after - 1.0, rate_before=work / before,
+                                    rate_after=work / after, p_value=step["p_value"]))
     return found
 
 
@@ -174,8 +155,18 @@ def feed(regressions: Sequence[Regression], commits: dict[str, dict], generated_
     return {"generated_at": generated_at, "count": len(items), "regressions": items}
 
 
-def load(store, order: Sequence[str] | None = None) -> list[Series]:
-    """Every series in `store`, along `order` (SHAs oldest first; default: by author date)."""
+# The result columns a series needs (correctness, timing and device details stay in the store);
+# change detection needs only the samples, the pages also the resources and counters.
+TIMING_COLUMNS = ("id", "commit_sha", "dirty", "variant", "op", "shape", "dtype", "device", "status", "peer",
+                  "median_s", "flops", "bytes_moved", "diagnostic", "samples")
+SERIES_COLUMNS = (*TIMING_COLUMNS, "counters", "resources")
+
+
+def load(store, order: Sequence[str] | None = None, details: bool = True) -> list[Series]:
+    """Every series in `store`, along `order` (SHAs oldest first; default: by author date).
+    details=False leaves out resources and counters (None on every point): detection reads
+    only the times, and a year of them loads several times faster."""
     stored = {c["sha"]: c for c in (store.commit(x["sha"]) or {"sha": x["sha"]} for x in store.commits_with_results())}
     shas = [s for s in order if s in stored] if order is not None else date_order(list(stored.values()))
-    return build_series(store.results(), [stored[s] for s in shas])
+    rows = store.results(columns=SERIES_COLUMNS if details else TIMING_COLUMNS)
+    return build_series(rows, [stored[s] for s in shas])

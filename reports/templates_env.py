@@ -1,0 +1,35 @@
+"""The one jinja2 environment of the site: autoescaping on, and the formatting filters
+every template shares (so a number looks the same on every page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from reports import format as fmt
+from reports import metric_names
+
+ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+ENV.filters.update({
+    "short": fmt.short,
+    "pct": fmt.pct,
+    "shape": fmt.shape_label,
+    "sig": fmt.sig,
+    "seconds": fmt.seconds,
+    "row_rate": fmt.format_rate,
+    "rate": lambda value, unit: fmt.throughput(value, unit),
+    "side": lambda side: "—" if side is None else (fmt.throughput(side.rate, "FLOP/s" if side.flops else "B/s")
+                                                  if side.rate is not None else side.status),
+    "sci": lambda v: "" if v is None else (f"{v:.2e}" if isinstance(v, (int, float)) else str(v)),
+    "date": lambda text: (text or "")[:10],
+    "device": lambda d: (d or "").split(":", 1)[-1],
+    "metric_label": lambda name, vendor="": metric_names.flat(name, 0.0, vendor),
+})
+ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
+                    "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend})
+
+
+def render(path: Path, template: str, **ctx) -> Path:
+    path.write_text(ENV.get_template(template).render(**ctx))
+    return path
