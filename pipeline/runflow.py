@@ -21,6 +21,7 @@ from pipeline.config import load_config
 from pipeline.discovery import discover
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
+from pipeline.accounting import busy_s
 from pipeline.store import Store
 from workers import status
 from workers.bundle import pack, unpack
@@ -163,6 +164,7 @@ class _Stream:
         self.advance = lambda _msg="": None
         self.builds: dict = {}  # build ref -> variant name, while compiling
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
+        self.expected = expected_costs(session.store)
 
     def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
         by_name = {v.name: v for v in variants}
@@ -175,13 +177,14 @@ class _Stream:
                 builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs)] = name
         total = len(builds) + len(self.outcome.jobs)
         with self.session.progress.task(f"build + run {self.outcome.commit.short}", total) as self.advance:
-            for name, (record, files) in cached.items():
-                self.outcome.from_cache += 1
-                self._release(by_name[name], BuildResult.from_dict({**record.to_dict(), "cached": True,
-                                                                    "variant": name}), files)
-            for v in variants:  # no toolchain: their rows are recorded without a build
-                if v.name not in plans:
-                    self._release(v, None, None)
+            with self.pool.held():  # the jobs of cached builds are handed out longest first
+                for name, (record, files) in cached.items():
+                    self.outcome.from_cache += 1
+                    self._release(by_name[name], BuildResult.from_dict({**record.to_dict(), "cached": True,
+                                                                        "variant": name}), files)
+                for v in variants:  # no toolchain: their rows are recorded without a build
+                    if v.name not in plans:
+                        self._release(v, None, None)
             while builds or self.pool.refs():
                 ready, _ = ray.wait(list(builds) + self.pool.refs(), num_returns=1)
                 ref = ready[0]
@@ -250,7 +253,8 @@ class _Stream:
         if self.first_submit is None:
             self.first_submit = time.time()
         args = (job.to_dict(), v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
-        self.pool.submit(kind, "run", args, tag, slot=slot)
+        cost = self.expected.get((job.variant, job.shape.key, job.dtype, settings["device_key"]), 0.0)
+        self.pool.submit(kind, "run", args, tag, slot=slot, cost_s=cost, work=_work(v, job))
 
     def _peer_check(self, v: Variant, build: BuildResult) -> None:
         """Once per run and op: the peer at one shape on every slot of a node that has several
@@ -271,6 +275,19 @@ class _Stream:
                 if len(node_slots) > 1:
                     for s in node_slots:
                         self._submit(("peer_check", job, v, build), kind, settings, slot=s)
+
+
+def expected_costs(store: Store) -> dict[tuple, float]:
+    """Expected device seconds of each (variant, shape, dtype, device): the busy phases of its
+    latest stored result. The dispatcher starts the longest jobs first with these."""
+    rows = store.results("phases IS NOT NULL AND phases != '{}'", (),
+                         columns=("variant", "shape", "dtype", "device", "phases"))
+    return {(r["variant"], r["shape"], r["dtype"], r["device"]): busy_s(r["phases"] or {}) for r in rows}
+
+
+def _work(v: Variant, job: Job) -> float:
+    op = get_op(v.op)
+    return float(op.flops(job.shape.dims) or op.bytes_moved(job.shape.dims, 4) or 0.0)
 
 
 def _with_queue(r: Result, enqueued_at: float) -> Result:

@@ -1,5 +1,5 @@
 """Device slots: the dispatcher (pure, with stand-in actors) and a real 3-node Ray cluster with
-fake device resources: jobs spread over every slot of every node in submission order, the
+fake device resources: jobs spread over every slot of every node, longest expected first, the
 peer check runs on every slot of a node that has several, and Ray's per-GPU
 CUDA_VISIBLE_DEVICES reaches the children the slot's warm runner forks."""
 
@@ -13,6 +13,7 @@ from ray.cluster_utils import Cluster
 from suite_repo import make_suite_repo
 
 from pipeline import cluster, slots
+from pipeline.accounting import busy_s
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
@@ -69,6 +70,42 @@ def test_pinned_work_goes_to_its_slot_before_the_shared_queue():
     assert slots.slot_count({"flopwatch_cuda": 4, "GPU": 2}, "cuda") == 2
 
 
+def test_longest_expected_job_first_and_larger_work_first_when_unknown():
+    pool = slots.SlotPool({"flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor)
+    jobs = [("short", 1.0, 0), ("long", 30.0, 0), ("mid", 5.0, 0), ("new-big", 0.0, 8e12), ("new-small", 0.0, 1e9)]
+    with pool.held():
+        for tag, cost, work in jobs:
+            pool.submit("cuda", "run", (), tag, cost_s=cost, work=work)
+        assert pool.dispatched == []  # nothing leaves while held
+    while pool.refs():
+        pool.finished(pool.refs()[0])
+    assert [t for _, t in pool.dispatched] == ["long", "mid", "short", "new-big", "new-small"]
+
+
+def test_longest_first_balances_two_slots_better_than_arrival_order():
+    """The 2-GPU case that motivated it: two 33 s jobs among ~2-8 s ones (an H200 suite run)."""
+    costs = [2.0, 2.1, 2.1, 4.9, 32.6, 2.5, 8.0, 4.9, 32.8, 2.2, 5.9, 2.6, 7.7, 2.0, 5.2, 2.0, 4.9, 3.1, 6.5, 2.8, 6.0]
+
+    def makespan(order_by_cost: bool) -> float:
+        pool = slots.SlotPool({"flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor)
+        clock, ends = 0.0, {}
+        with pool.held():
+            for i, c in enumerate(costs):
+                pool.submit("cuda", "run", (), c, cost_s=c if order_by_cost else 0.0)
+        for ref in pool.refs():
+            ends[ref] = clock + pool.inflight[ref][1].tag
+        while ends:
+            ref = min(ends, key=ends.get)
+            clock = ends.pop(ref)
+            pool.finished(ref)
+            for new in pool.refs():
+                ends.setdefault(new, clock + pool.inflight[new][1].tag)
+        return clock
+
+    total = sum(costs)
+    assert makespan(True) <= total / 2 * 1.01 < makespan(False)
+
+
 @pytest.fixture(scope="module")
 def three_nodes():
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {cluster.CPU_RESOURCE: 1}})
@@ -93,14 +130,18 @@ def runs(three_nodes, tmp_path_factory):
 
 
 def test_jobs_spread_over_every_cpu_slot_of_every_node_in_submission_order(runs):
-    session, _, second, dispatched = runs
+    session, first, second, dispatched = runs
     cpu_slots = session.slots.slots_of("cpu")
     assert len(cpu_slots) == 4 and len({s.node_id for s in cpu_slots}) == 3
-    jobs = [(tag[1].variant, tag[1].shape.key) for _, tag in dispatched if tag[0] == "job"]
-    # cached builds are released in plan order, each variant's jobs in plan order
-    assert jobs == [(j.variant, j.shape.key) for j in second.jobs]
-    # the first four jobs started at once, one on each slot
-    first_four = [name for name, tag in dispatched if tag[0] == "job"][:4]
+    jobs = [tag[1] for _, tag in dispatched if tag[0] == "job"]
+    assert sorted((j.variant, j.shape.key) for j in jobs) == sorted((j.variant, j.shape.key) for j in second.jobs)
+    # every job of the cached builds was queued at once and handed out longest first, by the
+    # busy time the first run stored for it
+    last = {(r.variant, r.shape, r.dtype): busy_s(r.phases) for r in first.results if r.phases}
+    expected = [last.get((j.variant, j.shape.key, j.dtype), 0.0) for j in jobs]
+    assert expected == sorted(expected, reverse=True) and expected[0] > expected[-1]
+    # the first four calls (jobs or the pinned peer check) started at once, one on each slot
+    first_four = [name for name, _ in dispatched][:4]
     assert sorted(first_four) == sorted(s.name for s in cpu_slots)
     ok = [r for r in second.results if r.status == "ok"]
     assert len(ok) == 6
