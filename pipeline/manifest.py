@@ -28,7 +28,7 @@ _DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "pytho
                     "triton": ("cuda", "rocm")}
 _TOP_KEYS = {
     "name", "op", "backend", "sources", "binding", "build", "dtypes", "shapes", "layout",
-    "alpha_beta", "arches", "tolerance", "peer", "devices", "timeout_s", "launch", "description",
+    "alpha_beta", "arches", "tolerance", "peer", "devices", "timeout_s", "launch", "description", "output_dtype",
     "triton",
 }
 
@@ -75,6 +75,9 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         if d not in DTYPES:
             raise ManifestError(rel, "dtypes", f"{d!r} is not one of {list(DTYPES)}")
     peer = check.boolean("peer", False)
+    output_dtype = str(data.get("output_dtype", ""))
+    if output_dtype and output_dtype not in DTYPES:
+        raise ManifestError(rel, "output_dtype", f"{output_dtype!r} is not one of {list(DTYPES)}")
     shapes = _shapes(check, op, config, peer)
     build = check.table("build")
     flags = _Checker(rel, build, "build.").string_list("flags", required=False)
@@ -113,6 +116,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         makefile=str(build.get("makefile", "")),
         description=str(data.get("description", "")),
         triton=triton,
+        output_dtype=output_dtype,
     )
 
 

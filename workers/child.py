@@ -37,7 +37,7 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
     dev = "cpu" if kind == "cpu" else "cuda"
     gen = torch.Generator().manual_seed(seed)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
-    out_dtype = torch_dtype(op.output_dtype(_dtype_name(dtype)))
+    out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
     g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
     alpha, beta, c_init = 1.0, 0.0, None
     if variant.alpha_beta:
@@ -88,7 +88,8 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
     inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
     gen = torch.Generator().manual_seed(spec["seeds"][0])
     inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", gen)
-    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(op.output_dtype(spec["dtype"])), device="cuda")
+    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
+                      device="cuda")
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
     for _ in range(2):
         call(inputs, out)
@@ -121,7 +122,8 @@ def pair(spec: dict) -> dict:
     for v, artifact in zip(variants, spec["artifacts"]):
         call = bindings.load(v, Path(artifact), op, kind, dims)
         inputs = op.make_inputs(dims, dtype, v.layout, dev, torch.Generator().manual_seed(spec["seeds"][0]))
-        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(op.output_dtype(spec["dtype"])), device=dev)
+        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(spec["dtype"])),
+                          device=dev)
         sides.append((call, inputs, out))
     flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
              if kind != "cpu" else None)
@@ -199,7 +201,8 @@ def run(spec: dict) -> dict:
     dev = "cpu" if kind == "cpu" else "cuda"
     gen = torch.Generator().manual_seed(spec["seeds"][0] + 1)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
-    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(op.output_dtype(spec["dtype"])), device=dev)
+    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
+                      device=dev)
     settings = TimingSettings(**spec.get("timing", {}))
 
     def timed() -> None:

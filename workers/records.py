@@ -107,6 +107,9 @@ class Variant(Record):
     makefile: str = ""
     description: str = ""
     triton: dict = field(default_factory=dict)  # triton back end: the `[triton]` table (kernel, signature, ...)
+    # The dtype the kernel writes its output in, where it is not the op's (a HipKittens GEMM
+    # writes bf16 C; the gemm op's own output is fp32). Empty: the op's.
+    output_dtype: str = ""
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:
