@@ -36,6 +36,7 @@ backend = "hip"
 sources = ["256_256_64_16.cpp"]
 layout = "nt"
 dtypes = ["bf16"]
+output_dtype = "bf16"
 shapes = [[8192, 8192, 8192]]
 arches = ["gfx942"]
 [binding]
