@@ -17,11 +17,11 @@ from pathlib import Path
 import ray
 
 from pipeline import accounting, checkout, cluster, slots
+from pipeline.accounting import busy_s
 from pipeline.config import load_config
 from pipeline.discovery import discover
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
-from pipeline.accounting import busy_s
 from pipeline.store import Store
 from workers import status
 from workers.bundle import pack, unpack
@@ -280,7 +280,9 @@ class _Stream:
 def expected_costs(store: Store) -> dict[tuple, float]:
     """Expected device seconds of each (variant, shape, dtype, device): the busy phases of its
     latest stored result. The dispatcher starts the longest jobs first with these."""
-    rows = store.results("phases IS NOT NULL AND phases != '{}'", (),
+    # Only the newest row of each key is read: a year of history must not be decoded per commit.
+    rows = store.results("id IN (SELECT MAX(id) FROM results WHERE phases IS NOT NULL AND phases != '{}' "
+                         "GROUP BY variant, shape, dtype, device)", (),
                          columns=("variant", "shape", "dtype", "device", "phases"))
     return {(r["variant"], r["shape"], r["dtype"], r["device"]): busy_s(r["phases"] or {}) for r in rows}
 

@@ -13,12 +13,12 @@ which slot runs what: that is how a pinned job (the peer check on every GPU of a
 
 from __future__ import annotations
 
-import json
-import os
-import time
 import contextlib
 import heapq
 import itertools
+import json
+import os
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -58,6 +58,7 @@ class DeviceSlot:
     def __init__(self, kind: str, name: str, warm: bool = True):
         self.kind, self.name, self.warm = kind, name, warm
         self.zygote = None
+        self._share: int | None = None  # host threads per GPU job on this node, asked once
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -107,11 +108,17 @@ class DeviceSlot:
                                    f"{outcome.stderr_tail.strip()[-2000:]}")
             return {**json.loads(out.read_text()), "slot": self.name}
 
+    def _with_host_threads(self, settings: dict) -> dict:
+        """A GPU job's settings with its share of the host's cores, unless `--threads` was given."""
+        if self.kind == "cpu" or settings.get("threads"):
+            return settings
+        return {**settings, "threads": self._cpu_share()}
+
     def _cpu_share(self) -> int:
         """Host threads for a job on this GPU: the node's cores over its GPUs. Each job makes its
         inputs and checks on the host with torch; two GPUs' jobs each asking for every core
         slowed both by 5-17% on a 2-GPU node."""
-        if not hasattr(self, "_share"):
+        if self._share is None:
             node = ray.get_runtime_context().get_node_id()
             res = next((n["Resources"] for n in ray.nodes() if n.get("NodeID") == node), {})
             self._share = max(1, int(res.get("CPU", os.cpu_count() or 1) // max(1.0, res.get("GPU", 1.0))))
@@ -119,8 +126,7 @@ class DeviceSlot:
 
     def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
         started_at = time.time()
-        if self.kind != "cpu" and not settings.get("threads"):
-            settings = {**settings, "threads": self._cpu_share()}
+        settings = self._with_host_threads(settings)
         result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
                                     artifact, settings, self._launcher(settings)).to_dict()
         # Which Ray node and which slot measured it: the record of where a number came from.
@@ -130,8 +136,7 @@ class DeviceSlot:
         return result
 
     def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
-        if self.kind != "cpu" and not settings.get("threads"):
-            settings = {**settings, "threads": self._cpu_share()}
+        settings = self._with_host_threads(settings)
         return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),
                                    (artifact_a, artifact_b), settings, self._launcher(settings))
 

@@ -6,13 +6,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reports.format import rate, throughput, unit_of
+# The terminal formats throughput exactly as the site does.
+from reports.format import format_rate, rate
 from workers import status, untrusted
-
-
-def format_rate(row: dict) -> str:
-    """`697.5 TFLOP/s`, `2953 GB/s`, `—` when not timed: the site's formatting, for the terminal."""
-    return throughput(rate(row), unit_of(row))
 
 
 def with_peer(rows: list[dict]) -> list[dict]:
