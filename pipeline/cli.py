@@ -13,7 +13,7 @@ from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
-from pipeline.store import StoreError
+from pipeline.store import LocationError, StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError) as exc:
+    except (ConfigError, CheckoutError, StoreError, LocationError, UsageError) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

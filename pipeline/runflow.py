@@ -7,16 +7,14 @@ or a missing toolchain included, becomes a stored result; nothing is dropped.
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
-from pipeline import accounting, checkout, cluster, slots
+from pipeline import accounting, build_cache, checkout, cluster, slots
 from pipeline.accounting import busy_s
 from pipeline.config import load_config
 from pipeline.discovery import discover
@@ -24,7 +22,6 @@ from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
 from workers import status
-from workers.bundle import pack, unpack
 from workers.ops import get_op
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
@@ -81,6 +78,12 @@ class Session:
     progress: Progress
     toolchains: dict = field(default_factory=dict)
     devices: dict = field(default_factory=dict)
+    # The build cache's root (`--cache`, FLOPWATCH_CACHE); None: `<workdir>/cache`.
+    cache: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = self.workdir / "cache"
 
     @property
     def slots(self) -> slots.SlotPool:
@@ -155,7 +158,7 @@ class _Stream:
         self.session, self.options, self.config, self.outcome = session, options, config, outcome
         self.keep, self.done = keep, done
         self.pool = session.slots
-        self.cache = session.workdir / "cache" / "builds"
+        self.cache = build_cache.builds_dir(session.cache)
         self.first_submit: float | None = None
         self.last_result: dict[str, float] = {}  # slot -> driver time of its last result
         self.measured: list[tuple[str, Result]] = []  # (slot, result) of everything a slot ran
@@ -170,7 +173,7 @@ class _Stream:
         by_name = {v.name: v for v in variants}
         cached, builds = {}, self.builds
         for name, plan in plans.items():
-            found = _load_cached(self.cache / plan.build_hash)
+            found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
             else:
@@ -192,7 +195,7 @@ class _Stream:
                     name = builds.pop(ref)
                     record_dict, files = ray.get(ref)
                     record = BuildResult.from_dict(record_dict)
-                    _save_cached(self.cache / record.build_hash, record, files)
+                    build_cache.save(self.cache / record.build_hash, record, files)
                     self.session.store.record_build(record)
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
@@ -281,9 +284,7 @@ def expected_costs(store: Store) -> dict[tuple, float]:
     """Expected device seconds of each (variant, shape, dtype, device): the busy phases of its
     latest stored result. The dispatcher starts the longest jobs first with these."""
     # Only the newest row of each key is read: a year of history must not be decoded per commit.
-    rows = store.results("id IN (SELECT MAX(id) FROM results WHERE phases IS NOT NULL AND phases != '{}' "
-                         "GROUP BY variant, shape, dtype, device)", (),
-                         columns=("variant", "shape", "dtype", "device", "phases"))
+    rows = store.newest_per_series(("variant", "shape", "dtype", "device", "phases"), with_phases=True)
     return {(r["variant"], r["shape"], r["dtype"], r["device"]): busy_s(r["phases"] or {}) for r in rows}
 
 
@@ -357,21 +358,3 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
 def _invalid_result(bad: InvalidVariant) -> Result:
     return Result(variant=bad.name, op="", backend="", shape="", dtype="", device="", status=status.INVALID,
                   diagnostic=bad.error)
-
-
-def _load_cached(folder: Path):
-    meta = folder / "build.json"
-    if not meta.exists():
-        return None
-    return BuildResult.from_dict(json.loads(meta.read_text())), pack(folder / "artifact")
-
-
-def _save_cached(folder: Path, record: BuildResult, files: dict) -> None:
-    tmp = folder.with_name(folder.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    unpack(files, tmp / "artifact")
-    (tmp / "build.json").write_text(json.dumps(record.to_dict()))
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)

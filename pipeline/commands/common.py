@@ -10,7 +10,8 @@ from pipeline import checkout, cluster
 from pipeline.history.verdicts import parse_threshold
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
-from pipeline.store import Store
+from pipeline.store import Store, location
+from pipeline.store.location import StoreLocation
 
 
 class UsageError(ValueError):
@@ -30,7 +31,11 @@ def threshold(text: str | None) -> float | None:
 
 def add_repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", default=".", help="repository to benchmark (default: the one around the cwd)")
-    p.add_argument("--db", help="results database (default: <repo>/.flopwatch/results.db)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="URL",
+                       help="the results store: sqlite:///PATH, a file path, or postgresql://USER@HOST/DB "
+                            "(default: $FLOPWATCH_STORE, else <repo>/.flopwatch/results.db)")
+    where.add_argument("--db", metavar="PATH", help="a SQLite results file (the same as --store PATH)")
     p.add_argument("--site", help="report folder (default: <repo>/.flopwatch/site)")
 
 
@@ -38,6 +43,8 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     add_repo_options(p)
     p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
     p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="build cache folder (default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
     p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
                    help="join this Ray cluster (default: start one locally)")
     p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local cluster (default: all torch sees)")
@@ -59,8 +66,19 @@ def workdir(args) -> tuple[object, Path]:
     return repo, Path(repo.working_tree_dir) / ".flopwatch"
 
 
-def db_path(args, work: Path) -> Path:
-    return Path(args.db) if args.db else work / "results.db"
+def store_location(args, work: Path) -> StoreLocation:
+    """--store / --db, else $FLOPWATCH_STORE, else the repository's `.flopwatch/results.db`."""
+    given = args.store if getattr(args, "store", None) is not None else getattr(args, "db", None)
+    return location.resolve(given, work / location.DEFAULT_FILE)
+
+
+def open_store(args, work: Path) -> Store:
+    return Store(store_location(args, work))
+
+
+def cache_dir(args, work: Path) -> Path:
+    """--cache, else $FLOPWATCH_CACHE, else the repository's `.flopwatch/cache`."""
+    return location.resolve_cache(getattr(args, "cache", None), work / "cache")
 
 
 def site_path(args, work: Path) -> Path:
@@ -80,6 +98,10 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
 
 
 def open_session(args, work: Path) -> Session:
-    store = Store(db_path(args, work))
-    info = cluster.connect(args.ray_address, args.num_gpus)
-    return Session(store, work, info, Progress(enabled=not args.json))
+    store = open_store(args, work)
+    try:
+        info = cluster.connect(args.ray_address, args.num_gpus)
+    except BaseException:
+        store.close()
+        raise
+    return Session(store, work, info, Progress(enabled=not args.json), cache=cache_dir(args, work))
