@@ -10,12 +10,13 @@ import argparse
 import sys
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, ls, report, run, selftest
+from pipeline.commands import doctor, export, ls, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.store import LocationError, StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "export": export,
+            "store": store}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 

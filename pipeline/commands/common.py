@@ -29,13 +29,18 @@ def threshold(text: str | None) -> float | None:
         raise UsageError(f"--threshold: {exc}") from None
 
 
-def add_repo_options(p: argparse.ArgumentParser) -> None:
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    """--repo and where its results are kept (--store / --db)."""
     p.add_argument("--repo", default=".", help="repository to benchmark (default: the one around the cwd)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--store", metavar="URL",
                        help="the results store: sqlite:///PATH, a file path, or postgresql://USER@HOST/DB "
                             "(default: $FLOPWATCH_STORE, else <repo>/.flopwatch/results.db)")
     where.add_argument("--db", metavar="PATH", help="a SQLite results file (the same as --store PATH)")
+
+
+def add_repo_options(p: argparse.ArgumentParser) -> None:
+    add_store_options(p)
     p.add_argument("--site", help="report folder (default: <repo>/.flopwatch/site)")
 
 
@@ -66,13 +71,16 @@ def workdir(args) -> tuple[object, Path]:
     return repo, Path(repo.working_tree_dir) / ".flopwatch"
 
 
-def store_location(args, work: Path) -> StoreLocation:
-    """--store / --db, else $FLOPWATCH_STORE, else the repository's `.flopwatch/results.db`."""
+def store_location(args, work: Path | None = None) -> StoreLocation:
+    """--store / --db, else $FLOPWATCH_STORE, else the repository's `.flopwatch/results.db`
+    (only this last one needs the repository: `work` is looked up when not given)."""
     given = args.store if getattr(args, "store", None) is not None else getattr(args, "db", None)
-    return location.resolve(given, work / location.DEFAULT_FILE)
+    if given is None and not os.environ.get(location.STORE_ENV):
+        work = work if work is not None else workdir(args)[1]
+    return location.resolve(given, (work or Path(".flopwatch")) / location.DEFAULT_FILE)
 
 
-def open_store(args, work: Path) -> Store:
+def open_store(args, work: Path | None = None) -> Store:
     return Store(store_location(args, work))
 
 

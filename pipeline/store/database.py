@@ -179,6 +179,12 @@ class Store:
         with self.reading() as conn:
             return [dict(row) for row in conn.execute(query).mappings()]
 
+    def runs(self) -> list[dict]:
+        """Every run (without its summary), oldest first."""
+        query = sa.select(*(c for c in t.runs.columns if c.name != "summary")).order_by(t.runs.c.id)
+        with self.reading() as conn:
+            return [dict(row) for row in conn.execute(query).mappings()]
+
     def count_results(self) -> int:
         with self.reading() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(t.results)).scalar_one())
