@@ -130,11 +130,10 @@ def test_two_runs_writing_at_once_keep_every_row(store_url):
 
 
 def test_new_store_is_stamped_with_the_current_schema(store_url):
-    with Store(store_url) as store:
-        with store.reading() as conn:
-            values = dict(conn.execute(sa.select(meta.c.key, meta.c.value)).all())
-            if store.path is not None:
-                assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION
+    with Store(store_url) as store, store.reading() as conn:
+        values = dict(conn.execute(sa.select(meta.c.key, meta.c.value)).all())
+        if store.path is not None:
+            assert conn.exec_driver_sql("PRAGMA user_version").scalar() == SCHEMA_VERSION
     assert values["schema_version"] == str(SCHEMA_VERSION) and len(values["store_id"]) == 32
 
 

@@ -100,3 +100,18 @@ def inside(path: Path, folder: Path) -> bool:
     """Whether `path` is `folder` or lies under it (both resolved, symlinks followed)."""
     path, folder = Path(path).resolve(), Path(folder).resolve()
     return path == folder or folder in path.parents
+
+
+def wiped_by_ci(path: Path, env: dict | None = None) -> str | None:
+    """Which folder of a GitHub Actions job holds `path` and is emptied between jobs (the
+    workspace, which actions/checkout cleans, or the runner's temp folder); None outside
+    Actions or when the path survives the job."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") != "true":
+        return None
+    for variable in ("GITHUB_WORKSPACE", "RUNNER_TEMP"):
+        folder = env.get(variable)
+        if folder and inside(path, Path(folder)):
+            return f"${variable} ({folder})"
+    return None
+
