@@ -4,7 +4,6 @@ server started by the tests (tests/pg_server.py)."""
 from __future__ import annotations
 
 import multiprocessing
-import sys
 
 import pytest
 import sqlalchemy as sa
@@ -179,5 +178,48 @@ def test_unreachable_server_is_one_clear_line_without_the_password(tmp_path):
     assert "s3cret" not in text and "\n" not in text
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
+def _sql_block_after(doc: str, marker: str) -> str:
+    """The first ```sql block after `marker` in a doc."""
+    text = doc[doc.index(marker):]
+    start = text.index("```sql\n") + len("```sql\n")
+    return text[start:text.index("```", start)]
+
+
+def test_the_least_privilege_setup_of_the_docs_works_as_written(pg_server, tmp_path):
+    """docs/store.md's SQL, run with psql on the test server: the nightly's role creates and
+    writes the store; the reader's role can read it (and open it, for notebooks) but not write."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from pipeline.history.frame import results_frame
+
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("psql is not installed (Debian's postgresql-client, pulled in by postgresql)")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "store.md").read_text()
+    script = tmp_path / "setup.sql"
+    script.write_text(_sql_block_after(doc, "### A runner pool: PostgreSQL"))
+    base = f"postgresql://{{}}@127.0.0.1:{pg_server.port}/flopwatch"
+    try:
+        done = subprocess.run([psql, "-h", "127.0.0.1", "-p", str(pg_server.port), "-U", "flopwatch", "-d", "postgres",
+                               "-v", "ON_ERROR_STOP=1", "-q", "-f", str(script)], capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        with Store(base.format("flopwatch_nightly")) as store:
+            run = store.start_run("c1", False, "nightly", "", "", "nightly")
+            store.record_result(run, "c1", False, _result())
+        reader = base.format("flopwatch_reader")
+        assert list(results_frame(reader)["variant"]) == ["v"]
+        engine = sa.create_engine(location.parse(reader).url)
+        with pytest.raises(sa.exc.ProgrammingError, match="permission denied"), engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM results"))
+        engine.dispose()
+    finally:
+        cleanup = ("DROP DATABASE IF EXISTS flopwatch WITH (FORCE); DROP ROLE IF EXISTS flopwatch_reader; "
+                   "DROP ROLE IF EXISTS flopwatch_nightly;")
+        subprocess.run([psql, "-h", "127.0.0.1", "-p", str(pg_server.port), "-U", "flopwatch", "-d", "postgres",
+                        "-q", "-c", cleanup.split("; ")[0]], capture_output=True, timeout=60, check=False)
+        for statement in cleanup.split("; ")[1:]:
+            subprocess.run([psql, "-h", "127.0.0.1", "-p", str(pg_server.port), "-U", "flopwatch", "-d", "postgres",
+                            "-q", "-c", statement.rstrip(";")], capture_output=True, timeout=60, check=False)
