@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pipeline import checkout, cluster
 from pipeline.history.verdicts import parse_threshold
+from pipeline.driver_clock import DriverClock
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
 from pipeline.store import Store
@@ -80,6 +81,9 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
 
 
 def open_session(args, work: Path) -> Session:
-    store = Store(db_path(args, work))
-    info = cluster.connect(args.ray_address, args.num_gpus)
-    return Session(store, work, info, Progress(enabled=not args.json))
+    clock = DriverClock()
+    with clock.phase("store"):
+        store = Store(db_path(args, work))
+    with clock.phase("ray_start"):
+        info = cluster.connect(args.ray_address, args.num_gpus)
+    return Session(store, work, info, Progress(enabled=not args.json), clock=clock)
