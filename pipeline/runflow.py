@@ -50,6 +50,8 @@ class RunOptions:
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
     shapes: tuple[str, ...] = ()
+    # GPU timing rule (`workers.timing`): "adaptive" or "fixed".
+    timing_method: str = "adaptive"
 
 
 @dataclass
@@ -395,7 +397,8 @@ def device_key(session: Session, kind: str) -> str:
 
 
 def _timing(config, options: RunOptions) -> dict:
-    return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s}
+    return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s,
+            "method": options.timing_method}
 
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:

@@ -96,7 +96,8 @@ def test_unknown_method_is_refused():
 
 # -- the adaptive GPU rule --------------------------------------------------------------------
 
-def adaptive(durations, settings: TimingSettings = TimingSettings(), warmed_s: float = 0.0, flush_s: float = 1e-4):
+def adaptive(durations, settings: TimingSettings | None = None, warmed_s: float = 0.0, flush_s: float = 1e-4):
+    settings = settings or TimingSettings()
     dev = FakeDevice(durations, flush_s)
     return measure_adaptive(dev.batch, dev.probe, settings, warmed_s, clock=dev.clock), dev
 

@@ -8,10 +8,10 @@ import json
 
 import git
 import pytest
+from suite_repo import make_suite_repo
 
 from pipeline import cli, cluster, identity
 from pipeline.history.unchanged import SAME_BUILD, SeriesInfo, plan_series
-from suite_repo import make_suite_repo
 
 
 def info(identity_: str, op: str = "gemm", peer: bool = False, kind: str = "cpu") -> SeriesInfo:

@@ -43,13 +43,14 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
     not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
     as an output that moves). The output is left in figures["_out"] for the next check."""
     dev = "cpu" if kind == "cpu" else "cuda"
-    inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(seed, dev))
+    gen = generator(seed, dev)
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
     out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
     g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
     alpha, beta, c_init = 1.0, 0.0, None
     if variant.alpha_beta:
         alpha, beta = ALPHA, BETA
-        c_init = torch.randn(op.output_shape(dims), generator=gen).to(out_dtype).to(dev)
+        c_init = torch.randn(op.output_shape(dims), generator=gen, device=gen.device).to(out_dtype)
         g.out.copy_(c_init)
     before = correctness.snapshot_inputs(inputs)
     call(inputs, g.out, alpha, beta)

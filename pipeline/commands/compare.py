@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster, driver_clock
+from pipeline import checkout, cluster, config, driver_clock
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import compare as cmp
@@ -15,8 +15,6 @@ from pipeline.history import github, paired, series, unchanged
 from pipeline.runflow import PlannedCommit, Session, plan_commit, run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
-# A short budget per round: the rounds, not one long run, are what makes drift cancel.
-DEFAULT_ROUND_BUDGET_S = 0.5
 
 
 def add_arguments(p) -> None:
@@ -24,10 +22,10 @@ def add_arguments(p) -> None:
     p.add_argument("head", help="head revision")
     p.add_argument("--rounds", type=int, default=1,
                    help="whole-suite runs per revision, alternating (status, correctness, counters; default 1)")
-    p.add_argument("--pair-budget", type=float, default=2.0,
-                   help="seconds of paired timing per series: both builds alternated in one process (default 2)")
-    p.add_argument("--threshold", help="smallest change that counts, for every series (default: per device "
-                                       "kind, pipeline/config.py DEFAULT_THRESHOLDS: cpu 3%%, cuda 1%%)")
+    p.add_argument("--pair-budget", type=float, default=config.PAIR_BUDGET_S,
+                   help=f"seconds of paired timing per series: both builds alternated in one process "
+                        f"(default {config.PAIR_BUDGET_S:g})")
+    p.add_argument("--threshold", help=common.threshold_help("compare", "smallest change that counts, for every series"))
     p.add_argument("--shape", action="append", default=[], help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     p.add_argument("--pr", type=int, help="create or update the comparison comment on this pull request")
     p.add_argument("--repo-slug", default=os.environ.get("GITHUB_REPOSITORY"),
@@ -36,7 +34,7 @@ def add_arguments(p) -> None:
                    help="time every series at both commits, also those whose measurement identity (build, "
                         "harness, op, device model) is the same at both")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
-    add_measure_options(p)
+    add_measure_options(p, "compare")
 
 
 def main(args) -> int:
@@ -50,8 +48,7 @@ def main(args) -> int:
         return 2
     repo, work = workdir(args)
     base, head = checkout.commit_info(repo, args.base), checkout.commit_info(repo, args.head)
-    options = dataclasses.replace(run_options(args, "compare"),
-                                  budget_s=args.budget if args.budget is not None else DEFAULT_ROUND_BUDGET_S)
+    options = run_options(args, "compare")
     session = open_session(args, work)
     last: dict[str, object] = {}
     once_rows: dict[tuple, dict] = {}
