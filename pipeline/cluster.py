@@ -81,6 +81,15 @@ def probe_toolchains(timeout: float = 120) -> dict:
     return ray.get(_probe_toolchains.remote(), timeout=timeout)
 
 
+def probe_toolchains_async():
+    """Start the toolchain probe; `wait_probe` collects it (so other start-up work overlaps it)."""
+    return _probe_toolchains.remote()
+
+
+def wait_probe(ref, timeout: float = 120) -> dict:
+    return ray.get(ref, timeout=timeout)
+
+
 def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
     """Identity of the first device of `kind`, asked by its slot (which holds the device)."""
     pool = slots.pool(info.resources)

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import build_cache
 from pipeline.commands import doctor
-from pipeline.store import Store, location
+from pipeline.store import SCHEMA_VERSION, Store, location
 from pipeline.store.location import LocationError
 from workers.records import BuildResult
 
@@ -81,14 +81,14 @@ def test_doctor_reports_the_store_without_changing_it(tmp_path):
     with Store(path) as store:
         store.start_run("c", False, "run", "", "", "run")
     healthy = _doctor_row(store=str(path))
-    assert healthy["found"] and "(sqlite, schema 3, 0 results" in healthy["detail"]
+    assert healthy["found"] and f"(sqlite, schema {SCHEMA_VERSION}, 0 results" in healthy["detail"]
     assert "integrity ok" in healthy["detail"]
     with closing(sqlite3.connect(path)) as db:
         db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
         db.execute("PRAGMA user_version = 2")
         db.commit()
     old = _doctor_row(store=str(path))
-    assert "schema 2 is migrated to 3 (after a backup) when flopwatch next opens it" in old["detail"]
+    assert f"schema 2 is migrated to {SCHEMA_VERSION} (after a backup) when flopwatch next opens it" in old["detail"]
     assert not list(tmp_path.glob("*.bak"))
     path.write_text("not a database")
     broken = _doctor_row(store=str(path))

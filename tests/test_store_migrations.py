@@ -68,8 +68,10 @@ def test_schema_2_store_is_backed_up_then_migrated_keeping_every_row(tmp_path, c
         assert store.results(variant="v")[0]["counters"] == {"l1_hit_pct": 50}
         (regression,) = RegressionStore(store).all()
         assert regression.culprit_sha == "b"
-    for table, rows in before.items():
-        assert _rows(db, table) == rows, table
+    for table, rows in before.items():  # every row and value kept; a later column is empty
+        after = _rows(db, table)
+        assert [row[:len(rows[0])] for row in after] == rows, table
+        assert all(value is None for row in after for value in row[len(rows[0]):]), table
     backup = tmp_path / "results.db.schema2.bak"
     assert {t: _rows(backup, t) for t in before} == before
     with closing(sqlite3.connect(backup)) as old:
@@ -81,6 +83,21 @@ def test_schema_2_store_is_backed_up_then_migrated_keeping_every_row(tmp_path, c
     with Store(db) as again:  # up to date now: no second migration, no second backup
         assert again.migrated is None
     assert sorted(p.name for p in tmp_path.glob("*.bak")) == ["results.db.schema2.bak"]
+
+
+def test_schema_3_store_with_measurement_identities_keeps_them(tmp_path):
+    """Schema 3 as the previous flopwatch wrote it: the identity column, no store id."""
+    db = tmp_path / "results.db"
+    with closing(sqlite3.connect(db)) as c:
+        c.executescript(SCHEMA_2.replace("phases TEXT);", "phases TEXT, identity TEXT);")
+                        .replace("VALUES ('schema_version', '2')", "VALUES ('schema_version', '3')"))
+        c.execute("CREATE INDEX results_identity ON results (identity)")
+        c.execute("UPDATE results SET identity = 'id-' || variant")
+        c.commit()
+    with Store(db) as store:
+        assert store.migrated == (3, SCHEMA_VERSION)
+        assert store.latest_by_identity(["id-v", "id-w", "id-x"]).keys() == {"id-v", "id-w"}
+    assert (tmp_path / "results.db.schema3.bak").exists()
 
 
 def test_schema_2_store_without_a_regressions_table_gains_one(tmp_path):

@@ -11,9 +11,9 @@ Modules: `tables` (the schema, both dialects), `migrations` (numbered schema ste
 `database` (the Store), `transfer`, `frame`.
 """
 
-from pipeline.store.database import TEXT_LIMITS, Store
+from pipeline.store.database import TEXT_LIMITS, Store, count_results
 from pipeline.store.errors import StoreError
 from pipeline.store.location import LocationError, StoreLocation
 from pipeline.store.tables import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "TEXT_LIMITS", "LocationError", "Store", "StoreError", "StoreLocation"]
+__all__ = ["SCHEMA_VERSION", "TEXT_LIMITS", "LocationError", "Store", "StoreError", "StoreLocation", "count_results"]

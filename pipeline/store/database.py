@@ -108,7 +108,7 @@ class Store:
                   "timing": json.dumps(r.timing), "counters": json.dumps(r.counters),
                   "resources": json.dumps(r.resources), "device_info": json.dumps(r.device_info),
                   "stderr_tail": bounded(r.stderr_tail, TEXT_LIMITS["stderr_tail"]), "created_at": time.time(),
-                  "phases": json.dumps(r.phases)}
+                  "phases": json.dumps(r.phases), "identity": r.identity or None}
         with self.writing() as conn:
             return int(conn.execute(t.results.insert().values(values)).inserted_primary_key[0])
 
@@ -120,6 +120,18 @@ class Store:
         query = sa.select(r.variant, r.shape, r.dtype, r.device, r.build_hash).where(r.commit_sha == commit_sha)
         with self.reading() as conn:
             return {tuple(row) for row in conn.execute(query)}
+
+    def latest_by_identity(self, identities: Iterable[str]) -> dict[str, dict]:
+        """{identity: the newest stored result with it} for the identities that have one."""
+        wanted = sorted({i for i in identities if i})
+        r = t.results.c
+        found: dict[str, dict] = {}
+        for start in range(0, len(wanted), 500):  # bound parameters per statement stay few
+            newest = (sa.select(sa.func.max(r.id)).where(r.identity.in_(wanted[start:start + 500]))
+                      .group_by(r.identity))
+            rows = self._decoded(sa.select(t.results).where(r.id.in_(newest.scalar_subquery())).order_by(r.id))
+            found.update({row["identity"]: row for row in rows})
+        return found
 
     def build(self, build_hash: str) -> dict | None:
         with self.reading() as conn:
@@ -206,6 +218,12 @@ class Store:
                 d[name] = loads(text) if text else empty()
             out.append(d)
         return out
+
+
+def count_results(where: str | Path | StoreLocation) -> int:
+    """How many results a store holds."""
+    with Store(where) as store:
+        return store.count_results()
 
 
 def _location(where) -> StoreLocation:

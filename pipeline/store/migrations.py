@@ -9,11 +9,11 @@ with SCHEMA_VERSION.
 To change the schema: add the column or table to `tables.py`, raise `tables.SCHEMA_VERSION`
 by one, and add the step that makes the same change here, e.g.
 
-    def _v4_measurement_identity(conn):
-        add_column(conn, "results", sa.Column("identity", sa.Text))
-        conn.execute(sa.text("CREATE INDEX IF NOT EXISTS results_identity ON results (identity)"))
+    def _v5_result_notes(conn):
+        add_column(conn, "results", sa.Column("notes", sa.Text))
+        conn.execute(sa.text("CREATE INDEX IF NOT EXISTS results_notes ON results (notes)"))
 
-    STEPS = {..., 4: _v4_measurement_identity}
+    STEPS = {..., 5: _v5_result_notes}
 
 Every step runs inside the one transaction of the upgrade (PostgreSQL's DDL is transactional,
 and SQLite's too), under a lock that one process holds at a time: a failed step leaves the
@@ -55,9 +55,14 @@ def _v2_phases_and_run_summary(conn: sa.Connection) -> None:
     add_column(conn, "runs", sa.Column("summary", sa.Text))
 
 
-_V3 = sa.MetaData()
-_V3_REGRESSIONS = sa.Table(
-    "regressions", _V3,
+def _v3_measurement_identity(conn: sa.Connection) -> None:
+    add_column(conn, "results", sa.Column("identity", sa.Text))
+    conn.execute(sa.text("CREATE INDEX IF NOT EXISTS results_identity ON results (identity)"))
+
+
+_V4 = sa.MetaData()
+_V4_REGRESSIONS = sa.Table(
+    "regressions", _V4,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
     *(sa.Column(name, sa.Text, nullable=False) for name in ("variant", "shape", "dtype", "device", "good_sha",
                                                             "bad_sha")),
@@ -68,16 +73,17 @@ _V3_REGRESSIONS = sa.Table(
 )
 
 
-def _v3_regressions_and_store_id(conn: sa.Connection) -> None:
+def _v4_regressions_and_store_id(conn: sa.Connection) -> None:
     """The regressions table becomes part of the schema (it was created on first use); the
     store gets an id, so that `flopwatch store import` can tell what it copied before."""
-    _V3_REGRESSIONS.create(conn, checkfirst=True)
+    _V4_REGRESSIONS.create(conn, checkfirst=True)
     _set_meta(conn, "store_id", uuid.uuid4().hex, replace=False)
 
 
 STEPS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_phases_and_run_summary,
-    3: _v3_regressions_and_store_id,
+    3: _v3_measurement_identity,
+    4: _v4_regressions_and_store_id,
 }
 assert sorted(STEPS) == list(range(2, tables.SCHEMA_VERSION + 1)), "one step per version"
 

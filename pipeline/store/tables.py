@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Text the repository under test controls (a subject, a compiler's or a kernel's output) is
 # stored up to these many characters: a flood must not grow the store without bound. Values
@@ -100,8 +100,12 @@ results = sa.Table(
     sa.Column("stderr_tail", sa.Text),
     sa.Column("created_at", sa.Float),
     sa.Column("phases", sa.Text),
+    # The measurement identity of the result's series (`pipeline.identity`): a stored result
+    # with the same identity measured the same thing, so compare and bisect may reuse it.
+    sa.Column("identity", sa.Text),
     sa.Index("results_key", "commit_sha", "variant", "shape", "dtype", "device", "build_hash"),
     sa.Index("results_series", "variant", "shape", "dtype", "device"),
+    sa.Index("results_identity", "identity"),
 )
 
 regressions = sa.Table(
