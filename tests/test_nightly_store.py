@@ -188,8 +188,7 @@ def test_nightly_end_to_end_detects_bisects_records_the_culprit_and_publishes(ra
             (shas.index(regression.good_sha), shas.index(regression.bad_sha), times)
         assert regression.culprit_sha == shas[PLANTED], regression.bisect
         assert regression.change < -0.5
-        measured = {c["sha"] for c in store.commits_with_results()}
-    assert shas[-1] in measured and shas[PLANTED] in measured  # the head, and the culprit measured by bisect
+        assert shas[-1] in {c["sha"] for c in store.commits_with_results()}  # the head, measured tonight
     site = workspace / ".flopwatch" / "site"
     feed = json.loads((site / "regressions.json").read_text())
     (item,) = feed["regressions"]
