@@ -38,9 +38,11 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     add_repo_options(p)
     p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
     p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
-    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
-                   help="join this Ray cluster (default: start one locally)")
-    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local cluster (default: all torch sees)")
+    add_ray_address_option(p)
+    p.add_argument("--no-ray-reuse", action="store_true",
+                   help="start a local Ray for this command only, instead of attaching to flopwatch's own local "
+                        "Ray kept between commands (also FLOPWATCH_RAY_REUSE=0)")
+    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local Ray (default: all torch sees)")
     p.add_argument("--budget", type=float, help="timing budget per job in seconds (default: config, 2 s)")
     p.add_argument("--timeout", type=float, help="per-job timeout in seconds (default: manifest)")
     p.add_argument("--threads", type=int, help="CPU threads for torch in jobs (default: all cores)")
@@ -52,6 +54,31 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-peer-check", action="store_true",
                    help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def add_ray_address_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="join the Ray cluster whose head listens there (default: $FLOPWATCH_RAY_ADDRESS, then "
+                        "$RAY_ADDRESS; without any, a local Ray). A cluster with token authentication needs "
+                        "RAY_AUTH_MODE=token and its token in this shell (README, Clusters)")
+
+
+def ray_reuse(env=None) -> tuple[bool, float]:
+    """Whether to use flopwatch's kept local Ray (FLOPWATCH_RAY_REUSE, default on) and after how
+    many idle seconds it stops (FLOPWATCH_RAY_IDLE_S, default 600)."""
+    env = os.environ if env is None else env
+    reuse = env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower()
+    if reuse not in ("0", "1", "no", "yes", "false", "true", "off", "on"):
+        raise UsageError(f"FLOPWATCH_RAY_REUSE={env['FLOPWATCH_RAY_REUSE']!r}: use 1 or 0")
+    text = env.get("FLOPWATCH_RAY_IDLE_S", "").strip()
+    try:
+        idle_s = float(text) if text else cluster.local_ray.DEFAULT_IDLE_S
+    except ValueError:
+        idle_s = -1.0
+    if not idle_s > 0:
+        raise UsageError(f"FLOPWATCH_RAY_IDLE_S={text!r}: give the idle seconds after which flopwatch's local "
+                         f"Ray stops, e.g. 600")
+    return reuse in ("1", "yes", "true", "on"), idle_s
 
 
 def workdir(args) -> tuple[object, Path]:
@@ -81,5 +108,6 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
 
 def open_session(args, work: Path) -> Session:
     store = Store(db_path(args, work))
-    info = cluster.connect(args.ray_address, args.num_gpus)
+    reuse, idle_s = ray_reuse()
+    info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse, idle_s=idle_s)
     return Session(store, work, info, Progress(enabled=not args.json))
