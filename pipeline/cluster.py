@@ -47,6 +47,13 @@ class ClusterInfo:
     def has_kind(self, kind: str) -> bool:
         return slots.slot_count(self.resources, kind) >= 1
 
+    def driver_line(self) -> str:
+        """The driver's Ray phase for the end of a run: what it did and what it cost."""
+        what = {EXISTING: "was already connected", JOINED: f"joined the cluster at {self.address}",
+                PRIVATE: "started a local Ray for this command", STARTED: "started flopwatch's local Ray",
+                REUSED: "attached to flopwatch's local Ray"}[self.mode]
+        return f"driver: {what} in {self.connect_s:.1f} s"
+
 
 # The kept head this process is attached to, and the auth variables to put back afterwards.
 _lease: local_ray.Lease | None = None
