@@ -63,13 +63,14 @@ class TokenCluster:
     node_ids: frozenset
 
 
-def _clean_env(base: Path) -> dict:
+def _clean_env(base: Path, home: str = "home") -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH",
                         "RAY_AUTH_MODE")}
-    home = base / "home"
+    home = base / home
     home.mkdir(exist_ok=True)
-    # A home of its own: no ~/.ray/auth_token of this machine's user stands in for a missing token.
+    # A home of its own: the cluster's token lives in its ~/.ray/auth_token, as the README has it,
+    # and no token of this machine's user stands in for a missing one.
     env.update(HOME=str(home), RAY_TMPDIR=str(base / "t"), RAY_USAGE_STATS_ENABLED="0",
                PYTHONPATH=str(ROOT), RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", FLOPWATCH_RAY_REUSE="0")
     return env
@@ -109,12 +110,14 @@ def _nodes(address: str, env: dict) -> list[dict]:
 @pytest.fixture(scope="module")
 def token_cluster():
     base = Path(tempfile.mkdtemp(prefix="fwt", dir="/tmp"))  # short: Ray's socket paths live under it
-    token = secrets.token_hex(32)
-    token_file = base / "token"
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, token.encode())
-    os.close(fd)
-    env = dict(_clean_env(base), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token_file))
+    env = dict(_clean_env(base), RAY_AUTH_MODE="token")
+    # The README's commands: make the token in ~/.ray/auth_token, keep it private, export RAY_AUTH_MODE.
+    made = subprocess.run([RAY, "get-auth-token", "--generate"], env=env, capture_output=True, text=True,
+                          timeout=120, check=True)
+    token_file = Path(env["HOME"]) / ".ray" / "auth_token"
+    token_file.chmod(0o600)
+    token = token_file.read_text().strip()
+    assert made.stdout.strip() == token and len(token) >= 32
     port = _free_port()
     address = f"127.0.0.1:{port}"
     head = _start([RAY, "start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard", "false",
@@ -180,7 +183,7 @@ def test_a_driver_with_the_token_runs_by_address_on_the_worker_node(token_cluste
 
 @pytest.mark.parametrize("who", ["no token", "wrong token"])
 def test_a_driver_without_the_token_gets_one_line_and_exit_2(token_cluster, suite, tmp_path, who):
-    env = _clean_env(token_cluster.base)  # no RAY_AUTH_MODE, no token anywhere
+    env = _clean_env(token_cluster.base, "empty-home")  # no RAY_AUTH_MODE, no token anywhere
     if who == "wrong token":
         wrong = tmp_path / "token"
         wrong.write_text(secrets.token_hex(32))
