@@ -49,6 +49,7 @@ from pathlib import Path
 
 from pipeline import slots
 from pipeline.ray_access import ClusterError, parse_address, tcp_problem
+from workers.runner import SECRET_VARIABLES
 
 DEFAULT_IDLE_S = 600.0
 # Ray's own start waits up to 120 s for its GCS on a slow machine; the head needs a little more.
@@ -182,8 +183,10 @@ def serve_command(folder: Path, key: str, num_gpus: int | None, idle_s: float,
 
 def head_env(env: Mapping[str, str], folder: Path) -> dict[str, str]:
     """The server's environment: token authentication with the head's own token file only, no
-    cluster address to wander off to, and flopwatch importable."""
-    out = {k: v for k, v in env.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "FLOPWATCH_RAY_ADDRESS")}
+    cluster address to wander off to, no CI token for its workers to inherit, and flopwatch
+    importable."""
+    dropped = ("RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", *SECRET_VARIABLES)  # SECRET_VARIABLES has RAY_AUTH_TOKEN
+    out = {k: v for k, v in env.items() if k not in dropped}
     out["RAY_AUTH_MODE"] = "token"
     out["RAY_AUTH_TOKEN_PATH"] = str(folder / TOKEN)
     out.setdefault("RAY_USAGE_STATS_ENABLED", "0")

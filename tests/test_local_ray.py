@@ -72,10 +72,10 @@ def test_serve_command_line():
 
 def test_the_head_uses_its_own_token_file_and_no_other_cluster():
     env = {"RAY_ADDRESS": "10.0.0.1:6379", "FLOPWATCH_RAY_ADDRESS": "10.0.0.1:6379", "RAY_AUTH_TOKEN": "theirs",
-           "RAY_AUTH_MODE": "disabled", "PYTHONPATH": "/elsewhere", "HOME": "/home/u"}
+           "RAY_AUTH_MODE": "disabled", "PYTHONPATH": "/elsewhere", "HOME": "/home/u", "GITHUB_TOKEN": "ghs_x"}
     out = local_ray.head_env(env, Path("/run/fw/abc"))
     assert out["RAY_AUTH_MODE"] == "token" and out["RAY_AUTH_TOKEN_PATH"] == "/run/fw/abc/token"
-    assert not {"RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", "RAY_AUTH_TOKEN"} & set(out)
+    assert not {"RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", "RAY_AUTH_TOKEN", "GITHUB_TOKEN"} & set(out)
     assert out["PYTHONPATH"] == f"{local_ray.PACKAGE_ROOT}{os.pathsep}/elsewhere" and out["HOME"] == "/home/u"
 
 
