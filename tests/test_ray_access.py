@@ -11,7 +11,14 @@ import git
 import pytest
 
 from pipeline import cli
-from pipeline.ray_access import Address, ClusterError, parse_address, refused_message, resolve_address, tcp_problem
+from pipeline.ray_access import (
+    Address,
+    ClusterError,
+    parse_address,
+    refused_message,
+    resolve_address,
+    tcp_problem,
+)
 
 
 def test_the_flag_wins_then_flopwatch_variable_then_rays():
