@@ -36,6 +36,7 @@ for name in "$@"; do
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
+    settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"

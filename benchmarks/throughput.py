@@ -16,7 +16,7 @@ Then, per GPU count:
   compare A B         in a fresh clone (no build cache), the store holding the run of A
                       (as a PR runner with a shared store finds it)                 target
   compare A C         the same, C changes one variant                               target
-  compare A B, empty  a fresh clone and an empty store: every series timed once    reported
+  compare A B, empty  a fresh clone and an empty store: every series timed once    with --empty-store
 
 Printed per command: command wall (stopwatch), jobs wall, timed share (sum of the results'
 timed samples over the devices' jobs wall), utilization over the command and over the jobs
@@ -148,7 +148,7 @@ def fresh_clone(repo: Path, name: str) -> Path:
 def flopwatch(repo: Path, name: str, db: Path, kind: str, *args: str) -> dict:
     """One flopwatch command with --json at default settings; its summary plus the command's
     wall time and the utilization sampled while it ran."""
-    cmd = [sys.executable, "-m", "pipeline.cli", *args, "--json", "--no-report", "--repo", str(repo), "--db", str(db)]
+    cmd = [sys.executable, "-m", "pipeline.cli", *args, "--json", "--repo", str(repo), "--db", str(db)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                RAY_USAGE_STATS_ENABLED="0")
     with UtilizationSampler(kind) as util:
@@ -229,7 +229,7 @@ def gpu_count() -> int:
         return 0
 
 
-def table_commands(kind: str, gpus: int | None) -> list[dict]:
+def table_commands(kind: str, gpus: int | None, empty_store: bool) -> list[dict]:
     """The commands of the table on `gpus` GPUs (None: a CPU machine)."""
     suffix = f"_{gpus}gpu" if gpus else ""
     extra = ("--num-gpus", str(gpus)) if gpus else ()
@@ -246,12 +246,13 @@ def table_commands(kind: str, gpus: int | None) -> list[dict]:
     clone = fresh_clone(repo, f"clone_c{suffix}")
     runs.append((flopwatch(clone, f"compare_define{suffix}", shared, kind, "compare", shas["A"], shas["C"], *extra),
                  shared))
-    empty = OUT / f"empty{suffix}.db"
-    for p in OUT.glob(f"empty{suffix}.db*"):
-        p.unlink()
-    clone = fresh_clone(repo, f"clone_b_empty{suffix}")
-    runs.append((flopwatch(clone, f"compare_readme_empty_store{suffix}", empty, kind, "compare", shas["A"],
-                           shas["B"], *extra), empty))
+    if empty_store:
+        empty = OUT / f"empty{suffix}.db"
+        for p in OUT.glob(f"empty{suffix}.db*"):
+            p.unlink()
+        clone = fresh_clone(repo, f"clone_b_empty{suffix}")
+        runs.append((flopwatch(clone, f"compare_readme_empty_store{suffix}", empty, kind, "compare", shas["A"],
+                               shas["B"], *extra), empty))
     return [figures(s, db, kind, gpus or 1) for s, db in runs]
 
 
@@ -312,6 +313,8 @@ def main() -> None:
     p.add_argument("--gpus", action="append", help="GPU count to run the table on (repeatable; 'all'); "
                                                    "default: all GPUs of the machine")
     p.add_argument("--gpu-verify", action="store_true", help="the multi-GPU verification instead of the table")
+    p.add_argument("--empty-store", action="store_true",
+                   help="also compare A B in a fresh clone with an empty store (every series timed once)")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if args.gpu_verify:
@@ -324,7 +327,7 @@ def main() -> None:
         counts = sorted({total if g == "all" else int(g) for g in (args.gpus or ["all"])})
     rows = []
     for n in counts:
-        rows += table_commands(kind, n)
+        rows += table_commands(kind, n, args.empty_store)
     (OUT / "figures.json").write_text(json.dumps(rows, indent=1))
     print(f"\nmachine: {kind}, GPU counts {counts}; OUT {OUT}")
     print_table(rows)

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery",
             "pipeline.manifest", "pipeline.plan", "pipeline.progress", "pipeline.runflow",
             "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting",
-            "pipeline.build_cache")
+            "pipeline.ray_access", "pipeline.local_ray", "pipeline.build_cache")
 
 # (modules under this prefix, may not import these prefixes)
 RULES = [

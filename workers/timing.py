@@ -76,7 +76,12 @@ class TimingSettings:
     flush: bool = True
     method: str = "adaptive"  # GPU: "adaptive" or "fixed"
     stable_rel: float = 0.005  # GPU adaptive: consecutive batch medians this close end the warm-up
-    min_sampling_s: float = 0.25  # GPU adaptive: the CI clause needs at least this much sampling
+    # GPU adaptive: the CI clause needs at least this much sampling. A power-limited kernel's
+    # clock oscillates under the power cap: on an H200, medians of 0.1-0.5 s windows of a bf16
+    # 8192³ GEMM were 2-9% off the settled median and those of 1 s windows within 2%
+    # (benchmarks/gpu_settling.py, docs/benchmarks.md), while the samples of one short window
+    # agree so well that their CI alone would stop the loop after a tenth of a second.
+    min_sampling_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -226,15 +231,20 @@ def time_cpu(call: Callable[[], None], settings: TimingSettings) -> Timing:
     return measure(once, call, settings)
 
 
-def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0) -> Timing:
+def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0,
+             after_first: Callable[[], None] | None = None) -> Timing:
     """Device-event samples of one launch each, with the caches flushed before every sample
     by writing a buffer larger than L2 (+ Infinity Cache on MI300/MI325X), so a kernel is
     timed reading its inputs from HBM as it would in a real model. `warmed_s`: seconds the
-    kernel already ran on this device just before (the correctness launches)."""
+    kernel already ran on this device just before (the correctness launches).
+    `after_first()` runs once, after the first launch has completed and outside any timed
+    region (the child keeps that launch's output to compare with the last one's)."""
     import torch
 
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda") if settings.flush else None
     events: list[tuple] = []
+
+    pending = [after_first] if after_first is not None else []
 
     def sample_batch(n: int) -> list[float]:
         while len(events) < n:
@@ -245,6 +255,9 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
             start_ev.record()
             call()
             end_ev.record()
+            if pending:  # once: after the first launch, outside its events
+                torch.cuda.synchronize()
+                pending.pop()()
         torch.cuda.synchronize()
         return [s.elapsed_time(e) / 1e3 for s, e in events[:n]]
 

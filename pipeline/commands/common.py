@@ -70,9 +70,11 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
     p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
     p.add_argument("--cache", metavar="DIR",
                    help="build cache folder (default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
-    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
-                   help="join this Ray cluster (default: $FLOPWATCH_RAY_ADDRESS if set, else start one locally)")
-    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local cluster (default: all torch sees)")
+    add_ray_address_option(p)
+    p.add_argument("--no-ray-reuse", action="store_true",
+                   help="start a local Ray for this command only, instead of attaching to flopwatch's own local "
+                        "Ray kept between commands (also FLOPWATCH_RAY_REUSE=0)")
+    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local Ray (default: all torch sees)")
     p.add_argument("--budget", type=float, help=budget_help(command))
     p.add_argument("--timing-method", choices=METHODS, default=METHODS[0],
                    help="GPU timing rule: adaptive batches, warm-up and sample count (default), or the "
@@ -91,6 +93,31 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
     p.add_argument("--no-peer-check", action="store_true",
                    help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def add_ray_address_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="join the Ray cluster whose head listens there (default: $FLOPWATCH_RAY_ADDRESS, then "
+                        "$RAY_ADDRESS; without any, a local Ray). A cluster with token authentication needs "
+                        "RAY_AUTH_MODE=token and its token in this shell (README, Clusters)")
+
+
+def ray_reuse(env=None) -> tuple[bool, float]:
+    """Whether to use flopwatch's kept local Ray (FLOPWATCH_RAY_REUSE, default on) and after how
+    many idle seconds it stops (FLOPWATCH_RAY_IDLE_S, default 600)."""
+    env = os.environ if env is None else env
+    reuse = env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower()
+    if reuse not in ("0", "1", "no", "yes", "false", "true", "off", "on"):
+        raise UsageError(f"FLOPWATCH_RAY_REUSE={env['FLOPWATCH_RAY_REUSE']!r}: use 1 or 0")
+    text = env.get("FLOPWATCH_RAY_IDLE_S", "").strip()
+    try:
+        idle_s = float(text) if text else cluster.local_ray.DEFAULT_IDLE_S
+    except ValueError:
+        idle_s = -1.0
+    if not idle_s > 0:
+        raise UsageError(f"FLOPWATCH_RAY_IDLE_S={text!r}: give the idle seconds after which flopwatch's local "
+                         f"Ray stops, e.g. 600")
+    return reuse in ("1", "yes", "true", "on"), idle_s
 
 
 def workdir(args) -> tuple[object, Path]:
@@ -137,9 +164,11 @@ def open_session(args, work: Path) -> Session:
     clock = DriverClock()
     with clock.phase("store"):
         store = open_store(args, work)
+    reuse, idle_s = ray_reuse()
     try:
         with clock.phase("ray_start"):
-            info = cluster.connect(args.ray_address, args.num_gpus)
+            info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse,
+                                   idle_s=idle_s)
     except BaseException:
         store.close()
         raise

@@ -48,6 +48,7 @@ def main(args) -> int:
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
             "jobs_wall_s": run_wall_s(outcome.accounting), "devices": outcome.accounting,
             "peer_check": outcome.peer_check, "driver": clock.as_dict(),
+            "ray": {"mode": session.cluster_info.mode, "connect_s": round(session.cluster_info.connect_s, 3)},
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
                         for r in with_peer(rows)],
         }, default=str))
@@ -67,6 +68,7 @@ def main(args) -> int:
                           highlight=False)
         for row in outcome.accounting:
             console.print(busy_line(row), highlight=False, markup=False)
+        console.print(session.cluster_info.driver_line(), highlight=False, markup=False)
         console.print(driver_clock.line(clock.as_dict()), highlight=False, markup=False)
         if not args.no_report:
             console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)
