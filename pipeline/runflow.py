@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import platform
 import shutil
 import time
@@ -20,12 +21,13 @@ from pipeline import accounting, checkout, cluster, slots
 from pipeline.accounting import busy_s
 from pipeline.config import load_config
 from pipeline.discovery import discover
+from pipeline.peers import builtin_peers
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
 from workers import status
 from workers.bundle import pack, unpack
-from workers.ops import get_op
+from workers.ops import static_work
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
 
@@ -113,6 +115,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
     # Discover everything: a peer's shapes come from the other variants even when only the
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
     variants, invalid = discover(root, config, options.kernel_dirs)
+    variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
     invalid = [bad for bad in invalid if not options.only or bad.name in options.only]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
@@ -288,8 +291,10 @@ def expected_costs(store: Store) -> dict[tuple, float]:
 
 
 def _work(v: Variant, job: Job) -> float:
-    op = get_op(v.op)
-    return float(op.flops(job.shape.dims) or op.bytes_moved(job.shape.dims, 4) or 0.0)
+    flops, bytes_moved = static_work(v, job.shape.dims)
+    if v.repo_op:  # its counts are its code's, run only in the sandbox: the problem size will do
+        return float(math.prod(job.shape.dims.values()))
+    return flops or bytes_moved
 
 
 def _with_queue(r: Result, enqueued_at: float) -> Result:
@@ -336,9 +341,8 @@ def _timing(config, options: RunOptions) -> dict:
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:
     """A result that needs no run: no toolchain here, build failed, or no such device."""
-    op = get_op(v.op)
     base = dict(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
-                device=device_key(session, job.device_kind), peer=v.peer, flops=op.flops(job.shape.dims))
+                device=device_key(session, job.device_kind), peer=v.peer, flops=static_work(v, job.shape.dims)[0])
     if build is None:
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
