@@ -9,10 +9,9 @@ covers.
 
 from __future__ import annotations
 
+from workers.ops import BUILTIN_PEER_BACKEND as BACKEND
 from workers.ops import OPS
 from workers.records import Binding, Variant
-
-BACKEND = "builtin"
 PREFIX = "peer."
 
 
@@ -45,11 +44,6 @@ def peer_name(op: str, repo_op: dict | None = None) -> str:
         return repo_op.get("peer_name") or f"{op}.peer"
     module = OPS.get(op)
     return getattr(module, "PEER_NAME", f"{op}.peer")
-
-
-def is_builtin_peer(row: dict) -> bool:
-    """A result row (or variant dict) of a peer flopwatch added."""
-    return row.get("backend") == BACKEND
 
 
 def _has_peer(op: str, repo_op: dict) -> bool:

@@ -45,6 +45,18 @@ def for_variant(variant):
     return get_op(variant.op)
 
 
+BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.peers`)
+
+
+def peer_label(row: dict) -> str:
+    """How a peer row (a result or variant as a dict) is labelled on pages and in the terminal:
+    "peer", or for the one flopwatch added, "built-in peer: <what it runs>"."""
+    if row.get("backend") != BUILTIN_PEER_BACKEND:
+        return "peer"
+    module = OPS.get(row.get("op") or "")
+    return "built-in peer: " + (module.PEER_NAME if module else "the op's peer()")
+
+
 def torch_dtype(name: str):
     import torch
 
