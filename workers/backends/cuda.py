@@ -63,7 +63,7 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     code, log = run_compiler(cmd, cwd=out)
     if code != 0:
         return BuildOutput(False, log, with_hints(first_errors(log), log, "cuda", kind))
-    analysis = analyse(log, target, tc)
+    analysis = analyse(log, target, tc, int(variant.launch.get("dynamic_smem_bytes", 0)))
     if kind == "raw":
         names = resource_usage.demangle(resource_usage.mangled_names(log), tc.detail.get("demangler"))
         kernels = {m: names.get(m, m) for m in resource_usage.mangled_names(log)}
@@ -74,12 +74,16 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     return BuildOutput(True, log, analysis=analysis)
 
 
-def analyse(log: str, binary: Path, tc: Toolchain) -> dict:
-    """Per kernel: ptxas resource use, plus SASS instruction counts where cuobjdump exists."""
+def analyse(log: str, binary: Path, tc: Toolchain, dynamic_smem_bytes: int = 0) -> dict:
+    """Per kernel: ptxas resource use (static shared memory, and the allocation a block gets
+    with the launch's dynamic shared memory), plus SASS instruction counts where cuobjdump exists."""
     names = resource_usage.demangle(resource_usage.mangled_names(log), tc.detail.get("demangler"))
     kernels: dict[str, dict] = {}
     for k in resource_usage.parse_resource_usage(log, names):
         kernels[_short(k.name)] = {"arch": k.arch, "registers": k.registers, "smem_bytes": k.smem_bytes,
+                                   "smem_alloc_bytes": resource_usage.smem_allocated_bytes(
+                                       k.smem_bytes, dynamic_smem_bytes, k.arch),
+                                   **({"smem_dynamic_bytes": dynamic_smem_bytes} if dynamic_smem_bytes else {}),
                                    "stack_bytes": k.stack_bytes, "spill_stores": k.spill_stores,
                                    "spill_loads": k.spill_loads}
     if tc.detail.get("cuobjdump"):

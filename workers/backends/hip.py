@@ -130,7 +130,11 @@ def flatten(kernels: dict) -> dict:
                 "vgprs": rem.get("vgprs", note.get("vgpr_count")),
                 "agprs": rem.get("agprs", note.get("agpr_count")),
                 "sgprs": rem.get("sgprs", note.get("sgpr_count")),
+                # the compiler's static LDS, and what the occupancy model allocates (static +
+                # dynamic, in 512-byte granules): reports show both, labelled
+                "lds_static_bytes": note.get("group_segment_fixed_size", rem.get("lds_bytes")),
                 "lds_bytes": occ.get("lds_alloc_bytes", rem.get("lds_bytes")),
+                **({"lds_dynamic_bytes": occ["dynamic_lds_bytes"]} if occ.get("dynamic_lds_bytes") else {}),
                 "scratch_bytes": rem.get("scratch_bytes", note.get("private_segment_fixed_size")),
                 "vgpr_spill": rem.get("vgpr_spill", note.get("vgpr_spill_count")),
                 "sgpr_spill": rem.get("sgpr_spill", note.get("sgpr_spill_count")),
