@@ -10,12 +10,13 @@ import argparse
 import sys
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, ls, report, run, selftest
+from pipeline.commands import doctor, init, ls, new, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.store import StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
+            "init": init}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 

@@ -25,6 +25,8 @@ _MISSING_HEADER = re.compile(r"['\"<]([\w./+-]+\.(?:h|hpp|cuh|hh|inc))['\">] fil
                              r"|fatal error: ([\w./+-]+\.(?:h|hpp|cuh|hh|inc)): No such file or directory"
                              r"|cannot open source file ['\"]([\w./+-]+)['\"]")
 _ROCM6_HEADERS = ("hip_bf16.h", "hip_fp8.h", "amd_hip_bf16.h")
+_CUDA_LIBRARIES = (("cublas", "cuBLAS"), ("cublasLt", "cuBLASLt"), ("cufft", "cuFFT"), ("curand", "cuRAND"),
+                   ("cusparse", "cuSPARSE"), ("cusolver", "cuSOLVER"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
 _CUDA_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "mma.h", "cuda_fp8.h", "cooperative_groups.h")
 
 
@@ -79,6 +81,11 @@ def _header_hint(header: str, backend: str, include_vars: Mapping[str, str]) -> 
                     f"[build] include_dirs = [\"${{{var}}}\"]")
     if backend == "cuda" and name in _CUDA_HEADERS:
         return f"{header} is a CUDA toolkit header: nvcc finds it; check that backend = \"cuda\""
+    library = next((lib for prefix, lib in _CUDA_LIBRARIES if name.startswith(prefix)), None)
+    if library:
+        return (f"{header} belongs to {library}, whose development headers this build node's CUDA toolkit lacks "
+                f"(a kernel file may include it without calling it): install them on the node (a full CUDA "
+                f"toolkit has them), or build this variant where they are")
     return (f"{header} is not in the variant folder: a header of this repository goes in a shared folder listed "
             f"in flopwatch.toml (include_dirs = [\"path/to/headers\"]); one of another checkout on the build node "
             f"in variant.toml [build] include_dirs = [\"${{SOMETHING_ROOT}}/include\"] with SOMETHING_ROOT set there")
