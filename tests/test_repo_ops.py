@@ -80,7 +80,7 @@ def test_discovery_finds_ops_and_variants_of_a_broken_op_say_which_file(tmp_path
     ops, bad = find_ops(tmp_path, ("kernels",))
     assert list(ops) == ["rmsnorm"] and [b.manifest for b in bad] == ["kernels/layernorm/op.py"]
     valid, invalid = discover(tmp_path, ProjectConfig())
-    (rms,) = [v for v in valid if v.op == "rmsnorm"]
+    rms = next(v for v in valid if v.name == "rmsnorm_cpp")
     assert rms.repo_op["path"] == "kernels/rmsnorm/op.py" and rms.layout == "default"
     errors = {b.manifest: b.error for b in invalid}
     assert "kernels/layernorm/op.py: make_inputs: missing" in errors["kernels/layernorm/op.py"]
@@ -93,6 +93,7 @@ def test_a_builtin_peer_joins_where_the_repository_declares_none(tmp_path):
     added = {v.name: v for v in builtin_peers(valid)}
     assert set(added) == {"peer.gemm", "peer.rmsnorm"}
     assert added["peer.gemm"].description == "built-in peer: torch.matmul" and added["peer.gemm"].devices == ("cpu",)
+    assert added["peer.rmsnorm"].devices == ("cpu", "cuda")  # the op's variants run on both
     assert added["peer.rmsnorm"].repo_op["path"] == "kernels/rmsnorm/op.py"
     # a repository's own peer wins on the device kinds it covers
     own = [v for v in valid if v.op == "gemm"][0]
