@@ -387,15 +387,20 @@ def variant_name(kernel: Kernel, taken: set[str]) -> str:
 
 
 def draft(kernel: Kernel, launch: Launch | None, file_text: str, out_dir: str, taken: set[str],
-          constants: dict | None = None) -> Draft:
-    """The variant folder for one kernel: `variant.toml` and the source that includes it."""
+          constants: dict | None = None, include: str = "") -> Draft:
+    """The variant folder for one kernel: `variant.toml` and the source that includes it
+    (`include`: the repository-relative file to include, the kernel's own by default)."""
     constants = constants or {}
     backend = backend_of(kernel.file, file_text)
     name = variant_name(kernel, taken)
     folder = f"{out_dir.rstrip('/')}/{name}"
-    src_dir = str(PurePosixPath(kernel.file).parent)
+    include = include or kernel.file
+    src_dir = str(PurePosixPath(include).parent)
     guess = guess_op(kernel, file_text)
     todo = list(guess.notes)
+    if src_dir in ("", "."):
+        todo.append(f"{include} is at the repository root: move it into a folder (shared include folders are "
+                    f"shipped to the build node, the whole repository is not)")
     lines = [f"# Drafted by `flopwatch new` from {kernel.file}:{kernel.line} ({kernel.name}).",
              f'name = "{name}"']
     if guess.op:
@@ -443,7 +448,7 @@ def draft(kernel: Kernel, launch: Launch | None, file_text: str, out_dir: str, t
             lines += ["", "[launch]", *(f"{k} = {v}" for k, v in table.items())]
         if launch is not None:
             lines.insert(1, f"# Launch geometry from {launch.file}:{launch.line}.")
-    files = {"variant.toml": "\n".join(lines) + "\n", wrapper: _wrapper_text(kernel, targs, src_dir)}
+    files = {"variant.toml": "\n".join(lines) + "\n", wrapper: _wrapper_text(kernel, targs, include)}
     return Draft(name, folder, files, src_dir, guess.op, tuple(todo))
 
 
@@ -451,11 +456,13 @@ def _safe_file(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def _wrapper_text(kernel: Kernel, targs: list[str], src_dir: str) -> str:
-    include = PurePosixPath(kernel.file).name
-    text = [f"// Drafted by `flopwatch new`: builds {kernel.name} from {kernel.file}, unchanged;",
-            f"// {src_dir or '.'} is a shared include folder of flopwatch.toml.",
-            f'#include "{include}"']
+def _wrapper_text(kernel: Kernel, targs: list[str], include: str) -> str:
+    path = PurePosixPath(include)
+    via = f" through {include}" if include != kernel.file else ""
+    text = [f"// Drafted by `flopwatch new`: builds {kernel.name} from {kernel.file}{via}, unchanged;",
+            f"// {str(path.parent) if str(path.parent) != '.' else 'the repository root'} is a shared include "
+            f"folder of flopwatch.toml.",
+            f'#include "{path.name}"']
     if kernel.template:
         types = ", ".join(p.type for p in kernel.params)
         args = ", ".join(targs) if targs else f"/* TODO: template arguments for <{kernel.template}> */"

@@ -10,6 +10,7 @@ and build it on this machine.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,9 +98,31 @@ def plan(root: Path, files: list[Path], out_dir: str) -> list[drafting.Draft]:
         rel = f.relative_to(root).as_posix()
         module = kernel_scan.find_pybind_functions(text, rel)
         kernels = module or kernel_scan.find_kernels(text, rel)
+        include = umbrella_header(root, f, host)
         for k in kernels:
-            drafts.append(drafting.draft(k, launches.get(k.name), text, out_dir, taken))
+            drafts.append(drafting.draft(k, launches.get(k.name), text, out_dir, taken, include=include))
     return drafts
+
+
+_HEADERS = (".cuh", ".h", ".hpp", ".hh")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def umbrella_header(root: Path, file: Path, sources: dict[Path, str]) -> str:
+    """The header through which the repository's own code includes a kernel header (siboehm's
+    `kernels.cuh` includes every kernel, and kernel 11 uses a constant kernel 10 defines), so a
+    draft compiles the kernel as the repository does; the file itself when none does."""
+    if file.suffix not in _HEADERS:
+        return file.relative_to(root).as_posix()
+    current, seen = file.resolve(), set()
+    while current not in seen:
+        seen.add(current)
+        parent = next((h for h, text in sources.items() if h.suffix in _HEADERS and h.resolve() != current
+                       and any((h.parent / inc).resolve() == current for inc in _INCLUDE.findall(text))), None)
+        if parent is None:
+            break
+        current = parent.resolve()
+    return current.relative_to(root.resolve()).as_posix()
 
 
 def write(root: Path, drafts: list[drafting.Draft], force: bool) -> list[Onboarded]:

@@ -181,3 +181,21 @@ def test_init_drafts_the_repository_and_writes_a_workflow_actionlint_accepts(tmp
     if binary:
         result = subprocess.run([binary, str(workflow)], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_kernel_header_is_built_through_the_header_that_includes_it(tmp_path):
+    """Collections include their kernel headers through one umbrella header, and a later kernel
+    may use a constant an earlier one defines: the draft includes what the repository includes."""
+    from pipeline.onboard import umbrella_header
+
+    (tmp_path / "src" / "kernels").mkdir(parents=True)
+    (tmp_path / "src" / "kernels" / "a.cuh").write_text("const int WARPSIZE = 32;\n")
+    (tmp_path / "src" / "kernels" / "b.cuh").write_text("__global__ void b(float* x) { x[0] = WARPSIZE; }\n")
+    (tmp_path / "src" / "all.cuh").write_text('#include "kernels/a.cuh"\n#include "kernels/b.cuh"\n')
+    (tmp_path / "src" / "run.cu").write_text('#include "all.cuh"\n')
+    sources = {p: p.read_text() for p in (tmp_path / "src").rglob("*.cu*")}
+    assert umbrella_header(tmp_path, tmp_path / "src" / "kernels" / "b.cuh", sources) == "src/all.cuh"
+    assert umbrella_header(tmp_path, tmp_path / "src" / "run.cu", sources) == "src/run.cu"
+    (k,) = find_kernels(sources[tmp_path / "src" / "kernels" / "b.cuh"], "src/kernels/b.cuh")
+    draft = drafting.draft(k, None, "", "flopwatch", set(), include="src/all.cuh")
+    assert draft.include_dir == "src" and '#include "all.cuh"' in draft.files["b.cu"]
