@@ -44,7 +44,7 @@ def cli(repo: Path, *args: str, log: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True,
-                          env=env)
+                          env=env, check=False)
     (OUT / log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
     print(f"$ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
     return proc

@@ -459,9 +459,9 @@ def _safe_file(name: str) -> str:
 def _wrapper_text(kernel: Kernel, targs: list[str], include: str) -> str:
     path = PurePosixPath(include)
     via = f" through {include}" if include != kernel.file else ""
+    folder = str(path.parent) if str(path.parent) != "." else "the repository root"
     text = [f"// Drafted by `flopwatch new`: builds {kernel.name} from {kernel.file}{via}, unchanged;",
-            f"// {str(path.parent) if str(path.parent) != '.' else 'the repository root'} is a shared include "
-            f"folder of flopwatch.toml.",
+            f"// {folder} is a shared include folder of flopwatch.toml.",
             f'#include "{path.name}"']
     if kernel.template:
         types = ", ".join(p.type for p in kernel.params)

@@ -138,7 +138,7 @@ def parse_params(text: str) -> tuple[Param, ...]:
         item = item.split("=", 1)[0].strip()
         if not item or item == "void":
             continue
-        m = re.match(rf"^(.*?)({_IDENT})\s*(\[[^\]]*\])?$", item, re.S)
+        m = re.match(rf"^(.*?)({_IDENT})\s*(\[[^\]]*\])?$", item, re.DOTALL)
         if m and m.group(1).strip() and not m.group(1).strip().endswith("::"):
             params.append(Param(" ".join((m.group(1) + ("*" if m.group(3) else "")).split()), m.group(2)))
         else:
@@ -181,7 +181,7 @@ def find_kernels(text: str, file: str) -> list[Kernel]:
         body_end = _matching(clean, body_start, "{", "}")
         before = clean[max(0, m.start() - 400):m.start()]
         template = ""
-        tm = re.search(r"template\s*<(.*)>\s*(?:extern\s+\"C\"\s*)?$", before, re.S)
+        tm = re.search(r"template\s*<(.*)>\s*(?:extern\s+\"C\"\s*)?$", before, re.DOTALL)
         if tm and ";" not in tm.group(1) and "{" not in tm.group(1):
             template = " ".join(tm.group(1).split())
         extern_c = bool(re.search(r"extern\s+\"C\"\s*(\{[^}]*)?$", before)) or "extern \"C\"" in head
@@ -222,7 +222,7 @@ _GGL = re.compile(rf"\bhipLaunchKernelGGL\s*\(\s*(?:HIP_KERNEL_NAME\s*\(\s*)?({_
 _INT_CONST = re.compile(rf"(?:#define\s+({_IDENT})\s+\(?\s*([0-9][0-9xXa-fA-FuUlL]*)\s*\)?\s*$"
                         rf"|\b(?:static\s+)?(?:constexpr|const)\s+(?:unsigned\s+|signed\s+)?"
                         rf"(?:int|uint|long|size_t|unsigned|uint32_t|int32_t|int64_t|auto)?\s*({_IDENT})\s*=\s*"
-                        rf"([0-9][0-9xXa-fA-FuUlL]*)\s*;)", re.M)
+                        rf"([0-9][0-9xXa-fA-FuUlL]*)\s*;)", re.MULTILINE)
 
 
 def int_constants(text: str) -> dict[str, str]:
@@ -278,12 +278,12 @@ def _dim3(before: str, expr: str) -> tuple[str, ...]:
     defined as `dim3 g(a, b)`, `dim3 g = dim3(a, b)`, `auto g = dim3(a, b)` or `dim3 g{a, b}`
     before the launch, or a plain expression."""
     expr = expr.strip()
-    inline = re.fullmatch(r"dim3\s*[({](.*)[)}]", expr, re.S)
+    inline = re.fullmatch(r"dim3\s*[({](.*)[)}]", expr, re.DOTALL)
     if inline:
         return tuple(" ".join(p.split()) for p in split_top(inline.group(1)))
     if re.fullmatch(_IDENT, expr):
         defs = list(re.finditer(rf"\b(?:dim3|auto|const\s+dim3|const\s+auto)\s+{expr}\s*"
-                                rf"(?:=\s*dim3\s*)?[({{](.*?)[)}}]\s*;", before, re.S))
+                                rf"(?:=\s*dim3\s*)?[({{](.*?)[)}}]\s*;", before, re.DOTALL))
         if defs:
             return tuple(" ".join(p.split()) for p in split_top(defs[-1].group(1)))
     return (" ".join(expr.split()),)

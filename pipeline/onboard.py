@@ -105,7 +105,7 @@ def plan(root: Path, files: list[Path], out_dir: str) -> list[drafting.Draft]:
 
 
 _HEADERS = (".cuh", ".h", ".hpp", ".hh")
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
 def umbrella_header(root: Path, file: Path, sources: dict[Path, str]) -> str:

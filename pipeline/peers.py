@@ -12,6 +12,7 @@ from __future__ import annotations
 from workers.ops import BUILTIN_PEER_BACKEND as BACKEND
 from workers.ops import OPS
 from workers.records import Binding, Variant
+
 PREFIX = "peer."
 
 

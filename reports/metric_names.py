@@ -51,8 +51,8 @@ _RESOURCES: dict[str, tuple[str, str, str]] = {
     # name: (label, kind, where the value comes from)
     "registers": ("registers", "int", "ptxas --resource-usage (workers/cuda/resource_usage.py)"),
     "smem_bytes": ("smem static", "bytes", "ptxas --resource-usage: static shared memory per block (the compiler's)"),
-    "smem_alloc_bytes": ("smem allocated", "bytes", "static + dynamic shared memory + the driver's reserved 1 KiB per "
-                         "block, rounded up to 128 B: what the occupancy calculation allocates (cuda_occupancy.h)"),
+    "smem_alloc_bytes": ("smem allocated", "bytes", ("static + dynamic shared memory + the driver's reserved 1 KiB per "
+                         "block, rounded up to 128 B: what the occupancy calculation allocates (cuda_occupancy.h)")),
     "stack_bytes": ("stack", "bytes", "ptxas --resource-usage"),
     "spill_stores": ("spill stores", "bytes", "ptxas --resource-usage"),
     "spill_loads": ("spill loads", "bytes", "ptxas --resource-usage"),
@@ -63,14 +63,14 @@ _RESOURCES: dict[str, tuple[str, str, str]] = {
     "vgprs": ("VGPR", "int", "compiler remarks / code-object notes (workers/backends/hip.py)"),
     "agprs": ("AGPR", "int", "compiler remarks / code-object notes"),
     "sgprs": ("SGPR", "int", "compiler remarks / code-object notes"),
-    "lds_static_bytes": ("LDS static", "bytes", "the compiler's static LDS per workgroup (code-object notes "
-                         "group_segment_fixed_size / remark LDS Size)"),
-    "lds_bytes": ("LDS allocated", "bytes", "static + dynamic LDS rounded up to 512-byte granules: what the CDNA3 "
-                  "occupancy model allocates per workgroup (workers/rocm/occupancy.py)"),
-    "lds_dynamic_bytes": ("LDS dynamic", "bytes", "LDS the launch requests (variant.toml [launch] dynamic_lds_bytes; "
-                          "Triton's metadata.shared)"),
-    "smem_dynamic_bytes": ("smem dynamic", "bytes", "shared memory the launch requests (variant.toml [launch] "
-                           "dynamic_smem_bytes; Triton's metadata.shared)"),
+    "lds_static_bytes": ("LDS static", "bytes", ("the compiler's static LDS per workgroup (code-object notes "
+                         "group_segment_fixed_size / remark LDS Size)")),
+    "lds_bytes": ("LDS allocated", "bytes", ("static + dynamic LDS rounded up to 512-byte granules: what the CDNA3 "
+                  "occupancy model allocates per workgroup (workers/rocm/occupancy.py)")),
+    "lds_dynamic_bytes": ("LDS dynamic", "bytes", ("LDS the launch requests (variant.toml [launch] dynamic_lds_bytes; "
+                          "Triton's metadata.shared)")),
+    "smem_dynamic_bytes": ("smem dynamic", "bytes", ("shared memory the launch requests (variant.toml [launch] "
+                           "dynamic_smem_bytes; Triton's metadata.shared)")),
     "scratch_bytes": ("scratch", "bytes", "compiler remarks / code-object notes"),
     "vgpr_spill": ("VGPR spill", "int", "compiler remarks / code-object notes"),
     "sgpr_spill": ("SGPR spill", "int", "compiler remarks / code-object notes"),

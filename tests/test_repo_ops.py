@@ -96,7 +96,7 @@ def test_a_builtin_peer_joins_where_the_repository_declares_none(tmp_path):
     assert added["peer.rmsnorm"].devices == ("cpu", "cuda")  # the op's variants run on both
     assert added["peer.rmsnorm"].repo_op["path"] == "kernels/rmsnorm/op.py"
     # a repository's own peer wins on the device kinds it covers
-    own = [v for v in valid if v.op == "gemm"][0]
+    own = next(v for v in valid if v.op == "gemm")
     declared = own.__class__.from_dict({**own.to_dict(), "name": "mine", "peer": True, "devices": ["cpu"]})
     assert [v.name for v in builtin_peers([*valid, declared])] == ["peer.rmsnorm"]
 

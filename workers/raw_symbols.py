@@ -20,8 +20,7 @@ SYMBOLS_FILE = "symbols.json"
 def base_name(demangled: str) -> str:
     """`void ns::gemm<128>(float const*, int)` → `ns::gemm`; `gemm_raw` stays (pure)."""
     text = demangled.split("(", 1)[0].strip()
-    if text.startswith("void "):
-        text = text[5:]
+    text = text.removeprefix("void ")
     depth, out = 0, []
     for ch in text:  # drop template arguments, nested ones included
         if ch == "<":

@@ -71,23 +71,23 @@ class RepoOp(Record):
 
     # The names a built-in op module exposes, so validation code reads both alike.
     @property
-    def INPUTS(self) -> tuple[str, ...]:  # noqa: N802
+    def INPUTS(self) -> tuple[str, ...]:
         return self.inputs
 
     @property
-    def OUTPUT(self) -> str:  # noqa: N802
+    def OUTPUT(self) -> str:
         return self.output
 
     @property
-    def DIMS(self) -> tuple[str, ...]:  # noqa: N802
+    def DIMS(self) -> tuple[str, ...]:
         return self.dims
 
     @property
-    def LAYOUTS(self) -> tuple[str, ...]:  # noqa: N802
+    def LAYOUTS(self) -> tuple[str, ...]:
         return self.layouts
 
     @property
-    def SCALARS(self) -> tuple[str, ...]:  # noqa: N802
+    def SCALARS(self) -> tuple[str, ...]:
         return self.scalar_names
 
     @property
