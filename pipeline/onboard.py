@@ -225,6 +225,8 @@ WORKFLOW = """\
 #                      analyses every variant and times the CPU ones)
 #   FLOPWATCH_PACKAGE  what pip installs flopwatch from (a wheel, a git URL; default: flopwatch)
 #   TORCH_INDEX_URL    where torch comes from (default: the CPU wheels; a GPU runner sets its own)
+# Pull requests from forks do not run here: their code would run on your runner. The project's
+# own pr-bench workflow shows how to admit them behind a label (docs/ci.md of flopwatch).
 name: flopwatch
 
 on:
@@ -232,18 +234,21 @@ on:
     branches: [main]
   pull_request:
 
-permissions:
-  contents: read
+permissions: {}
 
 jobs:
   bench:
+    if: github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository
     runs-on: ${{ vars.FLOPWATCH_RUNNER || 'ubuntu-latest' }}
     timeout-minutes: 120
+    permissions:
+      contents: read
     steps:
-      - uses: actions/checkout@v5
+      - uses: actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09 # v5.1.0
         with:
           fetch-depth: 0
-      - uses: actions/setup-python@v6
+          persist-credentials: false
+      - uses: actions/setup-python@ece7cb06caefa5fff74198d8649806c4678c61a1 # v6.3.0
         with:
           python-version: "3.11"
       - name: Install flopwatch
@@ -262,7 +267,7 @@ jobs:
         run: flopwatch compare "$BASE_SHA" HEAD
       - name: Keep the report
         if: always()
-        uses: actions/upload-artifact@v6
+        uses: actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f # v6.0.0
         with:
           name: flopwatch-report
           path: .flopwatch/site

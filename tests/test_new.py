@@ -6,6 +6,7 @@ runner, a pybind11 module)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -184,6 +185,10 @@ def test_init_drafts_the_repository_and_writes_a_workflow_actionlint_accepts(tmp
     assert "flopwatch run" in text and 'flopwatch compare "$BASE_SHA" HEAD' in text
     for line in text.splitlines():  # values reach scripts through env:, never ${{ }} inside run:
         assert not (line.strip().startswith("run:") and "${{" in line)
+        if "uses:" in line:  # actions pinned by commit, as the project's own workflows are
+            assert re.search(r"@[0-9a-f]{40} # v", line), line
+    assert "permissions: {}" in text and "persist-credentials: false" in text
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in text  # no fork code on the runner
     binary = shutil.which("actionlint")
     if binary:
         result = subprocess.run([binary, str(workflow)], capture_output=True, text=True, timeout=60, check=False)

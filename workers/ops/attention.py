@@ -46,12 +46,13 @@ def scalars(dims: dict) -> dict:
 
 
 def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
-    """Standard normal Q, K, V: scores Q·Kᵀ/√D are then of unit variance, as in a trained layer."""
+    """Standard normal Q, K, V (scores Q·Kᵀ/√D then have unit variance), drawn on the
+    generator's device (the job's)."""
     import torch
 
     shape = output_shape(dims)
-    return {name: torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype=dtype, device=device)
-            for name in INPUTS}
+    return {name: torch.randn(shape, generator=generator, dtype=torch.float32, device=generator.device)
+            .to(dtype=dtype, device=device) for name in INPUTS}
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None, causal: bool = False):

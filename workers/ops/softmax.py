@@ -40,7 +40,7 @@ def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
     subtraction overflows exp only for larger values, but loses precision here already)."""
     import torch
 
-    x = torch.randn(output_shape(dims), generator=generator, dtype=torch.float32)
+    x = torch.randn(output_shape(dims), generator=generator, dtype=torch.float32, device=generator.device)
     return {"X": x.to(dtype=dtype, device=device)}
 
 

@@ -33,8 +33,8 @@ def output_shape(dims):
 
 
 def make_inputs(dims, dtype, layout, device, generator):
-    x = torch.randn((dims["M"], dims["N"]), generator=generator)
-    w = torch.rand((dims["N"],), generator=generator) + 0.5
+    x = torch.randn((dims["M"], dims["N"]), generator=generator, device=generator.device)
+    w = torch.rand((dims["N"],), generator=generator, device=generator.device) + 0.5
     return {"X": x.to(dtype=dtype, device=device), "W": w.to(dtype=dtype, device=device)}
 
 
