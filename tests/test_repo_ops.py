@@ -109,8 +109,9 @@ def op_run(tmp_path_factory):
     shutil.copytree(HERE / "repo_ops" / "kernels", base / "repo" / "kernels")
     raising = base / "repo" / "kernels" / "raising"
     (raising / "cpp").mkdir(parents=True)
-    (raising / "op.py").write_text(GOOD_OP.replace('    x = torch.randn((dims["M"], dims["N"]), generator=generator)',
-                                                   '    x = 1 / 0'))
+    head = "def make_inputs(dims, dtype, layout, device, generator):\n"
+    assert head in GOOD_OP
+    (raising / "op.py").write_text(GOOD_OP.replace(head, head + "    1 / 0\n"))
     (raising / "cpp" / "variant.toml").write_text(_variant_toml("raising_cpp", "raising"))
     shutil.copy2(base / "repo" / "kernels" / "rmsnorm" / "cpp_rows" / "rmsnorm.cpp", raising / "cpp")
     (base / "repo" / "flopwatch.toml").write_text("[defaults]\ntiming_budget_s = 0.2\n")
