@@ -18,8 +18,7 @@ HELP = "detect change points (E-Divisive means) in each series' history; record 
 def add_arguments(p) -> None:
     add_repo_options(p)
     p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
-    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
-                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
+    p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
     p.add_argument("--ray-address", metavar="HOST:PORT",
