@@ -44,6 +44,11 @@ class ClusterInfo:
     def started_here(self) -> bool:
         return self.mode == PRIVATE
 
+    @property
+    def kept(self) -> bool:
+        """flopwatch's own local Ray, kept between commands: its device slots are kept too."""
+        return self.mode in (STARTED, REUSED)
+
     def has_kind(self, kind: str) -> bool:
         return slots.slot_count(self.resources, kind) >= 1
 
@@ -174,7 +179,7 @@ def wait_probe(ref, timeout: float = 120) -> dict:
 
 def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
     """Identity of the first device of `kind`, asked by its slot (which holds the device)."""
-    pool = slots.pool(info.resources)
+    pool = slots.pool(info.resources, persistent=info.kept)
     return ray.get(pool.slots_of(kind)[0].actor.probe.remote(), timeout=timeout)
 
 

@@ -93,14 +93,15 @@ class Session:
 
     @property
     def slots(self) -> slots.SlotPool:
-        """The device slots of this driver's cluster (kept across the commits of a command)."""
-        return slots.pool(self.cluster_info.resources)
+        """The device slots of this driver's cluster (kept across the commits of a command, and
+        across commands on flopwatch's own kept local Ray)."""
+        return slots.pool(self.cluster_info.resources, persistent=self.cluster_info.kept)
 
     def probe(self, kinds: set[str] | None = None) -> None:
         """Toolchains, and the identity of each device kind that has work (`kinds`; all if None).
         The toolchain probe (a task on a build node) runs while the device slots start."""
         with self.clock.phase("probe"):
-            pending = cluster.probe_toolchains_async() if not self.toolchains else None
+            pending = (self.slots.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
             for kind in ("cpu", "cuda", "rocm"):
                 if kinds is not None and kind not in kinds:
                     continue
