@@ -10,14 +10,14 @@ import argparse
 import sys
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, export, ls, report, run, selftest, store
+from pipeline.commands import doctor, export, init, ls, new, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.ray_access import ClusterError
 from pipeline.store import LocationError, StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "export": export,
-            "store": store}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
+            "init": init, "export": export, "store": store}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 

@@ -7,6 +7,7 @@ or a missing toolchain included, becomes a stored result; nothing is dropped.
 from __future__ import annotations
 
 import dataclasses
+import math
 import platform
 import time
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from pipeline.config import load_config
 from pipeline.discovery import discover
 from pipeline.driver_clock import DriverClock
 from pipeline.identity import measurement_identity
+from pipeline.peers import builtin_peers
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
 from workers import status
-from workers.ops import get_op
+from workers.ops import static_work
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
 
@@ -155,6 +157,7 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     # Discover everything: a peer's shapes come from the other variants even when only the
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
     variants, invalid = discover(root, config, options.kernel_dirs)
+    variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
     invalid = [bad for bad in invalid if not options.only or bad.name in options.only]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
@@ -172,7 +175,8 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         if j.variant in plans:
             dev = device_key(session, j.device_kind)
             identities[(j.variant, j.shape.key, j.dtype, dev)] = measurement_identity(
-                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads)
+                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
+                repo_op=plans[j.variant].variant.repo_op)
     return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities)
 
 
@@ -356,8 +360,10 @@ def expected_costs(store: Store) -> dict[tuple, float]:
 
 
 def _work(v: Variant, job: Job) -> float:
-    op = get_op(v.op)
-    return float(op.flops(job.shape.dims) or op.bytes_moved(job.shape.dims, 4) or 0.0)
+    flops, bytes_moved = static_work(v, job.shape.dims)
+    if v.repo_op:  # its counts are its code's, run only in the sandbox: the problem size will do
+        return float(math.prod(job.shape.dims.values()))
+    return flops or bytes_moved
 
 
 def _with_queue(r: Result, enqueued_at: float) -> Result:
@@ -405,9 +411,8 @@ def _timing(config, options: RunOptions) -> dict:
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:
     """A result that needs no run: no toolchain here, build failed, or no such device."""
-    op = get_op(v.op)
     base = dict(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
-                device=device_key(session, job.device_kind), peer=v.peer, flops=op.flops(job.shape.dims))
+                device=device_key(session, job.device_kind), peer=v.peer, flops=static_work(v, job.shape.dims)[0])
     if build is None:
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
