@@ -18,7 +18,7 @@ import ray
 
 from pipeline import accounting, checkout, cluster, slots
 from pipeline.accounting import busy_s
-from pipeline.config import load_config
+from pipeline.config import LIMITS, Limits, load_config
 from pipeline.discovery import discover
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
@@ -48,6 +48,8 @@ class RunOptions:
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
     shapes: tuple[str, ...] = ()
+    # What one job may write and how long one build may take (pipeline/config.py).
+    limits: Limits = LIMITS
 
 
 @dataclass
@@ -174,7 +176,8 @@ class _Stream:
             if found:
                 cached[name] = found
             else:
-                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs)] = name
+                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs,
+                                            self.options.limits.build_timeout_s)] = name
         total = len(builds) + len(self.outcome.jobs)
         with self.session.progress.task(f"build + run {self.outcome.commit.short}", total) as self.advance:
             with self.pool.held():  # the jobs of cached builds are handed out longest first
@@ -242,7 +245,7 @@ class _Stream:
         o = self.options
         return {"timing": _timing(self.config, o), "timeout_s": o.timeout_s, "threads": o.threads,
                 "profile": o.profile, "device_key": device_key(self.session, job.device_kind),
-                "spawn_per_job": o.spawn_per_job}
+                "spawn_per_job": o.spawn_per_job, "limits": o.limits.to_dict()}
 
     def _submit(self, tag: tuple, kind: str, settings: dict, slot=None) -> None:
         if kind == "cpu" and self.builds:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ray
 
+from pipeline.config import LIMITS
 from pipeline.runflow import RunOutcome, Session, device_key
 from workers import status
 
@@ -21,6 +22,7 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
     pool = session.slots
+    settings = {"limits": LIMITS.to_dict(), **settings}
     count = 0
     for job in head.jobs:
         device = device_key(session, job.device_kind)
