@@ -1,7 +1,8 @@
 """`flopwatch` command line: one module per subcommand under `pipeline/commands/`.
 
 Exit status: 0 all ok; 1 when a variant failed (build_failed, incorrect, crashed, timeout,
-invalid) or, for compare/bisect, a significant regression; 2 for usage or configuration errors.
+invalid), a result was lost with its Ray node, or, for compare/bisect, a significant
+regression; 2 for usage or configuration errors, and when the Ray cluster's head was lost.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
+from pipeline.headwatch import HeadLost
 from pipeline.store import StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError) as exc:
+    except (ConfigError, CheckoutError, StoreError, UsageError, HeadLost) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

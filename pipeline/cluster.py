@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import ray
 
-from pipeline import slots
+from pipeline import headwatch, slots
 from workers import build as build_stage
 from workers import device
 from workers.records import Variant
@@ -55,10 +55,11 @@ def connect(address: str | None, num_gpus: int | None = None) -> ClusterInfo:
 
 def shutdown(info: ClusterInfo) -> None:
     """Stop the device slots (and their warm runners) of this driver; stop Ray if started here."""
-    if ray.is_initialized():
+    if ray.is_initialized() and not headwatch.lost():  # with the head gone there is nobody to ask
         slots.close_all()
     if info.started_here:
         ray.shutdown()
+    headwatch.stop()
 
 
 def run_options(kind: str) -> dict:
