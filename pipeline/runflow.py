@@ -23,7 +23,7 @@ from pipeline.discovery import discover
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
-from workers import status
+from workers import containment, status
 from workers.bundle import pack, unpack
 from workers.ops import get_op
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
@@ -419,14 +419,16 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
     base.update(build_hash=build.build_hash, toolchain=build.toolchain, resources=build.analysis)
+    # What the build left running was killed with it; a failed build's errors say so already.
+    left = f"; its build {containment.note(build.left_behind)}" if build.left_behind and build.ok else ""
     if build.skip_reason:
-        return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason)
+        return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason + left)
     if not build.ok:
         return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
     if not session.cluster_info.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
                       diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
-                                 f"static analysis are stored)")
+                                 f"static analysis are stored)" + left)
     return None
 
 

@@ -26,6 +26,10 @@ from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 _PROC = Path("/proc")
+# Processes killed by every scope of this process so far: a scope opened inside another (a
+# build step run with `sandbox.run_child` inside the build's scope) ends first and kills what
+# its step left; the outer scope still counts those as left behind by the build.
+_killed_in_process = 0
 
 
 def _prctl(option: int, arg) -> int:
@@ -109,6 +113,7 @@ class Scope:
         self._was_subreaper = is_subreaper()
         self.contained = self._was_subreaper or become_subreaper()
         self.before = frozenset(descendants(self.me))
+        self._killed_before = _killed_in_process
 
     def members(self) -> set[int]:
         return descendants(self.me, prune=self.before)
@@ -134,16 +139,20 @@ class Scope:
         return killed
 
     def end(self) -> int:
-        """Kill every process of the scope and reap them; returns how many were alive. The
-        caller has reaped its main child first (a killed child's orphans come to this process
-        and are reaped here, so nothing is left, not even a zombie). Closes the scope."""
+        """Kill every process of the scope and reap them; returns how many were alive, counting
+        those that scopes opened inside this one killed. The caller has reaped its main child
+        first (a killed child's orphans come to this process and are reaped here, so nothing is
+        left, not even a zombie). Closes the scope."""
+        global _killed_in_process
         killed: set[int] = set()
         deadline = time.monotonic() + 10.0
         try:
             while True:
                 members = self.members()
                 if not members or time.monotonic() > deadline:
-                    return len(killed)
+                    inner = _killed_in_process - self._killed_before
+                    _killed_in_process += len(killed)
+                    return len(killed) + inner
                 killed |= self.kill()
                 for pid in members:
                     _reap(pid)
