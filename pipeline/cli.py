@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline import headwatch
 from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
@@ -46,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    headwatch.exit_if_stuck()
     try:
         return args.handler(args)
     except (ConfigError, CheckoutError, StoreError, UsageError, HeadLost) as exc:

@@ -6,9 +6,10 @@ worker ends the process abruptly ("Failed to connect to GCS within 60 seconds ..
 will terminate"), with no word from flopwatch and the run half done. A thread here tries a TCP
 connection to the GCS every `PERIOD_S`; after `MISSES` refusals in a row the head counts as
 lost: the driver's loop raises `HeadLost` at its next turn (`check()`), and the command ends
-with one clear line (exit 2) and every finished result already committed to the store. If the
-loop does not come round within `GRACE_S` (blocked in a call that will never answer), the thread
-says the same itself and ends the process, still before Ray would.
+with one clear line (exit 2) and every finished result already committed to the store. In the
+command-line program (`exit_if_stuck()`), if the loop does not come round within `GRACE_S`
+(blocked in a call that will never answer), the thread says the same itself and ends the
+process, still before Ray would; a library caller only gets the exception.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ PERIOD_S = 1.0
 MISSES = 3
 GRACE_S = 20.0
 EXIT_CODE = 2
+_exit_if_stuck = False
+
+
+def exit_if_stuck() -> None:
+    """The command-line program's choice: end the process when the loop cannot report the loss."""
+    global _exit_if_stuck
+    _exit_if_stuck = True
 
 
 class HeadLost(RuntimeError):
@@ -54,11 +62,13 @@ class _Watch:
     def _run(self) -> None:
         misses = 0
         while not self._stop.wait(PERIOD_S):
+            if not ray.is_initialized():
+                return  # the driver left the cluster itself: nothing to watch
             misses = 0 if self._reachable() else misses + 1
             if misses >= MISSES:
                 self.lost.set()
                 break
-        if self._stop.wait(GRACE_S) or not self.lost.is_set():
+        if not _exit_if_stuck or self._stop.wait(GRACE_S) or not self.lost.is_set():
             return
         # The driver's loop did not come round to report it: say it here, before Ray ends us.
         print(f"flopwatch: error: {self.message()}; the results finished so far are in the store; "

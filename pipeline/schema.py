@@ -187,7 +187,7 @@ def problem(error: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
         known = sorted(_fields_at(model, loc[:-1]))
         hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
         where = f"[{_key(loc[:-1])}]" if len(loc) > 1 else "the top level"
-        return key, (f"unknown key" + (f"; did you mean {hint[0]!r}?" if hint else "")
+        return key, ("unknown key" + (f"; did you mean {hint[0]!r}?" if hint else "")
                      + f" (known in {where}: {', '.join(known)})")
     if kind == "missing":
         return key, "missing"

@@ -189,7 +189,8 @@ class _Pending:
 @dataclass(frozen=True)
 class GivenUp:
     """A call that will not run: its slot's node was lost and no other slot could take it
-    (`tag` as submitted; `node_id` of the lost node; `reason` in words)."""
+    (`tag` as submitted; `slot` and `node_id` where it was running, empty for a call that was
+    still queued; `reason` in words, naming the lost node)."""
 
     tag: object
     slot: str
@@ -314,8 +315,8 @@ class SlotPool:
             if not slots:  # nothing can run this kind any more
                 for _, _, _, pending in self.queues.get(kind, ()):
                     lost = self.lost_nodes[-1]["node_id"] if self.lost_nodes else ""
-                    given_up.append(GivenUp(pending.tag, "", lost, f"no node with a {kind} slot is left "
-                                                                   f"(node {lost} was lost)"))
+                    given_up.append(GivenUp(pending.tag, "", "", f"no node with a {kind} slot is left "
+                                                                 f"(node {lost} was lost)"))
                 self.queues[kind] = []
             self._dispatch(kind)
         return given_up

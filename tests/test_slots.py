@@ -92,8 +92,8 @@ def test_a_job_of_a_lost_node_runs_once_more_on_another_node_then_is_given_up():
     assert "node node-b was lost" in given_up[0].reason and "already been retried once" in given_up[0].reason
     assert not pool.has_work()
     pool.submit("cpu", "run", (9,), "late")  # work of a kind no slot is left for is given up, not kept
-    assert [(g.tag, g.reason) for g in pool.settle()] == [("late", "no node with a cpu slot is left "
-                                                                     "(node node-b was lost)")]
+    assert [(g.tag, g.node_id, g.reason) for g in pool.settle()] == [
+        ("late", "", "no node with a cpu slot is left (node node-b was lost)")]
     assert not pool.has_work()
 
 

@@ -13,8 +13,8 @@ import os
 import uuid
 
 import pytest
-from hostile.processes import MARK
 
+from hostile.processes import MARK
 
 
 @pytest.fixture(scope="package", autouse=True)
