@@ -200,12 +200,16 @@ def test_compare_flags_the_broken_commit(history, capsys, tmp_path):
 
 
 def test_no_change_raises_no_alarm(history, capsys, tmp_path):
+    # Commits that change nothing the kernels run. The CPU default (3%) was measured on a CI VM
+    # of its own (0/50 false alarms, docs/history.md); a test runner shared with other jobs is
+    # noisier, and a neighbour's load must not fail this test. At 10% an alarm needs a paired
+    # ratio interval wholly beyond 10% for identical code: a broken comparison, not noise.
     root, shas = history
     verdicts = []
     for base, head in ((1, 2), (2, 3), (11, 12)):
         code, out = _run(capsys, "compare", shas[base], shas[head], "--repo", str(root),
                          "--db", str(tmp_path / "n.db"), "--budget", BUDGET, "--rounds", "2", "--no-report",
-                         "--json")
+                         "--threshold", "10%", "--json")
         rows = json.loads(out)["rows"]
         verdicts += [r["kind"] for r in rows]
         assert code == 0, rows
