@@ -16,6 +16,7 @@ from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.headwatch import HeadLost
+from pipeline.ray_access import ClusterError
 from pipeline.store import StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     headwatch.exit_if_stuck()
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError, HeadLost) as exc:
+    except (ConfigError, CheckoutError, StoreError, UsageError, ClusterError, HeadLost) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WithJsonSchema
 
+from pipeline.config import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 from workers.ops import DTYPES, OPS
 
 BACKENDS = ("cpp", "cuda", "hip", "python", "triton")
@@ -157,8 +158,8 @@ class VariantManifest(_Table):
 class DefaultsTable(_Table):
     """Defaults of every variant of the repository."""
 
-    timing_budget_s: PositiveSeconds = Field(2.0, description="timing time per job, after warm-up")
-    timeout_s: PositiveSeconds = Field(120.0, description="per job, where a manifest gives none")
+    timing_budget_s: PositiveSeconds = Field(DEFAULT_BUDGET_S, description="timing time per job, after warm-up")
+    timeout_s: PositiveSeconds = Field(DEFAULT_TIMEOUT_S, description="per job, where a manifest gives none")
 
 
 class ProjectFile(_Table):

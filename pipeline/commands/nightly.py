@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
+import json
 
 from pipeline import checkout, cluster
 from pipeline.commands import common
-from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
+from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.commands.detect import detect
 from pipeline.history import series
@@ -20,11 +20,10 @@ HELP = "nightly: run the branch head, detect change points, bisect new regressio
 
 def add_arguments(p) -> None:
     p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
-    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
-                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
+    p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
     p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many new regressions")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
-    add_measure_options(p)
+    add_measure_options(p, "nightly")
 
 
 def main(args) -> int:
@@ -39,8 +38,7 @@ def main(args) -> int:
         recorded = detect(session.store, order, threshold)
         new = sorted((r for r, is_new in recorded if is_new and not r.culprit_sha), key=lambda r: r.change)
         print(f"{len(recorded)} regression(s) in history, {len(new)} new")
-        probe = dataclasses.replace(run_options(args, "bisect"),
-                                    budget_s=args.budget if args.budget is not None else DEFAULT_PROBE_BUDGET_S)
+        probe = run_options(args, "bisect")
         table = RegressionStore(session.store)
         for r in new[: args.max_bisects]:
             _bisect_one(session, repo, r, threshold, probe, args.max_evals, table, site_path(args, work))
@@ -54,7 +52,12 @@ def main(args) -> int:
     index = publish.write_site(session.store, site_path(args, work), order=order)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
-    print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
+    if args.json:
+        print(json.dumps({"commit": head.sha, "results": len(outcome.results), "failing": bool(failing),
+                          "regressions": len(recorded), "new": [r.to_dict() for r in new], "report": str(index)},
+                         default=str))
+    else:
+        print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
     # 0 even with regressions: the workflow publishes the site in the next step, and the site
     # and regressions.json are where the news goes. 2 stays for usage errors.
     return 0
