@@ -74,9 +74,10 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
         phases = {"timing_s": outcome.seconds}
     phases["start_s"] = round(max(0.0, time.perf_counter() - began - sum(phases.values())), 4)
     base["phases"] = phases
-    notes = "; ".join(n for n in (containment.note(outcome.left_behind),
-                                  containment.note(build.left_behind) and f"its build {containment.note(build.left_behind)}")
-                      if n)
+    notes = [containment.note(outcome.left_behind)]
+    if build.left_behind:
+        notes.append(f"its build {containment.note(build.left_behind)}")
+    notes = "; ".join(n for n in notes if n)
     if outcome.write_limit_hit:
         result = Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
                         diagnostic=f"stopped: the job's processes wrote more than {max_write / 2**20:.0f} MiB "

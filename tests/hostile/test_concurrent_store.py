@@ -27,6 +27,7 @@ def test_two_runs_at_once_keep_every_row(tmp_path):
     for proc in runs:
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 1, err[-3000:]  # modifies_inputs is incorrect in both
+        assert out.strip(), err[-3000:]
         summaries.append(json.loads(out.strip().splitlines()[-1]))
     with sqlite3.connect(db) as conn:
         stored = conn.execute("SELECT run_id, commit_sha, variant, status FROM results").fetchall()
