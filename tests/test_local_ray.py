@@ -44,7 +44,7 @@ def test_private_folder_creates_700_and_refuses_what_others_could_enter(tmp_path
 
 
 def test_the_key_changes_with_everything_a_head_depends_on():
-    base = dict(uid=1000, python="/venv/bin/python3", ray_version="2.60.0", code="c0de")
+    base = {"uid": 1000, "python": "/venv/bin/python3", "ray_version": "2.60.0", "code": "c0de"}
     key = local_ray.head_key(None, **base)
     assert key == local_ray.head_key(None, **base) and len(key) == 12
     others = [local_ray.head_key(1, **base),
@@ -134,9 +134,8 @@ def test_idle_time_counts_from_the_last_release(tmp_path):
 
     def on_idle():
         # Still under the head's exclusive lock: a command cannot attach to a head that stops.
-        with open(tmp_path / local_ray.IN_USE, "a") as other:
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        with open(tmp_path / local_ray.IN_USE, "a") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
         seen.append(clock.t)
 
     clock = Ticks(at={50.0: held.close, 1000.0: stop.set})

@@ -117,9 +117,9 @@ def test_cli_exits_2_with_one_line_when_the_cluster_is_unreachable(tmp_path, cap
     code = cli.main(["run", "--repo", str(tmp_path), "--ray-address", f"127.0.0.1:{port}", "--no-report"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err == [f"flopwatch: error: cannot reach a Ray cluster at 127.0.0.1:{port} (from --ray-address): "
-                   f"connection refused; start its head with `ray start --head --port {port}` there, or unset "
-                   f"--ray-address for a local Ray"]
+    assert err == [(f"flopwatch: error: cannot reach a Ray cluster at 127.0.0.1:{port} (from --ray-address): "
+                    f"connection refused; start its head with `ray start --head --port {port}` there, or unset "
+                    f"--ray-address for a local Ray")]
 
 
 def test_num_gpus_with_an_address_is_a_usage_error(tmp_path, capsys, monkeypatch):

@@ -94,14 +94,15 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _nodes(address: str, env: dict) -> list[dict]:
-    code = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
+    code = (f"import json, ray; ray.init(address={address!r}, logging_level='ERROR'); "
             "print(json.dumps([{'id': n['NodeID'], 'alive': n['Alive'], 'resources': n['Resources']} "
-            "for n in ray.nodes()]))" % address)
+            "for n in ray.nodes()]))")
     host, port = address.rsplit(":", 1)
     if tcp_problem(Address(host, int(port), "test"), 2.0):
         return []  # not up yet: a driver would wait long for it
     try:
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                             check=False)
     except subprocess.TimeoutExpired:
         return []
     return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else []
@@ -147,7 +148,7 @@ def token_cluster():
 
 def _flopwatch(env: dict, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=RUN_LIMIT_S, cwd=ROOT)
+                          timeout=RUN_LIMIT_S, cwd=ROOT, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -191,12 +192,11 @@ def test_a_driver_without_the_token_gets_one_line_and_exit_2(token_cluster, suit
     done = _flopwatch(env, "run", "--repo", str(suite), "--db", str(tmp_path / "x.db"), "--no-report",
                       "--ray-address", token_cluster.address)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+    mode = "RAY_AUTH_MODE is not set here" if who == "no token" else "RAY_AUTH_MODE=token here"
+    assert done.stderr.strip().splitlines() == [(
         f"flopwatch: error: the Ray cluster at {token_cluster.address} (from --ray-address) refused this driver: "
-        f"authentication token missing or wrong "
-        f"({'RAY_AUTH_MODE is not set here' if who == 'no token' else 'RAY_AUTH_MODE=token here'}); set "
-        f"RAY_AUTH_MODE=token and give the cluster's token in RAY_AUTH_TOKEN_PATH (a file, mode 600) or "
-        f"~/.ray/auth_token, as on the cluster's nodes"]
+        f"authentication token missing or wrong ({mode}); set RAY_AUTH_MODE=token and give the cluster's token "
+        f"in RAY_AUTH_TOKEN_PATH (a file, mode 600) or ~/.ray/auth_token, as on the cluster's nodes")]
 
 
 def test_run_beside_a_running_cluster_starts_a_local_ray_of_its_own(token_cluster, suite, tmp_path):
