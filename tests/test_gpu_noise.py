@@ -105,7 +105,9 @@ def test_pair_worker_repeats_fresh_paired_measurements(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     assert gpu_noise.main(["--pair-worker", str(tmp_path / "spec.json"), str(tmp_path / "reps.json")]) == 0
     reps = json.loads((tmp_path / "reps.json").read_text())
-    assert len(reps) == 3 and all(len(a) == len(b) >= 10 for a, b in reps)
+    from workers.child import PAIR_MIN_SAMPLES
+
+    assert len(reps) == 3 and all(len(a) == len(b) >= PAIR_MIN_SAMPLES for a, b in reps)
     # three fresh measurements, not one copied three times
     assert len({tuple(a) for a, _ in reps}) == 3
     # Identical builds, alternated call by call: each repetition's paired time ratio sits at 1.

@@ -74,23 +74,23 @@ def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
     build fails with the limit named."""
     start = time.perf_counter()
     backend = BACKENDS.get(variant.backend)
-    tc = backend.toolchain() if backend else None
-    if tc is None:
-        msg = f"no {variant.backend} toolchain on this node (see `flopwatch doctor`)"
-        return BuildResult(variant.name, build_hash, False, "", msg, msg), {}
-    scope = containment.Scope()
-    watchdog = _Watchdog(scope, timeout_s)
-    try:
-        with tempfile.TemporaryDirectory(prefix="flopwatch-build-") as tmp:
-            root, out = Path(tmp) / "src", Path(tmp) / "out"
-            result = _build_in(variant, bundle, include_dirs, backend, tc, root, out)
-            if watchdog.expired.is_set():
-                limit = f"the build took longer than its {timeout_s:g} s limit (build_timeout_s in pipeline/config.py)"
-                result = BuildOutput(False, f"{result.log}\n{limit}", limit)
-            artifact = pack(out) if result.ok else {}
-    finally:
-        watchdog.stop()
-        left = scope.end()
+    with containment.Scope() as scope:
+        tc = backend.toolchain() if backend else None  # it runs the compiler too (`--version`)
+        if tc is None:
+            msg = f"no {variant.backend} toolchain on this node (see `flopwatch doctor`)"
+            return BuildResult(variant.name, build_hash, False, "", msg, msg), {}
+        watchdog = _Watchdog(scope, timeout_s)
+        try:
+            with tempfile.TemporaryDirectory(prefix="flopwatch-build-") as tmp:
+                root, out = Path(tmp) / "src", Path(tmp) / "out"
+                result = _build_in(variant, bundle, include_dirs, backend, tc, root, out)
+                if watchdog.expired.is_set():
+                    limit = f"the build took longer than its {timeout_s:g} s limit (build_timeout_s in pipeline/config.py)"
+                    result = BuildOutput(False, f"{result.log}\n{limit}", limit)
+                artifact = pack(out) if result.ok else {}
+        finally:
+            watchdog.stop()
+            left = scope.end()
     # Compiler output names the temporary folder; show repository-relative paths instead.
     log = result.log.replace(str(root) + "/", "")
     errors = result.first_errors.replace(str(root) + "/", "")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,11 @@ _PROC = Path("/proc")
 # build step run with `sandbox.run_child` inside the build's scope) ends first and kills what
 # its step left; the outer scope still counts those as left behind by the build.
 _killed_in_process = 0
+# Whose a process is can only be told from its place in the tree, and an orphan has lost it:
+# so scopes of one process never overlap in time. A scope opened in another thread waits for
+# the open one to end (the selftest builds in threads while it runs jobs: they take turns); a
+# scope opened inside another in the same thread is part of it.
+_one_at_a_time = threading.RLock()
 
 
 def _prctl(option: int, arg) -> int:
@@ -50,15 +56,16 @@ def become_subreaper(on: bool = True) -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, int(on)) == 0
 
 
-def _stat(pid: int) -> tuple[int, str] | None:
-    """(parent pid, state letter) of `pid` from /proc/PID/stat, or None when it is gone."""
+def _stat(pid: int) -> tuple[int, str, int] | None:
+    """(parent pid, state letter, session id) of `pid` from /proc/PID/stat, or None when it is
+    gone."""
     try:
         text = (_PROC / str(pid) / "stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):
         return None
     # The command name is in parentheses and may itself contain ") ": split at the last one.
     fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), fields[0]
+    return int(fields[1]), fields[0], int(fields[3])
 
 
 def _parents() -> dict[int, int]:
@@ -98,15 +105,22 @@ def _wchar(pid: int) -> int:
 
 
 class Scope:
-    """The processes one job or build starts, from `Scope()` to `end()`.
+    """The processes one job or build starts, from `Scope()` to `end()` (or a `with` block).
 
     The opening process becomes a subreaper; what was already below it (a slot's warm runner,
     a local Ray cluster of the driver) is left alone, everything else that appears below it
-    is the scope's. One scope at a time per process: that is how slots and build tasks run.
+    is the scope's. One scope at a time per process (threads take turns): that is how slots
+    and build tasks run anyway, one job or build each.
     """
 
-    def __init__(self):
+    def __init__(self, own_session: bool = False):
+        """`own_session`: the scope's processes all run outside this process's session (a job
+        child starts a new session, and nothing can join a session from outside it), so a
+        process another thread of this one starts meanwhile, in its session, is never taken
+        for the job's. A build's compilers run in this session: a build scope takes all."""
+        _one_at_a_time.acquire()
         self.me = os.getpid()
+        self._skip_session = os.getsid(0) if own_session else None
         # A process that is a subreaper for good (a slot's warm runner) stays one; any other
         # is one only while a scope is open, so orphans of unrelated processes it started
         # before or after (a local Ray cluster) go to init as usual.
@@ -114,9 +128,13 @@ class Scope:
         self.contained = self._was_subreaper or become_subreaper()
         self.before = frozenset(descendants(self.me))
         self._killed_before = _killed_in_process
+        self._left: int | None = None  # set by end()
 
     def members(self) -> set[int]:
-        return descendants(self.me, prune=self.before)
+        found = descendants(self.me, prune=self.before)
+        if self._skip_session is None:
+            return found
+        return {pid for pid in found if (_stat(pid) or (0, "", -1))[2] != self._skip_session}
 
     def written_bytes(self) -> int:
         """Bytes written so far by the scope's live processes (a reaped child's count is added
@@ -142,8 +160,10 @@ class Scope:
         """Kill every process of the scope and reap them; returns how many were alive, counting
         those that scopes opened inside this one killed. The caller has reaped its main child
         first (a killed child's orphans come to this process and are reaped here, so nothing is
-        left, not even a zombie). Closes the scope."""
+        left, not even a zombie). Closes the scope; ending it again returns the same count."""
         global _killed_in_process
+        if self._left is not None:
+            return self._left
         killed: set[int] = set()
         deadline = time.monotonic() + 10.0
         try:
@@ -152,7 +172,8 @@ class Scope:
                 if not members or time.monotonic() > deadline:
                     inner = _killed_in_process - self._killed_before
                     _killed_in_process += len(killed)
-                    return len(killed) + inner
+                    self._left = len(killed) + inner
+                    return self._left
                 killed |= self.kill()
                 for pid in members:
                     _reap(pid)
@@ -161,6 +182,13 @@ class Scope:
         finally:
             if self.contained and not self._was_subreaper:
                 become_subreaper(False)
+            _one_at_a_time.release()
+
+    def __enter__(self) -> Scope:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.end()
 
 
 def _reap(pid: int) -> None:

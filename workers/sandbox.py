@@ -69,30 +69,30 @@ def run_child(argv: list[str], timeout_s: float, workdir: Path, env: dict | None
     left the group included (`workers.containment`)."""
     out_path, err_path = workdir / "stdout.txt", workdir / "stderr.txt"
     start = time.monotonic()
-    scope = Scope()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, env=env, start_new_session=True)
-        _limit_child(proc.pid)
-        timed_out = over_limit = False
-        deadline = start + timeout_s
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, min(WRITE_POLL_S, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            if max_write_bytes is not None and scope.written_bytes() > max_write_bytes:
-                over_limit = True
-                break
-        if timed_out or over_limit:
-            _kill_group(proc)
-        proc.wait()
-    # Always, not only at the timeout: whatever the kernel started (a daemon, a stray server)
-    # must not outlive the job and disturb the next one.
-    left = scope.end()
+    with Scope(own_session=True) as scope:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, env=env, start_new_session=True)
+            _limit_child(proc.pid)
+            timed_out = over_limit = False
+            deadline = start + timeout_s
+            while True:
+                try:
+                    proc.wait(timeout=max(0.0, min(WRITE_POLL_S, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    break
+                if max_write_bytes is not None and scope.written_bytes() > max_write_bytes:
+                    over_limit = True
+                    break
+            if timed_out or over_limit:
+                _kill_group(proc)
+            proc.wait()
+        # Always, not only at the timeout: whatever the kernel started (a daemon, a stray
+        # server) must not outlive the job and disturb the next one.
+        left = scope.end()
     return outcome_from(proc.returncode, timed_out, round(time.monotonic() - start, 3), workdir,
                         left_behind=left, write_limit_hit=over_limit)
 

@@ -150,13 +150,13 @@ def serve() -> None:
             break
         req = json.loads(line)
         start = time.monotonic()
-        scope = Scope()
-        pid = os.fork()
-        if pid == 0:
-            _child(req["cwd"], req["args"])
-        proto.write(json.dumps({"pid": pid}) + "\n")
-        code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
-        left = scope.end()
+        with Scope(own_session=True) as scope:
+            pid = os.fork()
+            if pid == 0:
+                _child(req["cwd"], req["args"])
+            proto.write(json.dumps({"pid": pid}) + "\n")
+            code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
+            left = scope.end()
         proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
                                 "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)}) + "\n")
 

@@ -28,9 +28,10 @@ timing_budget_s = 0.1
 
 
 def make_repo(path: Path, hostile: tuple[str, ...] = (), broken: tuple[str, ...] = (),
-              symlink_out: bool = False) -> git.Repo:
+              symlink_out: bool = False) -> Path:
     """`cpp_naive` (the good variant whose rows must survive everything) plus the named cases;
-    `symlink_out` adds a variant whose source is a committed symlink to a file outside the tree."""
+    `symlink_out` adds a variant whose source is a committed symlink to a file outside the tree.
+    The repository is closed again (gitpython's `git cat-file` helpers end with it)."""
     kernels = path / "kernels" / "gemm"
     kernels.mkdir(parents=True)
     shutil.copytree(ROOT / "kernels" / "gemm" / "cpp_naive", kernels / "cpp_naive")
@@ -58,7 +59,8 @@ def make_repo(path: Path, hostile: tuple[str, ...] = (), broken: tuple[str, ...]
     (path / "README.md").write_text("hostile suite\n")
     repo.index.add(["README.md"])
     repo.index.commit(SUBJECT)
-    return repo
+    repo.close()
+    return path
 
 
 def flopwatch(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -10,6 +10,7 @@ import sqlite3
 import threading
 import time
 
+import git
 import pytest
 import ray
 from ray.cluster_utils import Cluster
@@ -41,8 +42,9 @@ def two_nodes():
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     base = tmp_path_factory.mktemp("nodeloss")
-    repo = make_repo(base / "repo", ("slow",))
-    return base, repo
+    repo = git.Repo(make_repo(base / "repo", ("slow",)))
+    yield base, repo
+    repo.close()  # its `git cat-file` helpers end with it
 
 
 def _session(work_dir, store: Store) -> Session:
