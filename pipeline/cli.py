@@ -12,14 +12,15 @@ import sys
 
 from pipeline import headwatch
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, ls, report, run, selftest
+from pipeline.commands import doctor, export, init, ls, new, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.headwatch import HeadLost
 from pipeline.ray_access import ClusterError
-from pipeline.store import StoreError
+from pipeline.store import LocationError, StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
+            "init": init, "export": export, "store": store}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     headwatch.exit_if_stuck()
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError, ClusterError, HeadLost) as exc:
+    except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError, HeadLost) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

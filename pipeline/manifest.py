@@ -20,6 +20,7 @@ from pipeline.config import ProjectConfig
 from pipeline.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problem
 from workers import untrusted
 from workers.ops import OPS
+from workers.ops.repo import RepoOp
 from workers.records import Binding, Shape, Variant
 
 __all__ = ["BACKENDS", "BINDINGS", "DEVICE_KINDS", "ManifestError", "load_variant"]
@@ -43,8 +44,10 @@ class ManifestError(ValueError):
         super().__init__(f"{path}: {key}: {message}")
 
 
-def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Variant:
-    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`."""
+def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
+                 repo_ops: dict[str, RepoOp] | None = None) -> Variant:
+    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`;
+    `repo_ops` are the ops the repository declares (`pipeline.discovery.find_ops`)."""
     rel = manifest.relative_to(repo_root).as_posix()
     folder = manifest.parent
     try:
@@ -58,7 +61,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     bad_name = untrusted.check_name(m.name)
     if bad_name:
         raise ManifestError(rel, "name", bad_name)
-    op = OPS[m.op]
+    ops = {**OPS, **(repo_ops or {})}
+    op = _op(rel, m.op, ops)
     if not m.sources and (m.backend != "python"):
         raise ManifestError(rel, "sources", "missing: list the files to compile")
     for src in m.sources:
@@ -68,12 +72,17 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
             raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/"
                                 + (f" (not extracted from the commit: {why})" if why else ""))
     binding = _binding(rel, m)
-    allowed = {*op.INPUTS, op.OUTPUT, *op.DIMS, "alpha", "beta"}
+    allowed = {*op.INPUTS, op.OUTPUT, *op.DIMS, *getattr(op, "SCALARS", ()), "alpha", "beta"}
     unknown = [a for a in binding.args if a not in allowed]
     if unknown:
         raise ManifestError(rel, "binding.args", f"{unknown} are not {m.op} arguments (known: {sorted(allowed)})")
-    if m.layout not in op.LAYOUTS:
-        raise ManifestError(rel, "layout", f"{m.layout!r} is not a {m.op} layout (known: {list(op.LAYOUTS)})")
+    layout = m.layout if m.layout is not None else op.LAYOUTS[0]
+    if layout not in op.LAYOUTS:
+        raise ManifestError(rel, "layout", f"{layout!r} is not a {m.op} layout (known: {list(op.LAYOUTS)})")
+    if m.op in (repo_ops or {}):
+        for d in m.dtypes:
+            if d not in repo_ops[m.op].tolerance:
+                raise ManifestError(rel, "dtypes", f"op {m.op!r} ({repo_ops[m.op].path}) has no TOLERANCE for {d}")
     for inc in m.build.include_dirs:
         _check_node_include(rel, inc)
     if m.triton is not None and m.backend != "triton":
@@ -91,8 +100,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         sources=tuple(m.sources),
         binding=binding,
         dtypes=tuple(m.dtypes),
-        shapes=tuple(_shapes(rel, m, config)),
-        layout=m.layout,
+        shapes=tuple(_shapes(rel, m, op.DIMS, config)),
+        layout=layout,
         alpha_beta=m.alpha_beta,
         arches=tuple(m.arches),
         flags=tuple(m.build.flags),
@@ -108,7 +117,18 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         description=m.description,
         triton=m.triton.model_dump(exclude_unset=True) if m.triton is not None else {},
         output_dtype=m.output_dtype or "",
+        repo_op=repo_ops[m.op].to_dict() if m.op in (repo_ops or {}) else {},
     )
+
+
+def _op(rel: str, name: str, ops: dict):
+    """The op module (built-in) or record (the repository's `op.py`) a manifest names."""
+    if name not in ops:
+        hint = difflib.get_close_matches(name, sorted(ops), n=1)
+        raise ManifestError(rel, "op", f"{name!r} is not one of {sorted(ops)}"
+                            + (f"; did you mean {hint[0]!r}?" if hint else "")
+                            + " (an op of the repository's own is declared in an op.py beside its kernels: docs/ops.md)")
+    return ops[name]
 
 
 # A node include folder is named through a variable the node's administrator sets (e.g.
@@ -152,7 +172,7 @@ def _binding(rel: str, m: VariantManifest) -> Binding:
                    args=tuple(b.args))
 
 
-def _shapes(rel: str, m: VariantManifest, config: ProjectConfig) -> list[Shape]:
+def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: ProjectConfig) -> list[Shape]:
     raw = m.shapes
     if raw is None or raw == "*":
         if m.peer:
@@ -167,7 +187,6 @@ def _shapes(rel: str, m: VariantManifest, config: ProjectConfig) -> list[Shape]:
                                 + (f"; did you mean {hint[0]!r}?" if hint else "")
                                 + f" (known: {known or 'none defined in flopwatch.toml'})")
         where, raw = f"shapes (shape set {raw!r})", config.shape_sets[raw]
-    dims = OPS[m.op].DIMS
     shapes = []
     for i, item in enumerate(raw):
         if isinstance(item, list) and len(item) == len(dims):

@@ -26,7 +26,6 @@ from workers.ops import DTYPES, OPS
 BACKENDS = ("cpp", "cuda", "hip", "python", "triton")
 BINDING_KINDS = ("c", "raw", "pybind11", "python", "triton")
 DEVICE_KINDS = ("cpu", "cuda", "rocm")
-LAYOUTS = tuple(dict.fromkeys(layout for op in OPS.values() for layout in op.LAYOUTS))
 
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
@@ -128,12 +127,14 @@ class VariantManifest(_Table):
     model_config = ConfigDict(title="flopwatch variant.toml", extra="forbid", strict=True, frozen=True)
 
     name: NonEmptyStr = Field(description="unique in the suite: letters, digits, . _ - (shown on every page)")
-    op: Literal[tuple(OPS)] = Field(description="what it computes (workers/ops/)")
+    op: NonEmptyStr = Field(description=f"what it computes: {' | '.join(OPS)} (workers/ops/), or an op the "
+                                         "repository declares in an op.py (docs/ops.md)")
     backend: Literal[BACKENDS] = Field(description="how it is built (docs/triton.md for triton)")
     description: str = Field("", description="shown in listings")
     sources: list[NonEmptyStr] = Field([], description="files compiled, inside the variant folder "
                                                        "(python: may be left out)")
-    layout: Literal[LAYOUTS] = Field("nt", description="gemm: nt (A[M,K], B[N,K], C = A·Bᵀ) | nn (B[K,N])")
+    layout: NonEmptyStr | None = Field(None, description="one of the op's layouts, default its first; gemm: nt "
+                                                         "(A[M,K], B[N,K], C = A·Bᵀ) | nn (B[K,N])")
     alpha_beta: bool = Field(False, description="the entry takes alpha, beta: C = α·A·B + β·C")
     dtypes: list[Literal[DTYPES]] = Field(min_length=1, description="input dtypes, one job each")
     output_dtype: Literal[DTYPES] | None = Field(None, description="the dtype the kernel writes its output in, "

@@ -9,6 +9,7 @@ from rich.text import Text
 # The terminal formats throughput exactly as the site does.
 from reports.format import format_rate, rate
 from workers import status, untrusted
+from workers.ops import BUILTIN_PEER_BACKEND
 
 
 def with_peer(rows: list[dict]) -> list[dict]:
@@ -80,7 +81,8 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
             "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "", r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
             ("dim" if r["status"] == status.SKIPPED else None)
-        table.add_row(cell(r["variant"]), cell(shape_label(r["shape"])), cell(r["dtype"]),
+        name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
+        table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
                       cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
     console.print(table)
 

@@ -9,6 +9,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from reports import format as fmt
 from reports import metric_names
+from workers.ops import peer_label
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
 ENV.filters.update({
@@ -25,6 +26,7 @@ ENV.filters.update({
     "date": lambda text: (text or "")[:10],
     "device": lambda d: (d or "").split(":", 1)[-1],
     "metric_label": lambda name, vendor="": metric_names.flat(name, 0.0, vendor),
+    "peer_label": peer_label,
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
                     "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend})

@@ -45,7 +45,8 @@ def test_good_manifest_loads_every_field(tmp_path):
 
 
 @pytest.mark.parametrize("change, key, words", [
-    (("op = \"gemm\"", "op = \"conv\""), "op", 'expected one of gemm, copy, got "conv"'),
+    (("op = \"gemm\"", "op = \"conv\""), "op", "'conv' is not one of ['attention', 'attention_causal', 'copy'"),
+    (("op = \"gemm\"", "op = \"gemn\""), "op", "did you mean 'gemm'?"),
     (("dtypes = [\"fp32\"]", "dtypes = [\"fp8\"]"), "dtypes[0]", 'got "fp8"'),
     (("sources = [\"k.cpp\"]", "sources = [\"../../../etc/passwd\"]"), "sources", "outside the variant folder"),
     (("sources = [\"k.cpp\"]", "sources = [\"missing.cpp\"]"), "sources", "does not exist"),

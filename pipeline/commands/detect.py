@@ -6,7 +6,7 @@ import json
 import sys
 
 from pipeline.commands import common
-from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
+from pipeline.commands.common import add_repo_options, open_store, site_path, workdir
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
@@ -57,7 +57,7 @@ def main(args) -> int:
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
 
-    with Store(db_path(args, work)) as store:
+    with open_store(args, work) as store:
         recorded = detect(store, order, threshold, _on_cluster(args.ray_address))
         out = site_path(args, work)
         if args.no_report:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from pipeline import checkout, cluster
 from pipeline.commands import common
 from pipeline.commands.bisect import bisect_series
-from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.commands.common import (UsageError, add_measure_options, cache_dir, open_session, run_options,
+                                      site_path, store_location, workdir)
 from pipeline.commands.detect import detect
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.runflow import run_commit
+from pipeline.store import location
 from pipeline.summary import exit_code
 from workers import untrusted
 
@@ -29,6 +33,7 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
+    _check_history_lasts(args, work)
     head = checkout.commit_info(repo, args.branch)
     order = series.first_parent_shas(repo, head.sha)
     session = open_session(args, work)
@@ -61,6 +66,27 @@ def main(args) -> int:
     # 0 even with regressions: the workflow publishes the site in the next step, and the site
     # and regressions.json are where the news goes. 2 stays for usage errors.
     return 0
+
+
+def _check_history_lasts(args, work) -> None:
+    """In a GitHub Actions job, a store inside the workspace (which actions/checkout cleans) or
+    the runner's temp folder is gone by the next night: every nightly would start from an empty
+    history and find nothing. Refuse it; a build cache there only costs rebuilds: warn."""
+    where = store_location(args, work)
+    wiped = where.path is not None and location.wiped_by_ci(where.path)
+    if wiped:
+        given = args.store or args.db or os.environ.get(location.STORE_ENV)
+        which = "the store" if given else "no store is configured, and the default"
+        raise UsageError(
+            f"{which} {where.shown} is inside {wiped}, which is emptied before the next job, so every "
+            f"nightly would start from an empty history. Set the repository secret FLOPWATCH_STORE to a store outside it "
+            f"(sqlite:////srv/flopwatch/results.db on this runner, or postgresql://… for a runner pool); "
+            f"see docs/store.md")
+    cache = cache_dir(args, work)
+    wiped = location.wiped_by_ci(cache)
+    if wiped:
+        print(f"flopwatch: warning: the build cache {cache} is inside {wiped}: every nightly rebuilds every "
+              f"variant; set the repository variable FLOPWATCH_CACHE to a folder outside it", file=sys.stderr)
 
 
 def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) -> None:

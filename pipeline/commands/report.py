@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
-from pipeline.store import Store
+from pipeline.commands.common import add_repo_options, open_store, site_path, workdir
 
 HELP = "write the static HTML report from stored results"
 
@@ -20,7 +19,7 @@ def main(args) -> int:
 
     repo, work = workdir(args)
     order = series.first_parent_shas(repo, args.branch) if args.branch else None
-    with Store(db_path(args, work)) as store:
+    with open_store(args, work) as store:
         index = publish.write_site(store, site_path(args, work), order=order)
     print(f"report: {index}")
     return 0

@@ -94,7 +94,7 @@ def test_a_job_of_a_lost_node_runs_again_on_the_other_node_and_the_run_completes
     ran_on = {r.device_info["ray_node_id"] for r in outcome.results}
     assert node_b.node_id in ran_on
     assert store.run_summary(outcome.commit.sha)["lost_nodes"] == outcome.lost_nodes  # the report's record
-    assert len(store.results("commit_sha=?", (outcome.commit.sha,))) == 7
+    assert len(store.results(commit_sha=outcome.commit.sha)) == 7
 
 
 def test_with_no_node_left_jobs_are_lost_with_the_node_id_and_resume_fills_the_gap(two_nodes, work):
