@@ -8,6 +8,7 @@ writes its full output under OUT (default ./gpu-verify) and prints a short table
     python3 benchmarks/verify_gpu.py raw        # the raw launch path both vendors share (module_api)
     python3 benchmarks/verify_gpu.py selftest   # flopwatch selftest: every path of this node
     python3 benchmarks/verify_gpu.py triton     # the Triton gemm variants + peer, with --profile
+    python3 benchmarks/verify_gpu.py hostile    # a CUDA kernel's daemon is killed; a shape too big is invalid
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify"))
 
 
-def flopwatch(*args: str, log: str) -> dict:
+def flopwatch(*args: str, log: str, env: dict | None = None) -> dict:
     """Run the CLI with --json; keep its stderr in OUT/log; return the summary."""
     cmd = [sys.executable, "-m", "pipeline.cli", "run", "--json", "--db", str(OUT / "results.db"),
            "--site", str(OUT / "site"), *args]
     t0 = time.time()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
     (OUT / log).write_text(proc.stderr)
     print(f"$ flopwatch run {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
     if not proc.stdout.strip():
@@ -195,9 +196,44 @@ def triton_variants(args) -> None:
                           f"spills={k.get('spill_stores')} tensor_insts={k.get('tensor_insts')}")
 
 
+def hostile(args) -> None:
+    """Containment and the shape check on the GPU path (docs/measurement.md, "Containment"):
+    a CUDA variant whose host code double-forks a `setsid` daemon in a job that has a GPU
+    context must end `ok` with "left processes behind (1 killed)" and leave nothing running;
+    a 1000000³ bf16 gemm must be `invalid` before anything is allocated, naming the bytes it
+    needs and the bytes free on the device."""
+    import uuid
+
+    sys.path.insert(0, str(ROOT))
+    from tests.hostile.processes import marked
+
+    mark = uuid.uuid4().hex
+    run = flopwatch("--kernels", "tests/hostile/kernels_cuda", "--budget", "0.5", "--no-report", "--spawn-per-job",
+                    log="hostile_spawned.log", env={"FLOPWATCH_VERIFY_MARK": mark})
+    warm = flopwatch("--kernels", "tests/hostile/kernels_cuda", "--budget", "0.5", "--no-report",
+                     log="hostile.log", env={"FLOPWATCH_VERIFY_MARK": mark})
+    time.sleep(5)  # Ray's processes end a moment after the command
+    left = marked("FLOPWATCH_VERIFY_MARK", mark)
+    (OUT / "hostile.json").write_text(json.dumps({"spawned": run, "warm": warm, "left_running": left}, indent=1))
+    expected = {"cuda_daemon": ("ok", "left processes behind (1 killed)"),
+                "cuda_huge_shape": ("invalid", "free on the device; not run")}
+    failed = 0
+    print(f"\n{'path':8} {'variant':16} {'status':8} {'as expected':11} diagnostic")
+    for path, summary in (("spawned", run), ("warm", warm)):
+        for r in summary["results"]:
+            if not r["device"].startswith("cuda"):
+                continue
+            status, words = expected.get(r["variant"], ("?", "?"))
+            good = r["status"] == status and words in r["diagnostic"]
+            failed += not good
+            print(f"{path:8} {r['variant']:16} {r['status']:8} {'yes' if good else 'NO':11} {r['diagnostic'][:150]}")
+    print(f"processes of the two runs still running afterwards: {len(left)} {left[:3]}")
+    print("hostile: PASS" if not failed and not left and run["results"] and warm["results"] else "hostile: FAIL")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("step", choices=["suite", "fidelity", "broken", "selftest", "triton", "raw"])
+    p.add_argument("step", choices=["suite", "fidelity", "broken", "selftest", "triton", "raw", "hostile"])
     p.add_argument("--budget", type=float, default=2.0)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--shape", action="append", default=[])
@@ -205,7 +241,7 @@ def main() -> None:
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     {"suite": suite, "fidelity": fidelity, "broken": broken, "selftest": selftest,
-     "triton": triton_variants, "raw": raw}[args.step](args)
+     "triton": triton_variants, "raw": raw, "hostile": hostile}[args.step](args)
 
 
 if __name__ == "__main__":

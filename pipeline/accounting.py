@@ -95,3 +95,10 @@ def flag_lines(check: dict) -> list[str]:
         out.append(f"peer check: {f['slot']} ({f['uuid'] or f['pci_bus_id'] or 'no uuid'}) on node "
                    f"{f['node_id'][:12]}: {how} for {f['variant']} {f['shape']} {f['dtype']} — FLAGGED")
     return out
+
+
+def lost_node_lines(lost_nodes: list[dict]) -> list[str]:
+    """One line per Ray node lost during a run: which, its slots, and what became of its jobs."""
+    return [f"node {n['node_id']} was lost during the run (slots {', '.join(n['slots'])}): "
+            f"{n['retried']} job(s) retried on other nodes, {n['given_up']} recorded as lost "
+            "(`flopwatch run --resume` measures them)" for n in lost_nodes]

@@ -1,7 +1,8 @@
 """`flopwatch` command line: one module per subcommand under `pipeline/commands/`.
 
 Exit status: 0 all ok; 1 when a variant failed (build_failed, incorrect, crashed, timeout,
-invalid) or, for compare/bisect, a significant regression; 2 for usage or configuration errors.
+invalid), a result was lost with its Ray node, or, for compare/bisect, a significant
+regression; 2 for usage or configuration errors, and when the Ray cluster's head was lost.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline import headwatch
 from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, export, init, ls, new, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
+from pipeline.headwatch import HeadLost
 from pipeline.ray_access import ClusterError
 from pipeline.store import LocationError, StoreError
 
@@ -46,9 +49,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    headwatch.exit_if_stuck()
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError) as exc:
+    except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError, HeadLost) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import ray
 
-from pipeline import local_ray, ray_access, slots
+from pipeline import headwatch, local_ray, ray_access, slots
 from pipeline.ray_access import ClusterError
 from workers import build as build_stage
 from workers.records import Variant
@@ -141,10 +141,11 @@ def _release() -> None:
 def shutdown(info: ClusterInfo) -> None:
     """Stop this driver's device slots (and their warm runners) and disconnect; a private local
     Ray stops with it, a cluster and flopwatch's kept local Ray stay up."""
-    if ray.is_initialized():
+    if ray.is_initialized() and not headwatch.lost():  # with the head gone there is nobody to ask
         slots.close_all()
     if info.mode != EXISTING:
         ray.shutdown()
+    headwatch.stop()
     _release()
 
 
@@ -159,8 +160,10 @@ def _probe_toolchains() -> dict:
 
 
 @ray.remote(num_cpus=1)
-def _build(variant: dict, bundle: dict, build_hash: str, include_dirs: list) -> tuple[dict, dict]:
-    result, artifact = build_stage.build_variant(Variant.from_dict(variant), bundle, build_hash, include_dirs)
+def _build(variant: dict, bundle: dict, build_hash: str, include_dirs: list,
+           timeout_s: float | None = None) -> tuple[dict, dict]:
+    result, artifact = build_stage.build_variant(Variant.from_dict(variant), bundle, build_hash, include_dirs,
+                                                 timeout_s)
     return result.to_dict(), artifact
 
 
@@ -183,7 +186,9 @@ def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
     return ray.get(pool.slots_of(kind)[0].actor.probe.remote(), timeout=timeout)
 
 
-def submit_build(variant: Variant, bundle: dict, build_hash: str, include_dirs: tuple[str, ...]):
+def submit_build(variant: Variant, bundle: dict, build_hash: str, include_dirs: tuple[str, ...],
+                 timeout_s: float | None = None):
     """A build task holds one CPU: Ray runs as many compiles at once as the build nodes have
-    cores (each compile is one compiler process per translation unit)."""
-    return _build.remote(variant.to_dict(), bundle, build_hash, list(include_dirs))
+    cores (each compile is one compiler process per translation unit). `timeout_s`: the
+    build's limit (`pipeline.config.Limits.build_timeout_s`)."""
+    return _build.remote(variant.to_dict(), bundle, build_hash, list(include_dirs), timeout_s)

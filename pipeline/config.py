@@ -63,6 +63,26 @@ def describe_thresholds(by_kind: dict[str, float]) -> str:
     return ", ".join(f"±{v:.1%} ({k})" for k, v in sorted(by_kind.items(), key=lambda kv: (kv[1], kv[0])))
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one job or one build may use. Set here, by whoever runs flopwatch, and never by the
+    benchmarked repository (its flopwatch.toml and manifests are untrusted input). What happens
+    when one is hit is in docs/measurement.md, "Containment"."""
+
+    # Everything a job's processes write, all files together (each file is also capped at
+    # `workers.sandbox.MAX_FILE_BYTES`); over it the job is stopped and ends `crashed`.
+    job_write_bytes: int = 1 << 30
+    # One build, every compiler step and analysis tool together; over it the build's processes
+    # are killed and its jobs end `build_failed`, the limit named.
+    build_timeout_s: float = 900.0
+
+    def to_dict(self) -> dict:
+        return {"job_write_bytes": self.job_write_bytes, "build_timeout_s": self.build_timeout_s}
+
+
+LIMITS = Limits()
+
+
 class ConfigError(ValueError):
     """A configuration file is malformed; the message names the file and the key."""
 
@@ -77,10 +97,6 @@ class ProjectConfig:
     timing_budget_s: float = DEFAULT_BUDGET_S
     timeout_s: float = DEFAULT_TIMEOUT_S
     source: str = "defaults"
-
-
-_KNOWN = {"kernels", "include_dirs", "shape_sets", "defaults"}
-_KNOWN_DEFAULTS = {"timing_budget_s", "timeout_s"}
 
 
 def load_config(root: Path) -> ProjectConfig:
@@ -108,32 +124,27 @@ def _read_toml(path: Path) -> dict:
 
 
 def _parse(table: dict, where: str) -> ProjectConfig:
-    unknown = set(table) - _KNOWN
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_KNOWN)}")
-    kernels = table.get("kernels", ["kernels"])
-    if isinstance(kernels, str):
-        kernels = [kernels]
-    if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels):
-        raise ConfigError(f"{where}: 'kernels' must be a folder or a list of folders")
-    includes = table.get("include_dirs", [])
-    if not isinstance(includes, list) or not all(isinstance(k, str) for k in includes):
-        raise ConfigError(f"{where}: 'include_dirs' must be a list of repository-relative folders")
-    for folder in [*kernels, *includes]:
-        if Path(folder).is_absolute() or ".." in Path(folder).parts:
-            raise ConfigError(f"{where}: folder {folder!r} must stay inside the repository")
-    shape_sets = table.get("shape_sets", {})
-    if not isinstance(shape_sets, dict):
-        raise ConfigError(f"{where}: 'shape_sets' must be a table of name = [shapes]")
-    defaults = table.get("defaults", {})
-    unknown = set(defaults) - _KNOWN_DEFAULTS
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) in [defaults]: {sorted(unknown)}")
+    """Structure and types by the declared format (`pipeline.schema.ProjectFile`), then what a
+    type cannot say: folders stay inside the repository."""
+    from pydantic import ValidationError
+
+    from pipeline.schema import ProjectFile, problem
+
+    try:
+        f = ProjectFile.model_validate(table)
+    except ValidationError as exc:
+        key, message = problem(exc, ProjectFile)
+        raise ConfigError(f"{where}: {key}: {message}") from None
+    kernels = [f.kernels] if isinstance(f.kernels, str) else list(f.kernels)
+    for key, folders in (("kernels", kernels), ("include_dirs", f.include_dirs)):
+        for folder in folders:
+            if Path(folder).is_absolute() or ".." in Path(folder).parts:
+                raise ConfigError(f"{where}: {key}: folder {folder!r} must stay inside the repository")
     return ProjectConfig(
         kernel_dirs=tuple(kernels),
-        include_dirs=tuple(includes),
-        shape_sets=shape_sets,
-        timing_budget_s=float(defaults.get("timing_budget_s", DEFAULT_BUDGET_S)),
-        timeout_s=float(defaults.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        include_dirs=tuple(f.include_dirs),
+        shape_sets={name: list(shapes) for name, shapes in f.shape_sets.items()},
+        timing_budget_s=f.defaults.timing_budget_s,
+        timeout_s=f.defaults.timeout_s,
         source=where,
     )

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import ray
 
-from pipeline import accounting, build_cache, checkout, cluster, slots
+from pipeline import accounting, build_cache, checkout, cluster, headwatch, slots
 from pipeline.accounting import busy_s
-from pipeline.config import load_config
+from pipeline.config import LIMITS, Limits, load_config
 from pipeline.discovery import discover
 from pipeline.driver_clock import DriverClock
 from pipeline.identity import measurement_identity
@@ -25,7 +25,7 @@ from pipeline.peers import builtin_peers
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
-from workers import status
+from workers import containment, status
 from workers.ops import static_work
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
@@ -51,6 +51,8 @@ class RunOptions:
     shapes: tuple[str, ...] = ()
     # GPU timing rule (`workers.timing`): "adaptive" or "fixed".
     timing_method: str = "adaptive"
+    # What one job may write and how long one build may take (pipeline/config.py).
+    limits: Limits = LIMITS
 
 
 @dataclass
@@ -71,6 +73,8 @@ class RunOutcome:
     peer_check: dict = field(default_factory=dict)
     # (variant, shape key, dtype, device key) -> measurement identity, for every planned series
     identities: dict = field(default_factory=dict)
+    # Ray nodes lost while this run used them: {"node_id", "slots", "retried", "given_up"}.
+    lost_nodes: list[dict] = field(default_factory=list)
 
     def jobs_of(self, variant: str) -> list[Job]:
         return [j for j in self.jobs if j.variant == variant]
@@ -193,7 +197,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     store, clock = session.store, session.clock
     with clock.phase("store"):
         run_id = store.start_run(info.sha, info.dirty, options.command, str(root), platform.node(), options.command)
-        done = store.done_keys(info.sha) if options.resume else set()
+        done = _done_keys(store, info.sha) if options.resume else set()
     outcome = RunOutcome(run_id, info, identities=planned.identities)
 
     def keep(r: Result) -> None:
@@ -207,13 +211,19 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
             keep(_invalid_result(bad))
     outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
     stream = _Stream(session, options, config, outcome, keep, done)
-    with clock.phase("builds_and_jobs"):
-        stream.go(variants, plans)
+    try:
+        with clock.phase("builds_and_jobs"):
+            stream.go(variants, plans)
+    except headwatch.HeadLost as exc:
+        raise headwatch.HeadLost(f"{exc}; the {len(outcome.results)} result(s) this run finished are stored in "
+                                 f"{store.location.shown}; start the cluster again and run `flopwatch run --resume` "
+                                 "to measure the rest") from None
     outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
     outcome.peer_check = accounting.peer_check(stream.peer_rows)
+    outcome.lost_nodes = stream.lost_nodes()
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
-                                  "driver": clock.as_dict()})
+                                  "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes})
     return outcome
 
 
@@ -236,6 +246,10 @@ class _Stream:
         self.builds: dict = {}  # build ref -> variant name, while compiling
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
         self.expected = expected_costs(session.store)
+        self._lost_before = len(self.pool.lost_nodes)  # nodes the pool lost in earlier runs of this command
+
+    def lost_nodes(self) -> list[dict]:
+        return [dict(n) for n in self.pool.lost_nodes[self._lost_before:]]
 
     def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
         by_name = {v.name: v for v in variants}
@@ -246,7 +260,8 @@ class _Stream:
             if found:
                 cached[name] = found
             else:
-                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs)] = name
+                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs,
+                                            self.options.limits.build_timeout_s)] = name
         total = len(builds) + len(self.outcome.jobs)
         with self.session.progress.task(f"build + run {self.outcome.commit.short}", total) as self.advance:
             with self.pool.held():  # the jobs of cached builds are handed out longest first
@@ -257,12 +272,25 @@ class _Stream:
                 for v in variants:  # no toolchain: their rows are recorded without a build
                     if v.name not in plans:
                         self._release(v, None, None)
-            while builds or self.pool.refs():
-                ready, _ = ray.wait(list(builds) + self.pool.refs(), num_returns=1)
+            headwatch.start()
+            while builds or self.pool.has_work():
+                waiting = list(builds) + self.pool.refs()
+                ready = ray.wait(waiting, num_returns=1, timeout=_POLL_S)[0] if waiting else []
+                headwatch.check()
+                for given_up in self.pool.settle():  # calls of slots on lost nodes
+                    self._given_up(given_up)
+                if not ready:
+                    if not waiting:
+                        time.sleep(_POLL_S)
+                    continue
                 ref = ready[0]
                 if ref in builds:
                     name = builds.pop(ref)
-                    record_dict, files = ray.get(ref)
+                    try:
+                        record_dict, files = ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        self._build_lost(by_name[name], exc)
+                        continue
                     record = BuildResult.from_dict(record_dict)
                     with self.session.clock.phase("cache"):
                         build_cache.save(self.cache / record.build_hash, record, files)
@@ -277,6 +305,8 @@ class _Stream:
                         self.deferred.clear()
                     continue
                 tag, enqueued_at, slot = self.pool.finished(ref)
+                if tag is None:
+                    continue  # its slot failed in Ray: `settle` retries it elsewhere or gives it up
                 self.last_result[slot.name] = time.time()
                 r = _with_queue(_collect(self.session, ref, *tag[1:4]), enqueued_at)
                 self.measured.append((slot.name, r))
@@ -288,6 +318,29 @@ class _Stream:
                     continue
                 self.keep(r)
                 self.advance(f"{r.variant} {r.shape} {r.status}")
+
+    def _given_up(self, g: slots.GivenUp) -> None:
+        """A job whose slot's node was lost and that no other slot could run: recorded `lost`
+        with the node named, so the run completes and `--resume` measures it later."""
+        if g.tag[0] != "job":
+            return  # a peer-check measurement of the lost device: nothing to record
+        _, job, v, build = g.tag
+        self.keep(_lost_result(self.session, job, v, build, g.reason, g.node_id, g.slot))
+        self.advance(f"{v.name} {job.shape.key} lost")
+
+    def _build_lost(self, v: Variant, exc: Exception) -> None:
+        """The build task failed in Ray (its node was lost and Ray's retries ran out, or its
+        worker died): nothing is cached, and its jobs are `lost` so that `--resume` builds again."""
+        first = str(exc).strip().splitlines()
+        why = f"its build task failed in Ray: {type(exc).__name__}: {first[0] if first else ''}"[:600]
+        self.advance(f"build of {v.name} lost")
+        for job in self.outcome.jobs_of(v.name):
+            if not (self.options.resume and self._done(job, "")):
+                self.keep(_lost_result(self.session, job, v, None, why, "", ""))
+
+    def _done(self, job: Job, build_hash: str) -> bool:
+        return (job.variant, job.shape.key, job.dtype, device_key(self.session, job.device_kind), build_hash) \
+            in self.done
 
     def _release(self, v: Variant, build: BuildResult | None, files) -> None:
         """The build of `v` is known: record its rows that need no run, queue the others."""
@@ -316,7 +369,7 @@ class _Stream:
         o = self.options
         return {"timing": _timing(self.config, o), "timeout_s": o.timeout_s, "threads": o.threads,
                 "profile": o.profile, "device_key": device_key(self.session, job.device_kind),
-                "spawn_per_job": o.spawn_per_job}
+                "spawn_per_job": o.spawn_per_job, "limits": o.limits.to_dict()}
 
     def _submit(self, tag: tuple, kind: str, settings: dict, slot=None) -> None:
         if kind == "cpu" and self.builds:
@@ -349,6 +402,28 @@ class _Stream:
                 if len(node_slots) > 1:
                     for s in node_slots:
                         self._submit(("peer_check", job, v, build), kind, settings, slot=s)
+
+
+# How often the driver's loop wakes without a result: to notice a lost node or a lost head.
+_POLL_S = 1.0
+
+
+def _done_keys(store: Store, commit_sha: str) -> set[tuple]:
+    """What `--resume` skips: every stored result of the commit except those `lost` with a node
+    (they are what resume is for)."""
+    rows = store.results(columns=("variant", "shape", "dtype", "device", "build_hash", "status"),
+                         commit_sha=commit_sha)
+    return {(r["variant"], r["shape"], r["dtype"], r["device"], r["build_hash"]) for r in rows
+            if r["status"] != status.LOST}
+
+
+def _lost_result(session: Session, job: Job, v: Variant, build: BuildResult | None, why: str, node_id: str,
+                 slot: str) -> Result:
+    return Result(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
+                  device=device_key(session, job.device_kind), status=status.LOST, peer=v.peer,
+                  build_hash=build.build_hash if build else "", toolchain=build.toolchain if build else "",
+                  flops=static_work(v, job.shape.dims)[0], diagnostic=f"not measured: {why}",
+                  device_info={"ray_node_id": node_id, "slot": slot} if node_id else {})
 
 
 def expected_costs(store: Store) -> dict[tuple, float]:
@@ -417,14 +492,16 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
     base.update(build_hash=build.build_hash, toolchain=build.toolchain, resources=build.analysis)
+    # What the build left running was killed with it; a failed build's errors say so already.
+    left = f"; its build {containment.note(build.left_behind)}" if build.left_behind and build.ok else ""
     if build.skip_reason:
-        return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason)
+        return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason + left)
     if not build.ok:
         return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
     if not session.cluster_info.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
                       diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
-                                 f"static analysis are stored)")
+                                 f"static analysis are stored)" + left)
     return None
 
 

@@ -9,6 +9,11 @@ A Ray task per job would land in a worker process whose visible devices change f
 task, and a warm process could not be kept per device. The driver, not Ray's queue, decides
 which slot runs what: that is how a pinned job (the peer check on every GPU of a node) and
 "no slot idles while work of its kind remains" are both possible.
+
+A node lost mid-run: a call whose actor fails parks its job and stops feeding that slot; once
+Ray's cluster view says the slot's node is dead (`settle`), the slot is dropped and its job is
+queued once more for the slots of its kind on the other nodes, or given up as lost with the
+node's id when no other node has a slot of that kind (or it was already retried once).
 """
 
 from __future__ import annotations
@@ -167,6 +172,12 @@ class DeviceSlot:
 _Actor = ray.remote(max_restarts=-1, max_task_retries=0)(DeviceSlot)
 
 
+# A slot whose actor failed while its node still looks alive is given this long to answer
+# again (an actor restarted by Ray on the same node answers in seconds) before it counts as lost.
+# Ray's own health check declares a silent node dead after about 15 s.
+UNREACHABLE_S = 120.0
+
+
 @dataclass
 class Slot:
     kind: str
@@ -176,6 +187,11 @@ class Slot:
     visible: dict = field(default_factory=dict)
     busy: bool = False
     pinned: deque = field(default_factory=deque)
+    # Set when a call on this slot failed in Ray (not in the job): no work is handed to it
+    # until `settle` knows whether its node is gone or the actor is back.
+    suspect_since: float | None = None
+    parked: list = field(default_factory=list)  # the calls that failed on it, waiting for that verdict
+    ping: object = None  # a describe() call: answered means the actor is back
 
 
 @dataclass
@@ -185,6 +201,20 @@ class _Pending:
     tag: object
     enqueued_at: float
     cost_s: float = 0.0
+    work: float = 0.0
+    retried: bool = False
+
+
+@dataclass(frozen=True)
+class GivenUp:
+    """A call that will not run: its slot's node was lost and no other slot could take it
+    (`tag` as submitted; `slot` and `node_id` where it was running, empty for a call that was
+    still queued; `reason` in words, naming the lost node)."""
+
+    tag: object
+    slot: str
+    node_id: str
+    reason: str
 
 
 class SlotPool:
@@ -197,7 +227,7 @@ class SlotPool:
     longest-processing-time-first scheduling, so that a 30 s job does not start last on one GPU
     while the others have nothing left to do (a 2-GPU run ended 4 s apart before this)."""
 
-    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False):
+    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False, view=None):
         self.resources = resources
         self.warm = warm
         # Persistent slots outlive the command (flopwatch's own local Ray, kept between
@@ -211,6 +241,10 @@ class SlotPool:
         self._held = False
         self.inflight: dict = {}  # ref -> (slot, pending)
         self.dispatched: list[tuple[str, object]] = []  # (slot name, tag) in dispatch order
+        # Nodes whose slots were dropped, in the order they were found lost: {"node_id", "slots",
+        # "retried", "given_up"}; a run reports the ones lost while it ran.
+        self.lost_nodes: list[dict] = []
+        self.view = view or RayView()
 
     def _ray_actor(self, kind: str, name: str, warm: bool):
         if self.persistent:
@@ -239,13 +273,16 @@ class SlotPool:
                cost_s: float = 0.0, work: float = 0.0) -> None:
         """`cost_s`: the job's expected device seconds (from its last stored run; 0 if unknown);
         `work`: its FLOPs or bytes, which orders jobs of unknown cost (a larger shape first)."""
-        pending = _Pending(method, args, tag, time.time(), cost_s)
+        pending = _Pending(method, args, tag, time.time(), cost_s, work)
         if slot is not None:
             slot.pinned.append(pending)
         else:
             self.slots_of(kind)
-            heapq.heappush(self.queues[kind], (-cost_s, -work, next(self._arrival), pending))
+            self._queue(kind, pending)
         self._dispatch(kind)
+
+    def _queue(self, kind: str, pending: _Pending) -> None:
+        heapq.heappush(self.queues[kind], (-pending.cost_s, -pending.work, next(self._arrival), pending))
 
     @contextlib.contextmanager
     def held(self):
@@ -262,18 +299,96 @@ class SlotPool:
     def refs(self) -> list:
         return list(self.inflight)
 
+    def has_work(self) -> bool:
+        """Calls in flight, parked on a suspect slot, or queued: the driver's loop goes on."""
+        return bool(self.inflight or any(s.parked or s.pinned for slots in self.slots.values() for s in slots)
+                    or any(self.queues.values()))
+
     def finished(self, ref) -> tuple[object, float, Slot]:
-        """Release the slot of a completed call; returns (tag, enqueued_at, slot)."""
+        """Release the slot of a completed call; returns (tag, enqueued_at, slot). When the call
+        failed in Ray itself (its actor died or cannot be reached), the call is parked and the
+        tag returned is None: `settle` decides later whether it runs again elsewhere."""
         slot, pending = self.inflight.pop(ref)
         slot.busy = False
+        if self.view.call_failed(ref):
+            slot.suspect_since = slot.suspect_since or time.monotonic()
+            slot.parked.append(pending)
+            return None, pending.enqueued_at, slot
         self._dispatch(slot.kind)
         return pending.tag, pending.enqueued_at, slot
+
+    def settle(self) -> list[GivenUp]:
+        """Decide about the slots whose calls failed: a slot whose node is dead (or that has not
+        answered for `UNREACHABLE_S`) is dropped and its calls are queued once more for the
+        other slots of their kind; an actor that answers again gets its calls back. Returns the
+        calls that will not run, including queued work of a kind no slot is left for."""
+        given_up: list[GivenUp] = []
+        alive = None
+        for kind, slots in list(self.slots.items()):
+            for slot in [s for s in slots if s.suspect_since is not None]:
+                alive = alive if alive is not None else self.view.nodes_alive()
+                if slot.node_id and alive.get(slot.node_id) is False:
+                    given_up += self._drop(slot, f"node {slot.node_id} was lost")
+                elif self._answers(slot):
+                    slot.suspect_since = None
+                    for pending in slot.parked:  # the actor restarted on a live node: run them again, once
+                        given_up += self._retry(slot, pending, f"slot {slot.name} failed twice")
+                    slot.parked.clear()
+                elif time.monotonic() - slot.suspect_since > UNREACHABLE_S:
+                    given_up += self._drop(slot, f"slot {slot.name} on node {slot.node_id} did not answer "
+                                                 f"for {UNREACHABLE_S:g} s")
+            if not slots:  # nothing can run this kind any more
+                for _, _, _, pending in self.queues.get(kind, ()):
+                    lost = self.lost_nodes[-1]["node_id"] if self.lost_nodes else ""
+                    given_up.append(GivenUp(pending.tag, "", "", f"no node with a {kind} slot is left "
+                                                                 f"(node {lost} was lost)"))
+                self.queues[kind] = []
+            self._dispatch(kind)
+        return given_up
+
+    def _answers(self, slot: Slot) -> bool:
+        if slot.ping is None:
+            slot.ping = slot.actor.describe.remote(False)
+        answer = self.view.answered(slot.ping)
+        if answer is not None:
+            slot.ping = None
+        return bool(answer)
+
+    def _drop(self, slot: Slot, why: str) -> list[GivenUp]:
+        """Take a lost slot out of the pool; its parked calls go to another slot of the kind."""
+        self.slots[slot.kind].remove(slot)
+        self.view.kill(slot.actor)
+        record = next((n for n in self.lost_nodes if n["node_id"] == slot.node_id), None)
+        if record is None:
+            record = {"node_id": slot.node_id, "slots": [], "retried": 0, "given_up": 0}
+            self.lost_nodes.append(record)
+        record["slots"].append(slot.name)
+        given_up = []
+        for pending in slot.parked:
+            given_up += self._retry(slot, pending, why)
+        record["retried"] += len(slot.parked) - len(given_up)
+        record["given_up"] += len(given_up)
+        # Pinned work belongs to that one slot (the peer check of its device): it has no other place.
+        given_up += [GivenUp(p.tag, slot.name, slot.node_id, why) for p in slot.pinned]
+        slot.parked.clear()
+        slot.pinned.clear()
+        return given_up
+
+    def _retry(self, slot: Slot, pending: _Pending, why: str) -> list[GivenUp]:
+        """Queue a failed call once more for the live slots of its kind, or give it up."""
+        if pending.retried or not self.slots.get(slot.kind):
+            return [GivenUp(pending.tag, slot.name, slot.node_id,
+                            why + ("; it had already been retried once" if pending.retried
+                                   else f"; no other node has a {slot.kind} slot"))]
+        pending.retried = True
+        self._queue(slot.kind, pending)
+        return []
 
     def _dispatch(self, kind: str) -> None:
         if self._held:
             return
         for slot in self.slots_of(kind):
-            if slot.busy:
+            if slot.busy or slot.suspect_since is not None:
                 continue
             if slot.pinned:
                 pending = slot.pinned.popleft()
@@ -289,7 +404,7 @@ class SlotPool:
     def idle_while_queued(self) -> list[str]:
         """Slots that are idle although work of their kind waits (always empty: the invariant)."""
         return [s.name for kind, slots in self.slots.items() for s in slots
-                if not s.busy and (s.pinned or self.queues[kind])]
+                if not s.busy and s.suspect_since is None and (s.pinned or self.queues[kind])]
 
     def close(self) -> None:
         """Stop the slots of this command; persistent ones stay for the next command."""
@@ -315,15 +430,55 @@ def persistent_name(slot: str, warm: bool) -> str:
     return f"flopwatch-slot-{slot.replace('/', '-')}-{'warm' if warm else 'cold'}"
 
 
+class RayView:
+    """What the pool asks Ray about its slots' health (a stand-in replaces it in unit tests)."""
+
+    @staticmethod
+    def call_failed(ref) -> bool:
+        """Did this finished call fail in Ray itself (its actor died or cannot be reached),
+        rather than return a value or raise in the job's code?"""
+        if not isinstance(ref, ray.ObjectRef):
+            return False
+        try:
+            ray.get(ref, timeout=0)
+        except ray.exceptions.RayActorError:
+            return True
+        except Exception:
+            return False
+        return False
+
+    @staticmethod
+    def nodes_alive() -> dict[str, bool]:
+        """{node id: alive} as the cluster's control store sees it now."""
+        return {n["NodeID"]: bool(n.get("Alive")) for n in ray.nodes()}
+
+    @staticmethod
+    def answered(ref) -> bool | None:
+        """None while a call runs; then whether it returned (rather than failed in Ray)."""
+        if not ray.wait([ref], timeout=0)[0]:
+            return None
+        return not RayView.call_failed(ref)
+
+    @staticmethod
+    def kill(actor) -> None:
+        try:
+            ray.kill(actor, no_restart=True)  # Ray would otherwise wait for the lost node forever
+        except Exception:  # the actor is already gone with its node
+            pass
+
+
 _POOL: dict = {}
 
 
 def pool(resources: dict, warm: bool = True, persistent: bool = False) -> SlotPool:
     """The pool of this driver's Ray connection: the slots (and their warm runners) live across
     the commits of one command (compare, bisect, nightly) instead of starting per commit, and
-    across commands when `persistent`."""
+    across commands when `persistent`. A cluster whose resources changed (a node lost or added)
+    gets a fresh pool."""
     ctx = ray.get_runtime_context()
     key = (ctx.get_node_id(), ctx.get_job_id(), warm, persistent)
+    if key in _POOL and _POOL[key].resources != resources:
+        close_all()
     if key not in _POOL:
         close_all()
         _POOL[key] = SlotPool(resources, warm, persistent=persistent)

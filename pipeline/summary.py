@@ -28,7 +28,7 @@ def sort_rows(rows: list[dict]) -> list[dict]:
     """Failures first, then measured rows, skipped ones last; within each by op, device, shape
     (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
     def rank(r: dict) -> int:
-        return 0 if r["status"] in status.FAILURES else (2 if r["status"] == status.SKIPPED else 1)
+        return 0 if r["status"] in status.FAILURES | status.INCOMPLETE else (2 if r["status"] == status.SKIPPED else 1)
 
     return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", _shape_order(r["shape"]),
                                        r["dtype"] or "", -(r.get("rate") or 0)))
@@ -77,8 +77,10 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
     for r in _collapse_skipped(sort_rows(with_peer(rows))):
         pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
         err = r.get("correctness", {}).get("rel_fro_err")
-        detail = r["diagnostic"][:160] if r["status"] != status.OK else (f"rel err {err:.1e}" if err is not None else "")
-        style = "red" if r["status"] in status.FAILURES else ("dim" if r["status"] == status.SKIPPED else None)
+        detail = r["diagnostic"][:160] if r["status"] != status.OK else \
+            "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "", r.get("diagnostic") or "")))
+        style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
+            ("dim" if r["status"] == status.SKIPPED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
         table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
                       cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
@@ -86,4 +88,5 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
 
 
 def exit_code(rows: list[dict]) -> int:
-    return 1 if any(r["status"] in status.FAILURES for r in rows) else 0
+    """1 when a variant failed or a result is missing (a lost node), else 0."""
+    return 1 if any(r["status"] in status.FAILURES | status.INCOMPLETE for r in rows) else 0

@@ -97,11 +97,14 @@ def test_markdown_table_regressions_first_and_escaped():
 
 
 def test_usage_errors_exit_2(capsys, monkeypatch):
+    # Each refusal names its own argument: exit 2 alone would also come from a missing revision.
     assert cli.main(["compare", "HEAD~1", "HEAD", "--threshold", "lots"]) == 2
+    assert "--threshold" in capsys.readouterr().err
     assert cli.main(["compare", "HEAD~1", "HEAD", "--rounds", "0"]) == 2
+    assert "--rounds must be at least 1" in capsys.readouterr().err
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert cli.main(["compare", "HEAD~1", "HEAD", "--pr", "3", "--repo-slug", "o/r"]) == 2
-    assert "GITHUB_TOKEN" in capsys.readouterr().err
+    assert "--pr needs GITHUB_TOKEN" in capsys.readouterr().err
 
 
 def test_rounds_that_disagree_turn_a_pooled_verdict_into_unsure():

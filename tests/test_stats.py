@@ -40,7 +40,6 @@ def test_identical_distributions_rarely_raise_an_alarm(sigma):
         verdicts.add(result.verdict)
         alarms += result.verdict in (SLOWER, FASTER)
     assert alarms <= 2
-    assert verdicts <= {SAME, UNSURE, SLOWER, FASTER}
     if sigma == 0.01:
         # With 1% noise the CI is tight enough to affirm "no change" nearly always.
         assert SAME in verdicts
@@ -97,10 +96,17 @@ def test_constant_identical_samples_are_same():
     assert result.p_value == 1.0
 
 
-def test_compare_is_reproducible_for_a_seed():
+def test_the_bootstrap_depends_on_its_seed_alone():
     rng = np.random.default_rng(11)
     base, head = lognormal(rng, 25, 0.03), lognormal(rng, 25, 0.03, shift=0.02)
-    assert compare_samples(base, head, seed=5) == compare_samples(base, head, seed=5)
+    np.random.seed(1)
+    first = compare_samples(base, head, seed=5)
+    np.random.seed(2)  # numpy's global state must not leak into the resampling
+    assert compare_samples(base, head, seed=5) == first
+    other = compare_samples(base, head, seed=6)
+    # the seed drives the resampling: another seed moves the interval, not the point estimate
+    assert (other.ratio_lo, other.ratio_hi) != (first.ratio_lo, first.ratio_hi)
+    assert other.ratio == first.ratio and other.p_value == first.p_value
 
 
 def test_median_ci_small_n_is_the_range():

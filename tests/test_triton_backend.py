@@ -92,7 +92,7 @@ def test_manifest_triton_table_loads(tmp_path):
     ("", "triton"),  # the table is required
     ('[triton]\nkernel = "k"\nwarps = 4\n', "triton.warps"),
     ('[triton]\nkernel = "k"\nnum_warps = 0\n', "triton.num_warps"),
-    ('[triton]\nkernel = "k"\nsignature = { a_ptr = 3 }\n', "triton.signature"),
+    ('[triton]\nkernel = "k"\nsignature = { a_ptr = 3 }\n', "triton.signature.a_ptr"),
     ('[triton]\nkernel = "k"\n', "devices"),  # with devices = ["cpu"]: GPUs only
 ])
 def test_manifest_triton_table_errors(tmp_path, extra, key):

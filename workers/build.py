@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from workers import containment
 from workers import include_dirs as node_include_dirs
 from workers.backends import BACKENDS
 from workers.backends.base import BuildOutput
@@ -63,35 +65,80 @@ def toolchain_fingerprint(env: dict | None = None) -> str:
 
 
 def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
-                  include_dirs: list[str] = ()) -> tuple[BuildResult, dict[str, bytes]]:
+                  include_dirs: list[str] = (), timeout_s: float | None = None) -> tuple[BuildResult, dict[str, bytes]]:
     """Build one variant from its shipped bundle (the variant folder plus the project's shared
-    include folders, repository-relative); returns the record and the artifact files."""
+    include folders, repository-relative); returns the record and the artifact files.
+
+    Every process the build starts is ended with it, daemons included (`workers.containment`),
+    and counted in `left_behind`. Past `timeout_s` the build's processes are killed and the
+    build fails with the limit named."""
     start = time.perf_counter()
     backend = BACKENDS.get(variant.backend)
-    tc = backend.toolchain() if backend else None
-    if tc is None:
-        msg = f"no {variant.backend} toolchain on this node (see `flopwatch doctor`)"
-        return BuildResult(variant.name, build_hash, False, "", msg, msg), {}
-    with tempfile.TemporaryDirectory(prefix="flopwatch-build-") as tmp:
-        root, out = Path(tmp) / "src", Path(tmp) / "out"
-        unpack(bundle, root)
-        out.mkdir()
-        src = root / variant.folder
-        node = node_include_dirs.expand(variant.include_dirs, tc.detail.get("include_vars") or {}, os.environ)
-        if node.problem:
-            # The node lacks a checkout the variant needs: not the variant's fault, so its
-            # jobs are skipped with the variable named, not reported as a compile error.
-            result = BuildOutput(False, node.problem, skip_reason=node.problem)
-        else:
-            includes = [root / d for d in include_dirs] + [Path(d) for d in node.folders]
-            result = backend.build(variant, src, out, tc, includes)
-        artifact = pack(out) if result.ok else {}
+    with containment.Scope() as scope:
+        tc = backend.toolchain() if backend else None  # it runs the compiler too (`--version`)
+        if tc is None:
+            msg = f"no {variant.backend} toolchain on this node (see `flopwatch doctor`)"
+            return BuildResult(variant.name, build_hash, False, "", msg, msg), {}
+        watchdog = _Watchdog(scope, timeout_s)
+        try:
+            with tempfile.TemporaryDirectory(prefix="flopwatch-build-") as tmp:
+                root, out = Path(tmp) / "src", Path(tmp) / "out"
+                result = _build_in(variant, bundle, include_dirs, backend, tc, root, out)
+                if watchdog.expired.is_set():
+                    limit = f"the build took longer than its {timeout_s:g} s limit (build_timeout_s in pipeline/config.py)"
+                    result = BuildOutput(False, f"{result.log}\n{limit}", limit)
+                artifact = pack(out) if result.ok else {}
+        finally:
+            watchdog.stop()
+            left = scope.end()
     # Compiler output names the temporary folder; show repository-relative paths instead.
     log = result.log.replace(str(root) + "/", "")
     errors = result.first_errors.replace(str(root) + "/", "")
+    if left:
+        log += f"\n{containment.note(left)}"
+        errors = f"{errors}\n{containment.note(left)}" if not result.ok else errors
     return BuildResult(
         variant=variant.name, build_hash=build_hash, ok=result.ok, toolchain=tc.ident,
         log=log[-20000:], first_errors=errors, analysis=result.analysis,
-        seconds=round(time.perf_counter() - start, 3), skip_reason=result.skip_reason,
+        seconds=round(time.perf_counter() - start, 3), skip_reason=result.skip_reason, left_behind=left,
     ), artifact
 
+
+def _build_in(variant: Variant, bundle: dict[str, bytes], include_dirs, backend, tc, root: Path, out: Path) -> BuildOutput:
+    unpack(bundle, root)
+    out.mkdir()
+    src = root / variant.folder
+    node = node_include_dirs.expand(variant.include_dirs, tc.detail.get("include_vars") or {}, os.environ)
+    if node.problem:
+        # The node lacks a checkout the variant needs: not the variant's fault, so its
+        # jobs are skipped with the variable named, not reported as a compile error.
+        return BuildOutput(False, node.problem, skip_reason=node.problem)
+    includes = [root / d for d in include_dirs] + [Path(d) for d in node.folders]
+    return backend.build(variant, src, out, tc, includes)
+
+
+class _Watchdog:
+    """Past the deadline, kill the build's processes (again every 0.2 s, for the steps that
+    follow): a compiler killed fails its step, and the build reports the limit. Killing without
+    reaping keeps `subprocess` from reading a killed compiler as a success."""
+
+    def __init__(self, scope: containment.Scope, timeout_s: float | None):
+        self.expired, self._done = threading.Event(), threading.Event()
+        self._thread = None
+        if timeout_s is not None:
+            self._thread = threading.Thread(target=self._watch, args=(scope, timeout_s), daemon=True)
+            self._thread.start()
+
+    def _watch(self, scope: containment.Scope, timeout_s: float) -> None:
+        if self._done.wait(timeout_s):
+            return
+        self.expired.set()
+        while True:
+            scope.kill()
+            if self._done.wait(0.2):
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()

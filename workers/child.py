@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from workers import bindings, correctness, device
+from workers import bindings, correctness, device, fit
 from workers.ops import for_variant, torch_dtype
 from workers.ops.repo import OpCodeError
 from workers.records import Variant
@@ -186,6 +186,9 @@ def run(spec: dict) -> dict:
     dtype = torch_dtype(spec["dtype"])
     if kind != "cpu":
         torch.cuda.set_device(0)  # creates this process's context: torch's device 0 is the first visible one
+    too_big = fit.too_big(op, dims, dtype.itemsize, kind)  # before anything of the shape is allocated
+    if too_big:
+        return {"status": "invalid", "diagnostic": too_big, "phases": phases}
     call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims)
     if spec.get("mode") == "profile":
         return profile_once(call, op, variant, dims, dtype, spec)

@@ -180,6 +180,8 @@ class BuildResult(Record):
     seconds: float = 0.0
     cached: bool = False
     skip_reason: str = ""
+    # Processes the build's steps left behind, killed when it ended (`workers.containment`).
+    left_behind: int = 0
 
 
 @dataclass(frozen=True)

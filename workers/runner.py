@@ -6,6 +6,7 @@ hang or an exception becomes a result with a status and a diagnostic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers import status
+from workers import containment, status
 from workers.bundle import unpack
 from workers.ops import get_op, torch_dtype
 from workers.records import BuildResult, Job, Result, Variant
@@ -25,13 +26,15 @@ _FAULT_HINTS = ("Memory access fault", "illegal memory access", "an illegal inst
                 "misaligned address", "unspecified launch failure")
 
 
-Launcher = Callable[[list[str], float, Path], ChildOutcome]
+# (args, timeout_s, workdir, max_write_bytes=None) -> outcome: `spawn`, or a zygote's `run`.
+Launcher = Callable[..., ChildOutcome]
 
 
-def spawn(args: list[str], timeout_s: float, workdir: Path) -> ChildOutcome:
+def spawn(args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None) -> ChildOutcome:
     """A fresh interpreter per job (`python -m workers.child ...`): the cold path, and the
     fallback of a slot without a zygote."""
-    return run_child([sys.executable, "-m", "workers.child", *args], timeout_s, workdir, env=child_env())
+    return run_child([sys.executable, "-m", "workers.child", *args], timeout_s, workdir, env=child_env(),
+                     max_write_bytes=max_write_bytes)
 
 
 def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[str, bytes],
@@ -58,9 +61,10 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
                 "timing": settings.get("timing", {}), "threads": settings.get("threads")}
         (work / "spec.json").write_text(json.dumps(spec))
         timeout = float(settings.get("timeout_s") or variant.timeout_s)
-        outcome = launcher(["spec.json", "result.json"], timeout, work)
+        max_write = (settings.get("limits") or {}).get("job_write_bytes")
+        outcome = launcher(["spec.json", "result.json"], timeout, work, max_write_bytes=max_write)
         result_file = work / "result.json"
-        data = json.loads(result_file.read_text()) if result_file.exists() else None
+        data = json.loads(result_file.read_text()) if result_file.exists() and not outcome.write_limit_hit else None
         phases = dict((data or {}).get("phases") or {})
         if data and data.get("status") == status.OK and settings.get("profile") and job.device_kind != "cpu":
             t0 = time.perf_counter()
@@ -71,14 +75,26 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
         phases = {"timing_s": outcome.seconds}
     phases["start_s"] = round(max(0.0, time.perf_counter() - began - sum(phases.values())), 4)
     base["phases"] = phases
-    if outcome.timed_out:
-        return Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
-                      diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
-                                 f"last stderr: {_last_line(outcome.stderr_tail)}")
-    if data is None:
-        return Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
-                      diagnostic=_crash_text(outcome))
-    return _from_child(base, data, outcome.stderr_tail)
+    notes = [containment.note(outcome.left_behind)]
+    if build.left_behind:
+        notes.append(f"its build {containment.note(build.left_behind)}")
+    notes = "; ".join(n for n in notes if n)
+    if outcome.write_limit_hit:
+        result = Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
+                        diagnostic=f"stopped: the job's processes wrote more than {max_write / 2**20:.0f} MiB "
+                                   "(the per-job write limit, job_write_bytes in pipeline/config.py)")
+    elif outcome.timed_out:
+        result = Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
+                        diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
+                                   f"last stderr: {_last_line(outcome.stderr_tail)}")
+    elif data is None:
+        result = Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
+                        diagnostic=_crash_text(outcome))
+    else:
+        result = _from_child(base, data, outcome.stderr_tail)
+    if notes:
+        result = dataclasses.replace(result, diagnostic="; ".join(d for d in (result.diagnostic, notes) if d))
+    return result
 
 
 def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[dict, dict], settings: dict,
@@ -95,15 +111,20 @@ def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[d
                 "threads": settings.get("threads")}
         (work / "spec.json").write_text(json.dumps(spec))
         timeout = float(settings.get("timeout_s") or max(v.timeout_s for v in variants))
-        outcome = launcher(["spec.json", "result.json"], timeout, work)
+        max_write = (settings.get("limits") or {}).get("job_write_bytes")
+        outcome = launcher(["spec.json", "result.json"], timeout, work, max_write_bytes=max_write)
         result_file = work / "result.json"
-        data = json.loads(result_file.read_text()) if result_file.exists() else None
+        data = json.loads(result_file.read_text()) if result_file.exists() and not outcome.write_limit_hit else None
+    note = containment.note(outcome.left_behind)
     if outcome.timed_out:
-        return {"status": status.TIMEOUT, "samples": [[], []], "diagnostic": f"paired timing killed after {timeout:g} s"}
+        return {"status": status.TIMEOUT, "samples": [[], []], "left_behind": outcome.left_behind,
+                "diagnostic": "; ".join(filter(None, (f"paired timing killed after {timeout:g} s", note)))}
     if data is None or data.get("status") != status.OK:
-        return {"status": status.CRASHED, "samples": [[], []],
-                "diagnostic": (data or {}).get("diagnostic") or _crash_text(outcome)}
-    return {"status": status.OK, "samples": data["pair_samples"], "diagnostic": ""}
+        why = "the paired timing wrote more than the per-job write limit" if outcome.write_limit_hit else \
+            (data or {}).get("diagnostic") or _crash_text(outcome)
+        return {"status": status.CRASHED, "samples": [[], []], "left_behind": outcome.left_behind,
+                "diagnostic": "; ".join(filter(None, (why, note)))}
+    return {"status": status.OK, "samples": data["pair_samples"], "diagnostic": note, "left_behind": outcome.left_behind}
 
 
 def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:

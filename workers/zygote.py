@@ -11,8 +11,11 @@ spawned child's. The zygote itself must never initialise CUDA/HIP (a context doe
 fork): it imports modules only, and answers one request at a time.
 
 Protocol (the zygote side runs as `python -m workers.zygote`): one JSON request per line on
-stdin, `{"cwd", "args", "timeout_s"}`; the replies on the zygote's original stdout are
-`{"pid": N}` when the child is forked, then `{"returncode", "timed_out", "seconds"}`.
+stdin, `{"cwd", "args", "timeout_s", "max_write_bytes"}`; the replies on the zygote's original
+stdout are `{"pid": N}` when the child is forked, then `{"returncode", "timed_out",
+"left_behind", "write_limit_hit", "seconds"}`. The zygote is a child subreaper: processes a job
+leaves behind, daemons included, are killed when the job ends and counted in `left_behind`.
+End of file on stdin (the slot is gone) ends a running job and the zygote.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from workers.sandbox import ChildOutcome, outcome_from, tail
+from workers.containment import Scope, become_subreaper
+from workers.sandbox import WRITE_POLL_S, ChildOutcome, outcome_from, tail
 
 # -- zygote side -------------------------------------------------------------------------------
 
@@ -75,32 +79,51 @@ def _limit_files() -> None:
 
 
 def _end_group(pid: int) -> None:
-    """Whatever the job started in its process group must not outlive it (as in `sandbox`)."""
+    """Kill the job's process group (as `sandbox` does at the timeout)."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
-    """Wait for `pid` up to `timeout_s`; at the timeout kill its whole process group (a hung
-    kernel may have helper threads). Returns (wait status as a returncode, timed_out)."""
+def _parent_gone(fd: int) -> bool:
+    """The slot writes nothing while a job runs: stdin readable then means end of file, the
+    slot (or its whole node) is gone, and the job must not run on with nobody to report to."""
+    try:
+        return os.read(fd, 1) == b""
+    except OSError:
+        return True
+
+
+def _wait(pid: int, timeout_s: float, scope: Scope, max_write_bytes: int | None) -> tuple[int, bool, bool]:
+    """Wait for `pid` up to `timeout_s`; at the timeout, when the job's processes have written
+    more than `max_write_bytes`, or when the slot is gone, kill its process group. Returns (wait
+    status as a returncode, timed_out, write_limit_hit); the caller ends the rest of the scope."""
     deadline = time.monotonic() + timeout_s
     fd = os.pidfd_open(pid)
+    stdin = sys.stdin.fileno()
+    timed_out = over_limit = False
     try:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                if time.monotonic() < deadline:
-                    continue
+            if left <= 0:
+                timed_out = True
+                break
+            ready = select.select([fd, stdin], [], [], min(left, WRITE_POLL_S))[0]
+            if fd in ready:
+                break  # exited; not reaped yet
+            if stdin in ready and _parent_gone(stdin):
                 _end_group(pid)
-                _, st = os.waitpid(pid, 0)
-                return os.waitstatus_to_exitcode(st), True
-            # The pidfd is readable once the child has exited; it is not reaped yet, so its
-            # process group still exists for the rest of it to be ended.
+                os.waitpid(pid, 0)
+                scope.end()
+                os._exit(0)
+            if max_write_bytes is not None and scope.written_bytes() > max_write_bytes:
+                over_limit = True
+                break
+        if timed_out or over_limit:
             _end_group(pid)
-            _, st = os.waitpid(pid, 0)
-            return os.waitstatus_to_exitcode(st), False
+        _, st = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(st), timed_out, over_limit
     finally:
         os.close(fd)
 
@@ -117,17 +140,25 @@ def serve() -> None:
     import workers.correctness
     import workers.timing  # noqa: F401
 
+    # Orphans of the jobs (a daemon a kernel double-forked) become this process's children, so
+    # each job's scope can find and end them (`workers.containment`).
+    become_subreaper()
     proto.write(json.dumps({"ready": os.getpid()}) + "\n")
-    for line in sys.stdin:
+    while True:
+        line = sys.stdin.readline()  # not `for line in sys.stdin`: its read-ahead would hide EOF from select
+        if not line:
+            break
         req = json.loads(line)
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            _child(req["cwd"], req["args"])
-        proto.write(json.dumps({"pid": pid}) + "\n")
-        code, timed_out = _wait(pid, float(req["timeout_s"]))
-        proto.write(json.dumps({"returncode": code, "timed_out": timed_out,
-                                "seconds": round(time.monotonic() - start, 3)}) + "\n")
+        with Scope(own_session=True) as scope:
+            pid = os.fork()
+            if pid == 0:
+                _child(req["cwd"], req["args"])
+            proto.write(json.dumps({"pid": pid}) + "\n")
+            code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
+            left = scope.end()
+        proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
+                                "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)}) + "\n")
 
 
 # -- slot side ---------------------------------------------------------------------------------
@@ -166,7 +197,7 @@ class Zygote:
             raise ZygoteDied(f"exited with code {self.proc.wait()}")
         return json.loads(line)
 
-    def run(self, args: list[str], timeout_s: float, workdir: Path) -> ChildOutcome:
+    def run(self, args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None) -> ChildOutcome:
         """Fork a child running `workers.child` with `args` in `workdir`; the same outcome record
         as `sandbox.run_child`. A zygote that died is started again (once per job)."""
         for attempt in (1, 2):
@@ -174,7 +205,8 @@ class Zygote:
                 self.start()
             pid = None
             try:
-                self.proc.stdin.write(json.dumps({"cwd": str(workdir), "args": args, "timeout_s": timeout_s}) + "\n")
+                self.proc.stdin.write(json.dumps({"cwd": str(workdir), "args": args, "timeout_s": timeout_s,
+                                                  "max_write_bytes": max_write_bytes}) + "\n")
                 self.proc.stdin.flush()
                 pid = self._read(60.0)["pid"]
                 done = self._read(timeout_s + 60.0)
@@ -183,7 +215,8 @@ class Zygote:
                 if attempt == 2 or pid is not None:
                     raise
                 continue  # died between jobs: start a fresh one and go on
-            return outcome_from(done["returncode"], done["timed_out"], done["seconds"], workdir)
+            return outcome_from(done["returncode"], done["timed_out"], done["seconds"], workdir,
+                                left_behind=done.get("left_behind", 0), write_limit_hit=done.get("write_limit_hit", False))
         raise AssertionError("unreachable")
 
     def _discard(self, child_pid: int | None) -> None:

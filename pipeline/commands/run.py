@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 
 from pipeline import cluster, driver_clock
-from pipeline.accounting import busy_line, flag_lines, run_wall_s
+from pipeline.accounting import busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code, print_table, with_peer
@@ -47,7 +47,7 @@ def main(args) -> int:
             "commit": outcome.commit.sha, "dirty": outcome.commit.dirty, "run_id": outcome.run_id,
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
             "jobs_wall_s": run_wall_s(outcome.accounting), "devices": outcome.accounting,
-            "peer_check": outcome.peer_check, "driver": clock.as_dict(),
+            "peer_check": outcome.peer_check, "lost_nodes": outcome.lost_nodes, "driver": clock.as_dict(),
             "ray": {"mode": session.cluster_info.mode, "connect_s": round(session.cluster_info.connect_s, 3)},
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
                         for r in with_peer(rows)],
@@ -61,7 +61,7 @@ def main(args) -> int:
                       + (f"; resume skipped {outcome.resumed} stored result(s)" if args.resume else ""),
                       highlight=False)
         print_table(rows, console, title=f"results ({len(rows)} new)")
-        for line in flag_lines(outcome.peer_check):
+        for line in flag_lines(outcome.peer_check) + lost_node_lines(outcome.lost_nodes):
             console.print(line, style="red", highlight=False, markup=False)
         if outcome.accounting:
             console.print(f"jobs wall {run_wall_s(outcome.accounting):.1f} s (first submission to last result)",

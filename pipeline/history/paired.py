@@ -5,8 +5,12 @@ machine conditions cancel out of the comparison. Used by `compare` and `bisect`.
 
 from __future__ import annotations
 
+import time
+
 import ray
 
+from pipeline import headwatch
+from pipeline.config import LIMITS
 from pipeline.runflow import RunOutcome, Session, device_key
 from workers import status
 
@@ -21,6 +25,7 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
     pool = session.slots
+    settings = {"limits": LIMITS.to_dict(), **settings}
     count = 0
     for job in head.jobs:
         device = device_key(session, job.device_kind)
@@ -35,9 +40,19 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
         count += 1
     out = {}
     with session.progress.task("paired timing", count) as advance:
-        while pool.refs():
-            ready, _ = ray.wait(pool.refs(), num_returns=1)
+        while pool.has_work():
+            refs = pool.refs()
+            ready = ray.wait(refs, num_returns=1, timeout=1.0)[0] if refs else []
+            headwatch.check()
+            for given_up in pool.settle():  # a pair of a lost node no other slot could take: no samples
+                advance(given_up.tag[0])
+            if not ready:
+                if not refs:
+                    time.sleep(1.0)
+                continue
             key, _, _ = pool.finished(ready[0])
+            if key is None:
+                continue  # its slot failed in Ray: `settle` retries it elsewhere or gives it up
             try:
                 result = ray.get(ready[0])
             except ray.exceptions.RayError:  # the slot died under it: this pair has no samples

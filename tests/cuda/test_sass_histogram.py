@@ -1,5 +1,6 @@
 """SASS histograms on cuobjdump output recorded from this repo's kernels."""
 
+import re
 from pathlib import Path
 
 from workers.cuda import sass
@@ -15,10 +16,19 @@ def _one(name):
 def test_wmma_uses_tensor_cores():
     h = _one("cuda_wmma")
     assert h.kernel == "_Z16gemm_wmma_kernelPK13__nv_bfloat16S1_Pfiii" and h.arch == "sm_90a"
-    assert h.tensor_core == h.opcodes["HMMA"] == 8  # 2x2 fragments x 2 HMMA.16816 per 16x16x16
-    assert h.generic_loads == {32: 16}  # load_matrix_sync goes through generic addresses
-    assert h.global_stores == {64: 16}
-    assert h.total == 256
+    # From kernels/gemm/cuda_wmma: per k-step a warp does 2x2 mma_sync on 16x16x16 bf16
+    # fragments; sm_90's HMMA.16816 computes a 16x8 tile, so two of them per fragment.
+    fragments, hmma_per_fragment = 2 * 2, 16 // 8
+    assert h.tensor_core == h.opcodes["HMMA"] == fragments * hmma_per_fragment
+    # It loads 2 A and 2 B fragments (16x16 bf16 = 512 bytes over 32 lanes = four 32-bit words
+    # a lane), through generic addresses (load_matrix_sync), and stores 2x2 fp32 accumulators
+    # (1 KiB over 32 lanes = four 64-bit words a lane).
+    assert h.generic_loads == {32: (2 + 2) * (16 * 16 * 2 // 32 // 4)}
+    assert h.global_stores == {64: fragments * (16 * 16 * 4 // 32 // 8)}
+    # and the histogram counts every instruction of the listing once
+    text = (BUILD / "cuda_wmma_sm90a.sass").read_text()
+    assert h.total == len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", text, flags=re.M))
+    assert h.opcodes["HMMA"] == len(re.findall(r"\bHMMA\.", text))
 
 
 def test_naive_has_no_tensor_cores_and_16_bit_loads():

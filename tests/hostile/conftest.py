@@ -1,0 +1,26 @@
+"""The hostile-input suite: variants, manifests, stores and clusters that misbehave on purpose,
+each ending in a recorded status with a message while every other result is kept.
+
+Every process the suite starts carries `FLOPWATCH_HOSTILE_RUN=<token>` in its environment,
+inherited from this process by the command-line runs, their Ray clusters and workers, the jobs'
+children and whatever a kernel forks from them; `test_zz_nothing_left_running.py` checks that
+none of them is alive when the suite is done.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from hostile.processes import MARK
+
+
+@pytest.fixture(scope="package", autouse=True)
+def suite_mark():
+    """The token of this run of the suite, in the environment of everything started from here."""
+    token = uuid.uuid4().hex
+    os.environ[MARK] = token
+    yield token
+    os.environ.pop(MARK, None)

@@ -1,0 +1,1 @@
+#error <img src=x onerror=alert('compiler')>

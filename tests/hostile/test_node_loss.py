@@ -1,0 +1,130 @@
+"""A Ray node lost in the middle of a run (`ray.cluster_utils.Cluster`, `remove_node` while
+one of its jobs runs): with another node that has the resource, the job runs again there and
+the run completes with every result; with none left, the node's jobs are recorded `lost` with
+its id, the run still completes, nothing finished is lost, and `run --resume` on a new node
+fills the gap."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import git
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from hostile.hostile_repo import make_repo
+from pipeline import cluster
+from pipeline.progress import Progress
+from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.store import Store
+
+pytestmark = pytest.mark.slow
+
+# Ray's health check declares a silent node dead after period × threshold: seconds here, not
+# the production default of about 15 s.
+FAST_HEALTH_CHECK = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
+                     "health_check_failure_threshold": 4}
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "_system_config": FAST_HEALTH_CHECK})
+    nodes = [c.add_node(num_cpus=1, resources={cluster.CPU_RESOURCE: 1}) for _ in range(2)]
+    ray.init(address=c.address)
+    yield c, nodes
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    base = tmp_path_factory.mktemp("nodeloss")
+    repo = git.Repo(make_repo(base / "repo", ("slow",)))
+    yield base, repo
+    repo.close()  # its `git cat-file` helpers end with it
+
+
+def _session(work_dir, store: Store) -> Session:
+    return Session(store, work_dir, cluster.connect(None), Progress(enabled=False))
+
+
+def _stored(db) -> int:
+    with sqlite3.connect(db, timeout=30) as conn:
+        return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+
+def _run_removing(c: Cluster, node, session: Session, repo, options: RunOptions, after: int = 0):
+    """Run HEAD; a thread removes `node` once `after` results are stored and one of the node's
+    slots is running a job."""
+    removed = threading.Event()
+
+    def remove_when_busy():
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                busy = {slot.node_id for slot, _ in list(session.slots.inflight.values())}
+            except RuntimeError:  # the dispatcher changed the dict meanwhile: look again
+                continue
+            if node.node_id in busy and _stored(session.store.path) >= after:
+                c.remove_node(node, allow_graceful=False)
+                removed.set()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=remove_when_busy, daemon=True)
+    thread.start()
+    outcome = run_commit(session, repo, "HEAD", options)
+    thread.join(timeout=5)
+    assert removed.is_set(), "the run ended before the node could be lost"
+    return outcome
+
+
+def test_a_job_of_a_lost_node_runs_again_on_the_other_node_and_the_run_completes(two_nodes, work):
+    c, (node_a, node_b) = two_nodes
+    base, repo = work
+    store = Store(base / "retry.db")
+    outcome = _run_removing(c, node_a, _session(base, store), repo, RunOptions())
+    statuses = {(r.variant, r.shape): r.status for r in outcome.results}
+    assert len(statuses) == 7 and set(statuses.values()) == {"ok"}, statuses  # 6 slow shapes + cpp_naive
+    (lost,) = outcome.lost_nodes
+    assert lost["node_id"] == node_a.node_id and lost["retried"] == 1 and lost["given_up"] == 0
+    ran_on = {r.device_info["ray_node_id"] for r in outcome.results}
+    assert node_b.node_id in ran_on
+    assert store.run_summary(outcome.commit.sha)["lost_nodes"] == outcome.lost_nodes  # the report's record
+    assert len(store.results(commit_sha=outcome.commit.sha)) == 7
+
+
+def test_with_no_node_left_jobs_are_lost_with_the_node_id_and_resume_fills_the_gap(two_nodes, work):
+    c, (_, node_b) = two_nodes
+    base, repo = work
+    store = Store(base / "lost.db")
+    outcome = _run_removing(c, node_b, _session(base, store), repo, RunOptions(), after=2)
+    by_status: dict[str, list] = {}
+    for r in outcome.results:
+        by_status.setdefault(r.status, []).append(r)
+    assert set(by_status) == {"ok", "lost"}, by_status.keys()
+    assert len(by_status["ok"]) >= 2  # finished before the node went
+    assert len(outcome.results) == 7  # every job has its row: measured, or lost
+    for r in by_status["lost"]:
+        assert r.diagnostic.startswith("not measured: ") and node_b.node_id in r.diagnostic
+    in_flight = [r for r in by_status["lost"] if r.device_info.get("ray_node_id") == node_b.node_id]
+    assert len(in_flight) == 1  # the job that ran when the node went; the others waited in the queue
+    for r in by_status["lost"]:
+        if r not in in_flight:
+            assert f"no node with a cpu slot is left (node {node_b.node_id} was lost)" in r.diagnostic
+    (lost,) = outcome.lost_nodes
+    assert lost["node_id"] == node_b.node_id and lost["given_up"] == 1 and lost["retried"] == 0
+    finished = {(r.variant, r.shape): r.median_s for r in by_status.get("ok", [])}
+
+    c.add_node(num_cpus=1, resources={cluster.CPU_RESOURCE: 1})
+    resumed = run_commit(_session(base, store), repo, "HEAD", RunOptions(resume=True))
+    assert {(r.variant, r.shape) for r in resumed.results} == {(r.variant, r.shape) for r in by_status["lost"]}
+    assert {r.status for r in resumed.results} == {"ok"}
+    latest = store.latest_results(outcome.commit.sha)
+    assert len(latest) == 7 and {r["status"] for r in latest} == {"ok"}
+    # nothing measured before the loss was measured again or dropped
+    kept = {(r["variant"], r["shape"]): r["median_s"] for r in latest if (r["variant"], r["shape"]) in finished}
+    assert kept == finished
