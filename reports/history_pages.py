@@ -81,11 +81,13 @@ def write_trend_page(site: Path, s, position: dict[str, int], regressions: Seque
 
 
 def _bisect_link(site: Path):
-    """The bisect page of a regression when one was written, else None."""
+    """The bisect page of a regression when one was written, else None. `nightly` bisects a
+    range once, on its worst series (`bisected_on`), for every series that stepped there."""
     def link(r) -> str | None:
         if not r.culprit_sha:
             return None
-        name = bisect_page_name(r.variant, r.bad_sha)
+        on = (r.bisect or {}).get("bisected_on") or {}
+        name = bisect_page_name(on.get("variant") or r.variant, r.bad_sha)
         return name if (site / name).exists() else None
     return link
 

@@ -106,7 +106,7 @@ def site(tmp_path_factory):
 # page → what must be in its DOM once the scripts ran
 PAGES = {
     "index.html": ["Open regressions (1)", "cpp_blocked", "Failing variants (2)", "<svg class=\"spark\"",
-                   "bisect page"],
+                   "Culprit: the only commit between", "bisect page</a>"],
     "regressions.html": ["-29.0%"],
     "commit-888888888888.html": ['class="main-svg"', "wrong_tile", "1 tile never written"],
     "trend-cpp_blocked*.html": ['class="main-svg"', "-29.0% at 66666666", "culprit 66666666", "VGPR"],

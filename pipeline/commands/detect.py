@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
-from pipeline.history import series
+from pipeline.history import causes, dashboard, series
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 from workers import untrusted
@@ -28,11 +29,27 @@ def add_arguments(p) -> None:
                         "$FLOPWATCH_RAY_ADDRESS; without it, here, unless Ray is already up in this process)")
 
 
-def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> list[tuple]:
-    """Detect and store; returns (Regression as stored, is_new) per step found."""
-    found = series.find_regressions(series.load(store, order, details=False), threshold, steps_of=steps_of)
+@dataclass(frozen=True)
+class Detected:
+    """What one detection decided: recorded holds (Regression as stored, is_new) per step found
+    now; causes the open regressions of the whole history grouped by culprit commit or
+    unresolved range (`pipeline.history.causes`)."""
+
+    recorded: list[tuple]
+    causes: tuple
+
+
+def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> Detected:
+    """Detect and store the steps of every series, then group what is open by cause."""
+    history = series.load(store, order, details=False)
+    found = series.find_regressions(history, threshold, steps_of=steps_of)
     table = RegressionStore(store)
-    return [table.record(r) for r in found]
+    recorded = [table.record(r) for r in found]
+    stored = table.all()
+    commits = {sha: store.commit(sha) or {"sha": sha}
+               for r in stored for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
+    open_now = dashboard.open_regressions(history, stored, commits, order)
+    return Detected(recorded, causes.group(open_now, commits))
 
 
 def _on_cluster(address: str | None):
@@ -56,17 +73,30 @@ def main(args) -> int:
     from pipeline.commands import publish
 
     with Store(db_path(args, work)) as store:
-        recorded = detect(store, order, threshold, _on_cluster(args.ray_address))
+        detected = detect(store, order, threshold, _on_cluster(args.ray_address))
+        recorded = detected.recorded
         out = site_path(args, work)
         if args.no_report:
             publish.write_feed(store, out)
         else:
             publish.write_site(store, out, order=order)
     if args.json:
-        print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
+        print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded],
+                          "causes": [_cause_json(c) for c in detected.causes]}, default=str))
     else:
-        for r, new in recorded:
-            print(untrusted.one_line(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: "
-                                     f"{r.change:+.1%} between {r.good_sha[:10]} and {r.bad_sha[:10]}"))
-        print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
+        if detected.causes:
+            print(f"open regressions by cause ({len(detected.causes)}):")
+            print(causes.render_text(detected.causes, frozenset(r.id for r, new in recorded if new)))
+        n_open = sum(len(c.slowed) for c in detected.causes)
+        print(f"{len(recorded)} step(s) found now, {sum(n for _, n in recorded)} new; {n_open} open regression(s) "
+              f"from {len(detected.causes)} cause(s); feed: {out / 'regressions.json'}")
     return 0
+
+
+def _cause_json(cause) -> dict:
+    """One cause for `--json`: its culprit (or range) and the ids of its regressions, worst first."""
+    return {"how": cause.how, "culprit_sha": cause.culprit["sha"] if cause.culprit else None,
+            "good_sha": cause.good.get("sha"), "bad_sha": cause.bad.get("sha"), "between": cause.between,
+            "regressions": [{"id": o.regression.id, "variant": o.regression.variant, "shape": o.regression.shape,
+                             "dtype": o.regression.dtype, "device": o.regression.device,
+                             "change": o.regression.change} for o in cause.slowed]}

@@ -75,3 +75,11 @@ def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: i
 def write_site(store: Store, site: Path, order: Sequence[str] | None = None) -> Path:
     """(Re)write the site from the store; returns the index path."""
     return render_site(Path(site), site_input(store, order))
+
+
+def write_site_input(store: Store, site: Path, order: Sequence[str] | None = None) -> SiteInput:
+    """(Re)write the site from the store; returns what it shows (for a caller that also
+    reports it elsewhere: `compare` puts the open regressions' causes into the PR comment)."""
+    inp = site_input(store, order)
+    render_site(Path(site), inp)
+    return inp
