@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -48,6 +49,12 @@ _JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "d
 _COLUMNS = ("id", "run_id", "commit_sha", "dirty", "variant", "op", "backend", "shape", "dtype", "device",
             "toolchain", "build_hash", "status", "peer", "median_s", "ci_low_s", "ci_high_s", "flops",
             "bytes_moved", "diagnostic", *_JSON_COLUMNS, "stderr_tail", "created_at")
+
+
+# Columns computed from others: the samples are a JSON list of floats, so their number is one
+# more than their commas (plain SQL: the same text works in PostgreSQL).
+_COUNTED = {"n_samples": "CASE WHEN samples IS NULL OR samples IN ('', '[]') THEN 0 "
+                         "ELSE length(samples) - length(replace(samples, ',', '')) + 1 END"}
 
 
 class StoreError(RuntimeError):
@@ -156,6 +163,21 @@ class Store:
         wanted = "*" if columns is None else ", ".join(c for c in columns if c in _COLUMNS)
         rows = self.db.execute(f"SELECT {wanted} FROM results WHERE {where} ORDER BY id", params).fetchall()
         return [_decode(r) for r in rows]
+
+    def scan_results(self, columns: tuple[str, ...], batch: int = 5000) -> Iterator[tuple]:
+        """Every result row as a tuple of `columns`, JSON columns left as text, streamed in series
+        order (variant, shape, dtype, device, then oldest first): a history of a million results is
+        read one series at a time instead of as a million dicts at once. The column `n_samples`
+        is the number of samples, counted here without sending them."""
+        unknown = [c for c in columns if c not in _COLUMNS and c not in _COUNTED]
+        if unknown:
+            raise StoreError(f"unknown result column(s): {', '.join(unknown)}")
+        cursor = self.db.cursor()
+        cursor.row_factory = None  # plain tuples: a third faster than sqlite3.Row over a million rows
+        wanted = ", ".join(_COUNTED.get(c, c) for c in columns)
+        cursor.execute(f"SELECT {wanted} FROM results ORDER BY variant, shape, dtype, device, id")
+        while rows := cursor.fetchmany(batch):
+            yield from rows
 
     def latest_results(self, commit_sha: str) -> list[dict]:
         """The newest result per (variant, shape, dtype, device) of one commit."""

@@ -6,11 +6,13 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
 from pipeline.history import causes, dashboard, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.window_cache import WindowCache
 from pipeline.store import Store
 from workers import untrusted
 
@@ -33,28 +35,39 @@ def add_arguments(p) -> None:
 class Detected:
     """What one detection decided: recorded holds (Regression as stored, is_new) per step found
     now; causes the open regressions of the whole history grouped by culprit commit or
-    unresolved range (`pipeline.history.causes`)."""
+    unresolved range (`pipeline.history.causes`); work the windows searched and skipped."""
 
     recorded: list[tuple]
     causes: tuple
+    work: series.Detection
+    scanned: series.History
 
 
-def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> Detected:
-    """Detect and store the steps of every series, then group what is open by cause."""
-    history = series.load(store, order, details=False)
-    found = series.find_regressions(history, threshold, steps_of=steps_of)
+def window_cache_path(work: Path) -> Path:
+    """Where detect remembers the windows it searched: beside the build cache."""
+    return work / "cache" / "detect-windows.sqlite"
+
+
+def detect(store: Store, order: list[str], threshold: float | None, search=None, cache=None,
+           details: bool = False) -> Detected:
+    """Detect and store the steps of every series, then group what is open by cause. search
+    and cache: see `series.detect_regressions`; details: read resources and counters too, so
+    that the site can be written from the same pass over the store (`Detected.scanned`)."""
+    scanned = series.scan(store, order, details=details)
+    history = scanned.series
+    work = series.detect_regressions(history, threshold, search=search, cache=cache)
     table = RegressionStore(store)
-    recorded = [table.record(r) for r in found]
+    recorded = [table.record(r) for r in work.regressions]
     stored = table.all()
     commits = {sha: store.commit(sha) or {"sha": sha}
                for r in stored for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
     open_now = dashboard.open_regressions(history, stored, commits, order)
-    return Detected(recorded, causes.group(open_now, commits))
+    return Detected(recorded, causes.group(open_now, commits), work, scanned)
 
 
 def _on_cluster(address: str | None):
-    """`detect_cluster.detect_batches` when a cluster is given or already joined, else None
-    (detect here: starting a local cluster costs more than it saves)."""
+    """`detect_cluster.search_windows` when a cluster is given or already joined, else None
+    (search here: starting a local cluster costs more than it saves)."""
     if not address and "ray" not in sys.modules:
         return None
     from pipeline import cluster
@@ -63,7 +76,7 @@ def _on_cluster(address: str | None):
     if not address and not cluster.ray.is_initialized():
         return None
     cluster.connect(address)
-    return detect_cluster.detect_batches
+    return detect_cluster.search_windows
 
 
 def main(args) -> int:
@@ -72,22 +85,28 @@ def main(args) -> int:
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
 
-    with Store(db_path(args, work)) as store:
-        detected = detect(store, order, threshold, _on_cluster(args.ray_address))
+    with Store(db_path(args, work)) as store, WindowCache(window_cache_path(work)) as cache:
+        detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report)
         recorded = detected.recorded
         out = site_path(args, work)
         if args.no_report:
             publish.write_feed(store, out)
         else:
-            publish.write_site(store, out, order=order)
+            publish.write_site(store, out, order=order, scanned=detected.scanned)
     if args.json:
-        print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded],
+        w = detected.work
+        print(json.dumps({"windows": {"total": w.windows, "skipped": w.skipped, "cached": w.cached,
+                                      "searched": w.searched},
+                          "regressions": [dict(r.to_dict(), new=new) for r, new in recorded],
                           "causes": [_cause_json(c) for c in detected.causes]}, default=str))
     else:
         if detected.causes:
             print(f"open regressions by cause ({len(detected.causes)}):")
             print(causes.render_text(detected.causes, frozenset(r.id for r, new in recorded if new)))
         n_open = sum(len(c.slowed) for c in detected.causes)
+        w = detected.work
+        print(f"windows: {w.windows}, {w.skipped} could not hold a step, {w.cached} known from earlier runs, "
+              f"{w.searched} searched now")
         print(f"{len(recorded)} step(s) found now, {sum(n for _, n in recorded)} new; {n_open} open regression(s) "
               f"from {len(detected.causes)} cause(s); feed: {out / 'regressions.json'}")
     return 0

@@ -8,9 +8,10 @@ from pipeline import checkout, cluster
 from pipeline.commands import common
 from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
-from pipeline.commands.detect import detect
+from pipeline.commands.detect import detect, window_cache_path
 from pipeline.history import causes, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.window_cache import WindowCache
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code
 from workers import untrusted
@@ -37,7 +38,9 @@ def main(args) -> int:
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
         print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
-        recorded = detect(session.store, order, threshold).recorded
+        with WindowCache(window_cache_path(work)) as cache:
+            detected = detect(session.store, order, threshold, cache=cache, details=True)
+        recorded = detected.recorded
         new = [r for r, is_new in recorded if is_new]
         # Every range without a culprit and never bisected: tonight's, and those an earlier
         # night left over --max-bisects.
@@ -63,7 +66,9 @@ def main(args) -> int:
         cluster.shutdown(session.cluster_info)
     from pipeline.commands import publish
 
-    index = publish.write_site(session.store, site_path(args, work), order=order)
+    # Bisect probes store results: then the site reads the store again; otherwise detect's pass serves.
+    index = publish.write_site(session.store, site_path(args, work), order=order,
+                               scanned=detected.scanned if searches == 0 else None)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
     print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
