@@ -46,6 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.store import Store
+from reports.device_specs import spec_of
 from workers.records import Result
 from workers.stats import median_ci
 
@@ -158,17 +159,21 @@ class SeriesSpec:
         return (self.variant, shape_key(self.copy, self.shape), "fp32" if self.copy else "bf16", self.device)
 
 
-def _base_time(variant: str, shape_index: int, copy: bool, rng: np.random.Generator) -> tuple[float, float, float]:
-    """(seconds, flops, bytes) of one series: peers fastest, the others a spread below them."""
+def _base_time(variant: str, shape_index: int, copy: bool, device: str,
+               rng: np.random.Generator) -> tuple[float, float, float]:
+    """(seconds, flops, bytes) of one series: peers fastest (the copy at 80% of the device's
+    data-sheet bandwidth, torch.matmul at 60% of its bf16 peak), the others a spread below them."""
+    spec = spec_of(device)
+    bandwidth, peak = (spec.bandwidth, spec.peak_flops["bf16"]) if spec else (5e12, 1e15)
     if copy:
         n = COPY_SHAPES[shape_index]
         moved = 2.0 * 4 * n
-        speed = 4.0e12 if variant == "torch_copy" else rng.uniform(1.5e12, 3.6e12)
+        speed = 0.8 * bandwidth * (1.0 if variant == "torch_copy" else rng.uniform(0.4, 0.9))
         return moved / speed, 0.0, moved
     m, n, k = GEMM_SHAPES[shape_index]
     flops = 2.0 * m * n * k
     moved = 2.0 * (m * k + n * k) + 4.0 * m * n  # bf16 inputs read once, fp32 output written once
-    speed = 6.5e14 if variant == "torch_ref" else rng.uniform(2e12, 3.5e14)
+    speed = 0.6 * peak * (1.0 if variant == "torch_ref" else rng.uniform(0.003, 0.55))
     return flops / speed, flops, moved
 
 
@@ -179,7 +184,7 @@ def series_specs(commits: int, variants: int, shapes: int, devices: int, seed: i
     for device in DEVICES[:devices]:
         for v in gemms + copies:
             for s in range(shapes):
-                seconds, flops, moved = _base_time(v, s, v in copies, rng)
+                seconds, flops, moved = _base_time(v, s, v in copies, device, rng)
                 spikes = frozenset(rng.choice(commits, 3, replace=False).tolist())
                 out.append(SeriesSpec(on_device(v, device), s, v in copies, device, seconds, flops, moved, spikes))
     return out
