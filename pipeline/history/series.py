@@ -10,7 +10,6 @@ is the confidence interval of that pooled median (`workers.stats.median_ci`).
 from __future__ import annotations
 
 import itertools
-import json
 import operator
 import re
 import statistics
@@ -18,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 
 from pipeline import config
 from pipeline.history import changepoint
@@ -98,7 +98,7 @@ def _flat(value, cache: dict | None = None) -> dict:
         return flatten_numeric(value or {})
     if cache is not None and value in cache:
         return cache[value]
-    tree = json.loads(value) if value else {}
+    tree = orjson.loads(value) if value else {}
     if type(tree) is dict and all(type(v) is not dict for v in tree.values()):
         # Counters are one flat table (plus a list of kernel names): no recursion needed.
         flat = {k: float(v) for k, v in tree.items() if type(v) is float or type(v) is int}
@@ -109,17 +109,20 @@ def _flat(value, cache: dict | None = None) -> dict:
     return flat
 
 
-def _point(commit: dict, rows: list[tuple], details: bool, resources_cache: dict, pooled: Callable) -> Point:
-    """The point of one commit from its rows (`SERIES_COLUMNS` tuples, oldest first). One ok row
-    (the common case): its stored median and CI, which the timer computed from exactly these
-    samples (`workers.timing.measure`), so a history is read without decoding a million sample
-    lists. Several ok rows (re-runs): the median and CI of all their samples pooled, which
-    pooled(row ids) reads."""
+def _commit_fields(commit: dict) -> tuple[str, str, str, str]:
+    """The commit's part of every `Point` (sha, subject, author, authored_at)."""
+    return (commit["sha"], commit.get("subject") or "", commit.get("author") or "", commit.get("authored_at") or "")
+
+
+def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dict, pooled: Callable) -> Point:
+    """The point of one commit (its `_commit_fields`) from its rows (`SERIES_COLUMNS` tuples,
+    oldest first). One ok row (the common case): its stored median and CI, which the timer
+    computed from exactly these samples (`workers.timing.measure`), so a history is read without
+    decoding a million sample lists. Several ok rows (re-runs): the median and CI of all their
+    samples pooled, which pooled(row ids) reads."""
     newest = rows[-1]
-    failed = newest[_STATUS] != status.OK
-    meta = (commit["sha"], commit.get("subject") or "", commit.get("author") or "", commit.get("authored_at") or "",
-            newest[_STATUS])
-    diagnostic = (newest[_DIAGNOSTIC] or "")[:500] if failed else ""
+    meta = (*commit, newest[_STATUS])
+    diagnostic = (newest[_DIAGNOSTIC] or "")[:500] if newest[_STATUS] != status.OK else ""
     ok = [r for r in rows if r[_STATUS] == status.OK and r[_N]]
     if not ok:
         return Point(*meta, diagnostic=diagnostic)
@@ -139,10 +142,11 @@ def _point(commit: dict, rows: list[tuple], details: bool, resources_cache: dict
                  _flat(last[_COUNTERS]) if details else None, diagnostic)
 
 
-def _series(rows: list[tuple], line: Sequence[dict], position: dict[str, int], details: bool,
+def _series(rows: list[tuple], line: Sequence[tuple], position: dict[str, int], details: bool,
             pooled: Callable) -> Series | None:
     """One series from its rows (`SERIES_COLUMNS` tuples of one variant × shape × dtype ×
-    device, oldest first) along `line`; None when no row is on the line."""
+    device, oldest first) along `line` (`_commit_fields` of each commit); None when no row is
+    on the line."""
     by_commit: dict[str, list[tuple]] = {}
     for r in rows:
         if r[_SHA] in position and r[_SHAPE] and not r[_DIRTY]:
@@ -177,7 +181,8 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
     def pooled(ids):
         return [x for i in ids for x in samples_of[i]]
 
-    built = (_series(group, commits, position, details, pooled) for _, group in sorted(grouped.items()))
+    line = [_commit_fields(c) for c in commits]
+    built = (_series(group, line, position, details, pooled) for _, group in sorted(grouped.items()))
     return [s for s in built if s is not None]
 
 
@@ -293,8 +298,8 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True) -> His
     detection reads only the times."""
     stored = {c["sha"]: c for c in (store.commit(x["sha"]) or {"sha": x["sha"]} for x in store.commits_with_results())}
     shas = [s for s in order if s in stored] if order is not None else date_order(list(stored.values()))
-    line = [stored[s] for s in shas]
-    position = {c["sha"]: i for i, c in enumerate(line)}
+    line = [_commit_fields(stored[s]) for s in shas]
+    position = {sha: i for i, sha in enumerate(shas)}
     columns = SERIES_COLUMNS if details else TIMING_COLUMNS
 
     def pooled(ids):
