@@ -1,16 +1,28 @@
-"""Throughput of flopwatch itself: the bundled suite cold (nothing built) and warm (builds
-cached), on one device and on all, with the warm runner and with a fresh interpreter per job.
-Every figure is read from the runs' own phase records (`flopwatch run --json`: `devices`,
-`jobs_wall_s`), not from a stopwatch around them.
+"""Throughput of flopwatch as a user sees it: the commands a developer waits for, at default
+settings, each timed around the whole command, with device utilization sampled every 500 ms by
+`nvidia-smi` / `rocm-smi` in a process of its own, next to the run's own phase records.
 
-    python3 benchmarks/throughput.py                 # CPU node: cold, warm, warm --spawn-per-job
-    python3 benchmarks/throughput.py --gpu-verify    # GPU node (2 GPUs): UUIDs, busy/wall, speed-up,
-                                                     # broken CUDA set beside the good variants
+    python3 benchmarks/throughput.py                  # this machine: every GPU it has, or the CPU
+    python3 benchmarks/throughput.py --gpus 1 --gpus 2  # the table once per GPU count
+    python3 benchmarks/throughput.py --gpu-verify     # multi-GPU checks: UUIDs, busy/wall, broken set
 
-The suite is copied into a fresh git repository under OUT (default ./throughput-out), so the
-first run is really cold and the user's build cache is not touched; the later runs share its
-cache and database. Full outputs (JSON summaries, stderr logs) go under OUT; a short table is
-printed last.
+The bundled suite is copied into a fresh git repository under OUT (default ./throughput-out)
+with three commits: A (the suite), B (A plus a README edit) and C (A plus a `-D` define in one
+variant's flags: `cuda_smem_tiled` where the machine has an NVIDIA GPU, `cpp_blocked` on a CPU).
+Then, per GPU count:
+
+  run (cold)          `flopwatch run A`, nothing built                              reported
+  run                 `flopwatch run A`, builds cached                              target
+  compare A B         in a fresh clone (no build cache), the store holding the run of A
+                      (as a PR runner with a shared store finds it)                 target
+  compare A C         the same, C changes one variant                               target
+  compare A B, empty  a fresh clone and an empty store: every series timed once    with --empty-store
+
+Printed per command: command wall (stopwatch), jobs wall, timed share (sum of the results'
+timed samples over the devices' jobs wall), utilization over the command and over the jobs
+window per device (nvidia-smi/rocm-smi, not the run's bookkeeping), the driver's own phases, and
+for compare the series not re-timed and the verdicts. Full outputs (JSON, stderr, utilization
+samples) go under OUT; the table is printed last.
 """
 
 from __future__ import annotations
@@ -22,15 +34,80 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 OUT = Path(os.environ.get("OUT", ROOT / "throughput-out"))
 
+# Utilization samplers as data: (command, parser of one output line → [(device, percent)]).
+NVIDIA_SMI = ["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits", "-lms", "500"]
+DEFINE_VARIANT = {"cuda": ("gemm/cuda_smem_tiled", "cuda_smem_tiled"), "cpu": ("gemm/cpp_blocked", "cpp_blocked")}
 
-def suite_repo(extra: tuple[str, ...] = ()) -> Path:
-    """A git repository holding the bundled suite (and `extra` folders), fresh every time."""
+
+class UtilizationSampler:
+    """nvidia-smi (or rocm-smi) sampling every 500 ms while a command runs; each sample is
+    (epoch seconds, device index, utilization %)."""
+
+    def __init__(self, kind: str):
+        self.kind, self.samples, self.proc, self.thread = kind, [], None, None
+
+    def __enter__(self):
+        if self.kind == "cuda" and shutil.which("nvidia-smi"):
+            self.proc = subprocess.Popen(NVIDIA_SMI, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self.thread = threading.Thread(target=self._read_nvidia, daemon=True)
+            self.thread.start()
+        elif self.kind == "rocm" and shutil.which("rocm-smi"):
+            self._stop = threading.Event()
+            self.thread = threading.Thread(target=self._poll_rocm, daemon=True)
+            self.thread.start()
+        return self
+
+    def _read_nvidia(self) -> None:
+        for line in self.proc.stdout:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 2 and parts[1].isdigit():
+                self.samples.append((time.time(), int(parts[0]), float(parts[1])))
+
+    def _poll_rocm(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                out = subprocess.run(["rocm-smi", "--showuse", "--json"], capture_output=True, text=True,
+                                     timeout=5, check=False).stdout
+                for card, fields in json.loads(out or "{}").items():
+                    pct = next((v for k, v in fields.items() if "GPU use" in k), None)
+                    if pct is not None:
+                        self.samples.append((time.time(), int(card.replace("card", "") or 0), float(pct)))
+            except (subprocess.SubprocessError, ValueError):
+                continue
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        if getattr(self, "_stop", None) is not None:
+            self._stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+    def mean(self, start: float | None = None, end: float | None = None) -> dict[int, float]:
+        """Mean utilization per device over [start, end] (the whole sampling when None)."""
+        per: dict[int, list[float]] = {}
+        for t, dev, pct in self.samples:
+            if (start is None or t >= start) and (end is None or t <= end):
+                per.setdefault(dev, []).append(pct)
+        return {dev: round(statistics.fmean(v), 1) for dev, v in sorted(per.items()) if v}
+
+
+def git(repo: Path, *args: str) -> str:
+    cmd = ["git", "-c", "user.name=flopwatch", "-c", "user.email=bench@flopwatch", *args]
+    return subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def suite_repo(kind: str, extra: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
+    """The bundled suite (and `extra` folders) as a fresh repository with commits A, B, C."""
     repo = OUT / "suite"
     if repo.exists():
         shutil.rmtree(repo)
@@ -38,141 +115,221 @@ def suite_repo(extra: tuple[str, ...] = ()) -> Path:
     for name in ("kernels", "flopwatch.toml", *extra):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / name)
-    git = ["git", "-c", "user.name=flopwatch", "-c", "user.email=bench@flopwatch"]
-    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bundled suite"]):
-        subprocess.run(git + cmd, cwd=repo, check=True)
-    return repo
+    (repo / ".gitignore").write_text(".flopwatch/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bundled suite")
+    shas = {"A": git(repo, "rev-parse", "HEAD")}
+    (repo / "README.md").write_text("# kernels\n\nNotes only: no kernel changes.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "docs: a README")
+    shas["B"] = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", shas["A"], "-b", "define")
+    folder, _ = DEFINE_VARIANT["cuda" if kind == "cuda" else "cpu"]
+    manifest = repo / "kernels" / folder / "variant.toml"
+    text = manifest.read_text()
+    marker = 'flags = ["-O3"' if 'flags = ["-O3"' in text else 'flags = ["-O2"'
+    manifest.write_text(text.replace(marker, marker + ', "-DFLOPWATCH_BENCH_DEFINE=1"', 1))
+    git(repo, "commit", "-qam", "one variant: a -D define")
+    shas["C"] = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    (OUT / "shas.json").write_text(json.dumps(shas))
+    return repo, shas
 
 
-def flopwatch(repo: Path, name: str, *args: str) -> dict:
-    """One `flopwatch run --json` on `repo`; its summary plus the command's own wall time."""
-    cmd = [sys.executable, "-m", "pipeline.cli", "run", "--json", "--no-report", "--repo", str(repo),
-           "--db", str(OUT / "results.db"), *args]
+def fresh_clone(repo: Path, name: str) -> Path:
+    target = OUT / name
+    if target.exists():
+        shutil.rmtree(target)
+    subprocess.run(["git", "clone", "-q", "--no-local", str(repo), str(target)], check=True)
+    return target
+
+
+def flopwatch(repo: Path, name: str, db: Path, kind: str, *args: str) -> dict:
+    """One flopwatch command with --json at default settings; its summary plus the command's
+    wall time and the utilization sampled while it ran."""
+    cmd = [sys.executable, "-m", "pipeline.cli", *args, "--json", "--repo", str(repo), "--db", str(db)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                RAY_USAGE_STATS_ENABLED="0")
-    t0 = time.time()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
-    wall = time.time() - t0
+    with UtilizationSampler(kind) as util:
+        t0 = time.time()
+        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env, check=False)
+        t1 = time.time()
     (OUT / f"{name}.log").write_text(proc.stderr)
-    print(f"$ flopwatch run {' '.join(args)}  ({name}: exit {proc.returncode}, {wall:.0f} s)", flush=True)
-    if not proc.stdout.strip():
+    print(f"$ flopwatch {' '.join(args)}  ({name}: exit {proc.returncode}, {t1 - t0:.1f} s)", flush=True)
+    try:
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
         print(proc.stderr[-3000:])
-        raise SystemExit(f"{name}: flopwatch printed no summary (exit {proc.returncode})")
-    summary = json.loads(proc.stdout)
-    summary.update(exit=proc.returncode, command_wall_s=round(wall, 1), name=name, args=list(args))
-    (OUT / f"{name}.json").write_text(json.dumps(summary, indent=1))
+        raise SystemExit(f"{name}: flopwatch printed no summary (exit {proc.returncode})") from None
+    summary.update(exit=proc.returncode, command_wall_s=round(t1 - t0, 1), name=name, args=list(args),
+                   started=t0, ended=t1, utilization=util.samples)
+    (OUT / f"{name}.json").write_text(json.dumps(summary, indent=1, default=str))
+    summary["_util"] = util
     return summary
 
 
-def figures(s: dict) -> dict:
-    """Busy vs wall per device, from the run's records; `work_ratio` = wall / GPU work of the
-    busiest device (the issue's "wall ≤ 1.3× the GPU work")."""
-    devices = s.get("devices", [])
-    busiest = max(devices, key=lambda d: d["busy_s"], default=None)
-    start = [r.get("phases", {}).get("start_s", 0.0) for r in s["results"] if r.get("phases", {}).get("start_s")]
-    return {"name": s["name"], "exit": s["exit"], "command_wall_s": s["command_wall_s"],
-            "jobs_wall_s": s.get("jobs_wall_s", 0.0), "rebuilt": s["rebuilt"], "from_cache": s["from_cache"],
-            "results": len(s["results"]), "devices": len(devices),
-            "busy_s": round(sum(d["busy_s"] for d in devices), 1),
-            "work_ratio": round(busiest["wall_s"] / busiest["busy_s"], 2) if busiest and busiest["busy_s"] else None,
-            "median_start_s": round(statistics.median(start), 3) if start else None,
-            "uuids": sorted({d["uuid"] for d in devices if d.get("uuid")})}
+def stored_results(db: Path, start: float, end: float) -> list[dict]:
+    """Results a command stored (created within its window), with their phases."""
+    from pipeline.store import Store
+
+    with Store(db) as store:
+        return store.results("created_at >= ? AND created_at <= ?", (start, end),
+                             columns=("variant", "status", "device", "phases", "created_at"))
+
+
+def jobs_window(results: list[dict]) -> tuple[float, float] | None:
+    """From the first job's start to the last job's end, from the results' phase records."""
+    spans = []
+    for r in results:
+        p = r.get("phases") or {}
+        if p.get("started_at"):
+            busy = sum(float(v) for k, v in p.items() if k.endswith("_s") and k != "queue_s")
+            spans.append((p["started_at"], p["started_at"] + busy))
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+def figures(s: dict, db: Path, kind: str, n_devices: int) -> dict:
+    results = stored_results(db, s["started"], s["ended"])
+    device_rows = [r for r in results if r["device"].startswith(kind)]
+    timed = sum(float((r.get("phases") or {}).get("timing_s") or 0.0) for r in device_rows)
+    window = jobs_window(device_rows)
+    jobs_wall = s.get("jobs_wall_s") or ((window[1] - window[0]) if window else 0.0)
+    util: UtilizationSampler = s["_util"]
+    phases = (s.get("driver") or {}).get("phases", {})
+    out = {"name": s["name"], "exit": s["exit"], "command_wall_s": s["command_wall_s"],
+           "jobs_wall_s": round(jobs_wall, 1), "results": len(results), "device_results": len(device_rows),
+           "timed_s": round(timed, 1),
+           "timed_share": round(timed / (jobs_wall * n_devices), 3) if jobs_wall else None,
+           "util_command": util.mean(), "util_jobs": util.mean(*window) if window else {},
+           "driver_outside_jobs_s": round(sum(v for k, v in phases.items()
+                                              if k not in ("builds_and_jobs", "paired")), 1),
+           "driver": phases}
+    if "rows" in s:  # a compare
+        kinds: dict[str, int] = {}
+        for r in s["rows"]:
+            kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+        out.update(not_retimed=s.get("not_retimed"), verdicts=kinds, series=len(s["rows"]),
+                   alarms=[(r["variant"], r["shape"], r["kind"]) for r in s["rows"] if r["kind"] in ("slower", "faster")])
+    return out
+
+
+def machine_kind() -> str:
+    from workers import device
+
+    return device.gpu_kind() or "cpu"
+
+
+def gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except ImportError:
+        return 0
+
+
+def table_commands(kind: str, gpus: int | None, empty_store: bool) -> list[dict]:
+    """The commands of the table on `gpus` GPUs (None: a CPU machine)."""
+    suffix = f"_{gpus}gpu" if gpus else ""
+    extra = ("--num-gpus", str(gpus)) if gpus else ()
+    repo, shas = suite_repo(kind)
+    shared = OUT / f"shared{suffix}.db"
+    for p in OUT.glob(f"shared{suffix}.db*"):
+        p.unlink()
+    runs = []
+    runs.append((flopwatch(repo, f"run_cold{suffix}", shared, kind, "run", shas["A"], *extra), shared))
+    runs.append((flopwatch(repo, f"run{suffix}", shared, kind, "run", shas["A"], *extra), shared))
+    clone = fresh_clone(repo, f"clone_b{suffix}")
+    runs.append((flopwatch(clone, f"compare_readme{suffix}", shared, kind, "compare", shas["A"], shas["B"], *extra),
+                 shared))
+    clone = fresh_clone(repo, f"clone_c{suffix}")
+    runs.append((flopwatch(clone, f"compare_define{suffix}", shared, kind, "compare", shas["A"], shas["C"], *extra),
+                 shared))
+    if empty_store:
+        empty = OUT / f"empty{suffix}.db"
+        for p in OUT.glob(f"empty{suffix}.db*"):
+            p.unlink()
+        clone = fresh_clone(repo, f"clone_b_empty{suffix}")
+        runs.append((flopwatch(clone, f"compare_readme_empty_store{suffix}", empty, kind, "compare", shas["A"],
+                               shas["B"], *extra), empty))
+    return [figures(s, db, kind, gpus or 1) for s, db in runs]
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"\n{'run':22} {'exit':>4} {'cmd wall':>9} {'jobs wall':>9} {'busy':>7} {'wall/work':>9} "
-          f"{'start/job':>9} {'built':>5} {'rows':>4} devices")
+    print(f"\n{'command':34} {'exit':>4} {'cmd wall':>9} {'jobs wall':>9} {'timed':>6} {'util cmd':>9} "
+          f"{'util jobs':>9} {'outside':>8}  notes")
     for f in rows:
-        ratio = f"{f['work_ratio']:.2f}×" if f["work_ratio"] else "—"
-        start = f"{f['median_start_s']:.2f} s" if f["median_start_s"] is not None else "—"
-        print(f"{f['name']:22} {f['exit']:>4} {f['command_wall_s']:>7.1f} s {f['jobs_wall_s']:>7.1f} s "
-              f"{f['busy_s']:>5.1f} s {ratio:>9} {start:>9} {f['rebuilt']:>5} {f['results']:>4} "
-              f"{f['devices']} {' '.join(u[:12] for u in f['uuids'])}")
+        share = f"{f['timed_share']:.0%}" if f["timed_share"] is not None else "—"
+        uc = "/".join(f"{v:.0f}%" for v in f["util_command"].values()) or "—"
+        uj = "/".join(f"{v:.0f}%" for v in f["util_jobs"].values()) or "—"
+        notes = ""
+        if "verdicts" in f:
+            notes = (f"{f['not_retimed']}/{f['series']} not re-timed; "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(f["verdicts"].items()))
+                     + (f"; alarms {f['alarms']}" if f["alarms"] else "; 0 alarms"))
+        print(f"{f['name']:34} {f['exit']:>4} {f['command_wall_s']:>7.1f} s {f['jobs_wall_s']:>7.1f} s {share:>6} "
+              f"{uc:>9} {uj:>9} {f['driver_outside_jobs_s']:>6.1f} s  {notes}")
+    print("\ndriver phases (s):")
+    for f in rows:
+        print(f"  {f['name']:32} " + " ".join(f"{k}={v:.1f}" for k, v in f["driver"].items()))
 
 
-def device_lines(s: dict) -> None:
-    for d in s.get("devices", []):
-        pct = f"{d['busy_pct']:.0f}%" if d.get("busy_pct") is not None else "—"
-        print(f"  {s['name']}: {d['slot']} {d.get('uuid') or d['device']}: device busy {d['busy_s']:.1f} s "
-              f"of {d['wall_s']:.1f} s wall ({pct}), {d['jobs']} jobs")
-
-
-def cpu_suite(args) -> list[dict]:
-    repo = suite_repo()
-    budget = ["--budget", str(args.budget)]
-    runs = [flopwatch(repo, "cold", *budget), flopwatch(repo, "warm", *budget),
-            flopwatch(repo, "warm_spawn_per_job", *budget, "--spawn-per-job")]
-    return runs
-
+# -- multi-GPU verification (UUIDs, busy/wall, broken set beside good variants) ----------------
 
 def _rates(s: dict) -> dict:
     return {(r["variant"], r["shape"], r["dtype"]): r["rate"] for r in s["results"]
             if r["status"] == "ok" and r.get("rate") and r["device"].startswith("cuda")}
 
 
-def gpu_verify(args) -> list[dict]:
-    """Everything the multi-GPU work must show, in one invocation (about 5–8 minutes on 2×H200)."""
-    repo = suite_repo(extra=("tests/broken_kernels_cuda",))
-    budget = ["--budget", str(args.budget)]
-    n = args.gpus
-    cold = flopwatch(repo, f"cold_{n}gpu", *budget, "--num-gpus", str(n))
-    # The scaling pair runs the same jobs: the peer check (one extra job per op on every GPU of
-    # a node with several) exists only with several GPUs, so it is left out of both; the cold
-    # run and the broken-set run keep it.
-    one = flopwatch(repo, "warm_1gpu", *budget, "--num-gpus", "1", "--no-peer-check")
-    many = flopwatch(repo, f"warm_{n}gpu", *budget, "--num-gpus", str(n), "--no-peer-check")
-    broken = flopwatch(repo, f"broken_plus_good_{n}gpu", *budget, "--num-gpus", str(n),
+def gpu_verify(args) -> None:
+    """Two GPUs (or --gpus N): two UUIDs in one run, the broken CUDA set beside the good variants."""
+    kind = machine_kind()
+    repo, shas = suite_repo(kind, extra=("tests/broken_kernels_cuda",))
+    n = args.gpus[0] if args.gpus and args.gpus[0] != "all" else max(gpu_count(), 1)
+    db = OUT / "verify.db"
+    flopwatch(repo, f"cold_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
+    many = flopwatch(repo, f"warm_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
+    broken = flopwatch(repo, f"broken_plus_good_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n),
                        "--kernels", "kernels", "--kernels", "tests/broken_kernels_cuda")
-    runs = [cold, one, many, broken]
-    for s in runs:
-        device_lines(s)
-    print(f"\ntwo different UUIDs in one run ({many['name']}): "
-          f"{sorted({d['uuid'] for d in many.get('devices', []) if d.get('uuid')})}")
-    uuids_per_row = {r["device_info"].get("uuid") for r in many["results"] if r["device"].startswith("cuda")
-                     and r.get("device_info", {}).get("uuid")}
-    print(f"UUIDs recorded in the results of {many['name']}: {sorted(uuids_per_row)}")
-    speedup = one["jobs_wall_s"] / many["jobs_wall_s"] if many.get("jobs_wall_s") else None
-    print(f"speed-up 1 → {n} GPUs (jobs wall, as printed by the runs): "
-          f"{one['jobs_wall_s']:.1f} s / {many['jobs_wall_s']:.1f} s = {speedup:.2f}×" if speedup else "speed-up: —")
+    print(f"\nUUIDs in one run ({many['name']}): {sorted({d['uuid'] for d in many.get('devices', []) if d.get('uuid')})}")
     print(f"\nbroken CUDA set beside the good variants ({broken['name']}, exit {broken['exit']}):")
+    broken_names = {p.name for p in (ROOT / "tests/broken_kernels_cuda/gemm").iterdir()}
     for r in broken["results"]:
-        if r["variant"].startswith("cuda_") and r["variant"] in {p.name for p in
-                                                                  (ROOT / "tests/broken_kernels_cuda/gemm").iterdir()}:
+        if r["variant"] in broken_names:
             print(f"  {r['variant']:24} {r['status']:10} {r['diagnostic'][:150]}")
     clean, mixed = _rates(many), _rates(broken)
-    diffs = []
-    print(f"\n{'good variant':24} {'shape':20} {'alone':>12} {'with broken':>12} {'diff':>7}")
-    for key in sorted(clean):
-        if key in mixed:
-            d = (mixed[key] - clean[key]) / clean[key] * 100
-            diffs.append(abs(d))
-            print(f"{key[0]:24} {key[1][:20]:20} {clean[key] / 1e12:>8.2f} TF/s {mixed[key] / 1e12:>8.2f} TF/s {d:>+6.2f}%")
+    diffs = [abs(mixed[k] - clean[k]) / clean[k] * 100 for k in clean if k in mixed]
     if diffs:
-        print(f"good variants within 1%: {sum(d <= 1.0 for d in diffs)} of {len(diffs)}; "
-              f"largest |diff| {max(diffs):.2f}%")
-    (OUT / "verify_summary.json").write_text(json.dumps({
-        "speedup": speedup, "figures": [figures(s) for s in runs],
-        "peer_check": {s["name"]: s.get("peer_check") for s in (cold, broken)}, "rate_diffs_pct": diffs}, indent=1))
-    for s in (cold, broken):
+        print(f"good variants within 1%: {sum(d <= 1.0 for d in diffs)} of {len(diffs)}; largest |diff| {max(diffs):.2f}%")
+    for s in (many, broken):
         flagged = (s.get("peer_check") or {}).get("flagged", [])
-        checks = (s.get("peer_check") or {}).get("checks", [])
-        print(f"peer check in {s['name']}: {len(checks)} op(s) checked, {len(flagged)} device(s) flagged "
+        print(f"peer check in {s['name']}: {len(flagged)} device(s) flagged "
               + "; ".join(f"{f['slot']} {f['off_pct']}%" for f in flagged))
-    return runs
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--gpu-verify", action="store_true", help="the multi-GPU verification (needs GPUs)")
-    p.add_argument("--gpus", type=int, default=2, help="GPUs of the 'all GPUs' runs (default 2)")
-    p.add_argument("--budget", type=float, default=0.5, help="timing budget per job (default 0.5 s)")
+    p.add_argument("--gpus", action="append", help="GPU count to run the table on (repeatable; 'all'); "
+                                                   "default: all GPUs of the machine")
+    p.add_argument("--gpu-verify", action="store_true", help="the multi-GPU verification instead of the table")
+    p.add_argument("--empty-store", action="store_true",
+                   help="also compare A B in a fresh clone with an empty store (every series timed once)")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    for old in ("results.db", "results.db-wal", "results.db-shm"):
-        (OUT / old).unlink(missing_ok=True)
-    runs = gpu_verify(args) if args.gpu_verify else cpu_suite(args)
-    rows = [figures(s) for s in runs]
+    if args.gpu_verify:
+        gpu_verify(args)
+        return
+    kind = machine_kind()
+    counts: list[int | None] = [None]
+    if kind != "cpu":
+        total = max(gpu_count(), 1)
+        counts = sorted({total if g == "all" else int(g) for g in (args.gpus or ["all"])})
+    rows = []
+    for n in counts:
+        rows += table_commands(kind, n, args.empty_store)
     (OUT / "figures.json").write_text(json.dumps(rows, indent=1))
+    print(f"\nmachine: {kind}, GPU counts {counts}; OUT {OUT}")
     print_table(rows)
 
 

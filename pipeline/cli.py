@@ -13,6 +13,7 @@ from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, ls, report, run, selftest
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
+from pipeline.ray_access import ClusterError
 from pipeline.store import StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError) as exc:
+    except (ConfigError, CheckoutError, StoreError, UsageError, ClusterError) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

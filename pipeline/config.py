@@ -23,6 +23,21 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
 # A device key of a kind not in the table (a new vendor) gets the most cautious entry.
 _FALLBACK_KIND = "cpu"
 
+# Seconds of sampling per job when --budget is not given. `run` and the head of `nightly` use
+# the project's `[defaults] timing_budget_s`, else DEFAULT_BUDGET_S. Compare rounds and bisect
+# probes (nightly's too) are short: compare decides on paired timing (PAIR_BUDGET_S per series,
+# both builds alternated in one process) and bisect on repeated probes, not on one long run.
+DEFAULT_BUDGET_S = 2.0
+COMMAND_BUDGET_S = {"compare": 0.5, "bisect": 0.5}
+PAIR_BUDGET_S = 2.0
+# Per-job timeout (seconds) unless the manifest or --timeout says otherwise.
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def describe_threshold_defaults(use: str) -> str:
+    """"cpu 3%, cuda 0.5%, rocm 3%": the defaults of `use` as help texts and docs state them."""
+    return ", ".join(f"{kind} {table[use] * 100:g}%" for kind, table in DEFAULT_THRESHOLDS.items())
+
 
 def device_kind(device: str) -> str:
     """"cuda:NVIDIA H100 80GB HBM3" → "cuda"; a bare kind stays as it is."""
@@ -59,8 +74,8 @@ class ProjectConfig:
     kernel_dirs: tuple[str, ...] = ("kernels",)
     include_dirs: tuple[str, ...] = ()
     shape_sets: dict = field(default_factory=dict)
-    timing_budget_s: float = 2.0
-    timeout_s: float = 120.0
+    timing_budget_s: float = DEFAULT_BUDGET_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
     source: str = "defaults"
 
 
@@ -118,7 +133,7 @@ def _parse(table: dict, where: str) -> ProjectConfig:
         kernel_dirs=tuple(kernels),
         include_dirs=tuple(includes),
         shape_sets=shape_sets,
-        timing_budget_s=float(defaults.get("timing_budget_s", 2.0)),
-        timeout_s=float(defaults.get("timeout_s", 120.0)),
+        timing_budget_s=float(defaults.get("timing_budget_s", DEFAULT_BUDGET_S)),
+        timeout_s=float(defaults.get("timeout_s", DEFAULT_TIMEOUT_S)),
         source=where,
     )

@@ -20,6 +20,8 @@ from pipeline import accounting, checkout, cluster, slots
 from pipeline.accounting import busy_s
 from pipeline.config import load_config
 from pipeline.discovery import discover
+from pipeline.driver_clock import DriverClock
+from pipeline.identity import measurement_identity
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
@@ -48,6 +50,8 @@ class RunOptions:
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
     shapes: tuple[str, ...] = ()
+    # GPU timing rule (`workers.timing`): "adaptive" or "fixed".
+    timing_method: str = "adaptive"
 
 
 @dataclass
@@ -66,6 +70,8 @@ class RunOutcome:
     # Per device slot: busy (GPU work) vs wall; and the peer check (see `pipeline.accounting`).
     accounting: list[dict] = field(default_factory=list)
     peer_check: dict = field(default_factory=dict)
+    # (variant, shape key, dtype, device key) -> measurement identity, for every planned series
+    identities: dict = field(default_factory=dict)
 
     def jobs_of(self, variant: str) -> list[Job]:
         return [j for j in self.jobs if j.variant == variant]
@@ -81,34 +87,67 @@ class Session:
     progress: Progress
     toolchains: dict = field(default_factory=dict)
     devices: dict = field(default_factory=dict)
+    clock: DriverClock = field(default_factory=DriverClock)
 
     @property
     def slots(self) -> slots.SlotPool:
-        """The device slots of this driver's cluster (kept across the commits of a command)."""
-        return slots.pool(self.cluster_info.resources)
+        """The device slots of this driver's cluster (kept across the commits of a command, and
+        across commands on flopwatch's own kept local Ray)."""
+        return slots.pool(self.cluster_info.resources, persistent=self.cluster_info.kept)
 
     def probe(self, kinds: set[str] | None = None) -> None:
-        """Toolchains, and the identity of each device kind that has work (`kinds`; all if None)."""
-        if not self.toolchains:
-            self.toolchains = cluster.probe_toolchains()
-        for kind in ("cpu", "cuda", "rocm"):
-            if kinds is not None and kind not in kinds:
-                continue
-            if kind not in self.devices and self.cluster_info.has_kind(kind):
-                self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
+        """Toolchains, and the identity of each device kind that has work (`kinds`; all if None).
+        The toolchain probe (a task on a build node) runs while the device slots start."""
+        with self.clock.phase("probe"):
+            pending = (self.slots.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
+            for kind in ("cpu", "cuda", "rocm"):
+                if kinds is not None and kind not in kinds:
+                    continue
+                if kind not in self.devices and self.cluster_info.has_kind(kind):
+                    self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
+            if pending is not None:
+                self.toolchains = cluster.wait_probe(pending)
 
 
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
-    if rev is None:
-        root, info = checkout.working_tree(repo)
-    else:
-        root, info = checkout.materialise(repo, rev, session.workdir / "checkouts")
-    session.store.record_commit(info.sha, info.subject, info.author, info.authored_at, list(info.parents))
+    with session.clock.phase("checkout"):
+        if rev is None:
+            root, info = checkout.working_tree(repo)
+        else:
+            root, info = checkout.materialise(repo, rev, session.workdir / "checkouts")
+    with session.clock.phase("store"):
+        session.store.record_commit(info.sha, info.subject, info.author, info.authored_at, list(info.parents))
     return root, info
 
 
-def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> RunOutcome:
+@dataclass
+class PlannedCommit:
+    """What a run of one commit would do, known before anything is built: its variants, jobs,
+    build plans, and the measurement identity of every series (`pipeline.identity`), keyed
+    by (variant, shape key, dtype, device key)."""
+
+    root: Path
+    info: checkout.CommitInfo
+    config: object
+    variants: list[Variant]
+    invalid: list[InvalidVariant]
+    jobs: list[Job]
+    plans: dict[str, BuildPlan]
+    identities: dict[tuple, str]
+
+    def series(self, job: Job, session: Session) -> tuple[str, str, str, str]:
+        return job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind)
+
+
+def plan_commit(session: Session, repo, rev: str | None, options: RunOptions) -> PlannedCommit:
+    """Check out `rev`, discover its variants, plan its builds and jobs, and name each series'
+    measurement identity. Nothing is built or run."""
     root, info = checkout_commit(session, repo, rev)
+    with session.clock.phase("plan"):
+        return _plan(session, root, info, options)
+
+
+def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunOptions) -> PlannedCommit:
     config = load_config(root)
     # Discover everything: a peer's shapes come from the other variants even when only the
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
@@ -123,26 +162,51 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions) -> 
                  and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
     variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
     session.probe({j.device_kind for j in jobs})
-    store = session.store
-    run_id = store.start_run(info.sha, info.dirty, options.command, str(root), platform.node(), options.command)
-    outcome = RunOutcome(run_id, info)
-    done = store.done_keys(info.sha) if options.resume else set()
+    plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
+             for v in variants if _toolchain_ident(session, v)}
+    identities = {}
+    for j in jobs:
+        if j.variant in plans:
+            dev = device_key(session, j.device_kind)
+            identities[(j.variant, j.shape.key, j.dtype, dev)] = measurement_identity(
+                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads)
+    return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities)
+
+
+def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
+               planned: PlannedCommit | None = None, series: set | None = None) -> RunOutcome:
+    """Build, check, time and store the jobs of one commit (`planned`, or planned here).
+    `series`: run only the jobs of these (variant, shape key, dtype, device key) series;
+    broken manifests are recorded whatever it says."""
+    planned = planned or plan_commit(session, repo, rev, options)
+    root, info, config, invalid = planned.root, planned.info, planned.config, planned.invalid
+    jobs = planned.jobs if series is None else [j for j in planned.jobs if planned.series(j, session) in series]
+    variants = [v for v in planned.variants if any(j.variant == v.name for j in jobs)]
+    plans = {name: plan for name, plan in planned.plans.items() if any(v.name == name for v in variants)}
+    store, clock = session.store, session.clock
+    with clock.phase("store"):
+        run_id = store.start_run(info.sha, info.dirty, options.command, str(root), platform.node(), options.command)
+        done = store.done_keys(info.sha) if options.resume else set()
+    outcome = RunOutcome(run_id, info, identities=planned.identities)
 
     def keep(r: Result) -> None:
-        store.record_result(run_id, info.sha, info.dirty, r)
+        r = dataclasses.replace(r, identity=planned.identities.get((r.variant, r.shape, r.dtype, r.device), ""))
+        with clock.phase("store"):
+            store.record_result(run_id, info.sha, info.dirty, r)
         outcome.results.append(r)
 
     for bad in invalid:
         if not (options.resume and (bad.name, "", "", "", "") in done):
             keep(_invalid_result(bad))
-    plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
-             for v in variants if _toolchain_ident(session, v)}
     outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
     stream = _Stream(session, options, config, outcome, keep, done)
-    stream.go(variants, plans)
+    with clock.phase("builds_and_jobs"):
+        stream.go(variants, plans)
     outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
     outcome.peer_check = accounting.peer_check(stream.peer_rows)
-    store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check})
+    with clock.phase("store"):
+        store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
+                                  "driver": clock.as_dict()})
     return outcome
 
 
@@ -170,7 +234,8 @@ class _Stream:
         by_name = {v.name: v for v in variants}
         cached, builds = {}, self.builds
         for name, plan in plans.items():
-            found = _load_cached(self.cache / plan.build_hash)
+            with self.session.clock.phase("cache"):
+                found = _load_cached(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
             else:
@@ -192,8 +257,10 @@ class _Stream:
                     name = builds.pop(ref)
                     record_dict, files = ray.get(ref)
                     record = BuildResult.from_dict(record_dict)
-                    _save_cached(self.cache / record.build_hash, record, files)
-                    self.session.store.record_build(record)
+                    with self.session.clock.phase("cache"):
+                        _save_cached(self.cache / record.build_hash, record, files)
+                    with self.session.clock.phase("store"):
+                        self.session.store.record_build(record)
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
                     self._release(by_name[name], record, files)
@@ -331,7 +398,8 @@ def device_key(session: Session, kind: str) -> str:
 
 
 def _timing(config, options: RunOptions) -> dict:
-    return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s}
+    return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s,
+            "method": options.timing_method}
 
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:

@@ -59,6 +59,10 @@ class DeviceSlot:
         self.kind, self.name, self.warm = kind, name, warm
         self.zygote = None
         self._share: int | None = None  # host threads per GPU job on this node, asked once
+        # A slot kept between commands (flopwatch's own local Ray) answers these from memory:
+        # its device does not change, and its node's toolchains only with their fingerprint.
+        self._identity: dict | None = None
+        self._toolchains: tuple[str, dict] | None = None
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -93,10 +97,25 @@ class DeviceSlot:
             data = json.loads((Path(tmp) / "env.json").read_text()) if (Path(tmp) / "env.json").exists() else {}
         return {"returncode": outcome.returncode, "pid_parent": os.getpid(), **data}
 
+    def toolchains(self) -> dict:
+        """The build toolchains of this slot's node (`workers.build.toolchains`), probed again
+        only when their fingerprint changed since the last probe."""
+        from workers import build
+
+        mark = build.toolchain_fingerprint()
+        if self._toolchains is None or self._toolchains[0] != mark:
+            self._toolchains = (mark, build.toolchains())
+        return self._toolchains[1]
+
     def probe(self) -> dict:
-        """The device's identity, asked in a child of the warm runner (or a fresh process): the
-        actor itself never creates a GPU context (it would hold device memory for the slot's
+        """The device's identity, asked once in a child of the warm runner (or a fresh process):
+        the actor itself never creates a GPU context (it would hold device memory for the slot's
         whole life), and a fresh interpreter would pay `import torch` again."""
+        if self._identity is None:
+            self._identity = self._probe()
+        return self._identity
+
+    def _probe(self) -> dict:
         import tempfile
         from pathlib import Path
 
@@ -178,9 +197,13 @@ class SlotPool:
     longest-processing-time-first scheduling, so that a 30 s job does not start last on one GPU
     while the others have nothing left to do (a 2-GPU run ended 4 s apart before this)."""
 
-    def __init__(self, resources: dict, warm: bool = True, make_actor=None):
+    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False):
         self.resources = resources
         self.warm = warm
+        # Persistent slots outlive the command (flopwatch's own local Ray, kept between
+        # commands): detached, named actors that the next command finds with their warm
+        # runner, device identity and toolchain probe ready, instead of starting them again.
+        self.persistent = persistent
         self._make_actor = make_actor or self._ray_actor
         self.slots: dict[str, list[Slot]] = {}
         self.queues: dict[str, list] = {}  # heaps of (-cost, -work, arrival, pending)
@@ -189,8 +212,10 @@ class SlotPool:
         self.inflight: dict = {}  # ref -> (slot, pending)
         self.dispatched: list[tuple[str, object]] = []  # (slot name, tag) in dispatch order
 
-    @staticmethod
-    def _ray_actor(kind: str, name: str, warm: bool):
+    def _ray_actor(self, kind: str, name: str, warm: bool):
+        if self.persistent:
+            return _Actor.options(**slot_options(kind), name=persistent_name(name, warm), namespace="flopwatch",
+                                  lifetime="detached", get_if_exists=True).remote(kind, name, warm)
         return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
 
     def slots_of(self, kind: str) -> list[Slot]:
@@ -267,26 +292,41 @@ class SlotPool:
                 if not s.busy and (s.pinned or self.queues[kind])]
 
     def close(self) -> None:
+        """Stop the slots of this command; persistent ones stay for the next command."""
         for slots in self.slots.values():
             for s in slots:
+                if self.persistent:
+                    continue
                 try:
                     ray.kill(s.actor)
                 except Exception:  # an actor of a cluster already gone
                     pass
         self.slots.clear()
 
+    def toolchains_ref(self):
+        """The toolchain probe, from the node's CPU slot when slots persist (it answers from
+        memory between commands), else None (the caller runs the probe task)."""
+        if not self.persistent or slot_count(self.resources, "cpu") < 1:
+            return None
+        return self.slots_of("cpu")[0].actor.toolchains.remote()
+
+
+def persistent_name(slot: str, warm: bool) -> str:
+    return f"flopwatch-slot-{slot.replace('/', '-')}-{'warm' if warm else 'cold'}"
+
 
 _POOL: dict = {}
 
 
-def pool(resources: dict, warm: bool = True) -> SlotPool:
+def pool(resources: dict, warm: bool = True, persistent: bool = False) -> SlotPool:
     """The pool of this driver's Ray connection: the slots (and their warm runners) live across
-    the commits of one command (compare, bisect, nightly) instead of starting per commit."""
+    the commits of one command (compare, bisect, nightly) instead of starting per commit, and
+    across commands when `persistent`."""
     ctx = ray.get_runtime_context()
-    key = (ctx.get_node_id(), ctx.get_job_id(), warm)
+    key = (ctx.get_node_id(), ctx.get_job_id(), warm, persistent)
     if key not in _POOL:
         close_all()
-        _POOL[key] = SlotPool(resources, warm)
+        _POOL[key] = SlotPool(resources, warm, persistent=persistent)
     return _POOL[key]
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from workers.records import BuildResult, Result
 from workers.untrusted import bounded
 
-SCHEMA_VERSION = 2
-# Columns added after version 1: (table, column, type). A version-1 database gains them on open.
-_ADDED = (("results", "phases", "TEXT"), ("runs", "summary", "TEXT"))
+SCHEMA_VERSION = 3
+# Columns added after version 1: (table, column, type). An older database gains them on open
+# (2: phases per result, a summary per run; 3: the measurement identity of each result).
+_ADDED = (("results", "phases", "TEXT"), ("runs", "summary", "TEXT"), ("results", "identity", "TEXT"))
 # Text the repository under test controls (a subject, a compiler's or a kernel's output) is
 # stored up to these many characters: a flood must not grow the store without bound. Values
 # go in as bound parameters only, never into the SQL text.
@@ -40,15 +41,17 @@ CREATE TABLE IF NOT EXISTS results (
   device TEXT NOT NULL, toolchain TEXT, build_hash TEXT NOT NULL, status TEXT NOT NULL,
   peer INTEGER, median_s REAL, ci_low_s REAL, ci_high_s REAL, flops REAL, bytes_moved REAL,
   diagnostic TEXT, samples TEXT, correctness TEXT, timing TEXT, counters TEXT, resources TEXT,
-  device_info TEXT, stderr_tail TEXT, created_at REAL, phases TEXT);
+  device_info TEXT, stderr_tail TEXT, created_at REAL, phases TEXT, identity TEXT);
 CREATE INDEX IF NOT EXISTS results_key ON results (commit_sha, variant, shape, dtype, device, build_hash);
 CREATE INDEX IF NOT EXISTS results_series ON results (variant, shape, dtype, device);
 """
+# Created after the migration: a version-2 table has no identity column before it.
+_INDEXES = "CREATE INDEX IF NOT EXISTS results_identity ON results (identity);"
 
 _JSON_COLUMNS = ("samples", "correctness", "timing", "counters", "resources", "device_info", "phases")
 _COLUMNS = ("id", "run_id", "commit_sha", "dirty", "variant", "op", "backend", "shape", "dtype", "device",
             "toolchain", "build_hash", "status", "peer", "median_s", "ci_low_s", "ci_high_s", "flops",
-            "bytes_moved", "diagnostic", *_JSON_COLUMNS, "stderr_tail", "created_at")
+            "bytes_moved", "diagnostic", *_JSON_COLUMNS, "stderr_tail", "created_at", "identity")
 
 
 # Columns computed from others: the samples are a JSON list of floats, so their number is one
@@ -91,12 +94,13 @@ class Store:
             raise StoreError(f"{self.path}: schema version {row[0]} is newer than this flopwatch "
                              f"({SCHEMA_VERSION}); upgrade flopwatch")
         elif int(row[0]) < SCHEMA_VERSION:
-            with self.db:  # 1 → 2: phase records per result, a summary per run
+            with self.db:
                 for table, column, kind in _ADDED:
                     have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
                     if column not in have:
                         self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                 self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        self.db.executescript(_INDEXES)
 
     # -- writes: each one its own transaction -------------------------------------------------
 
@@ -132,13 +136,13 @@ class Store:
                 "INSERT INTO results (run_id, commit_sha, dirty, variant, op, backend, shape, dtype, device, "
                 "toolchain, build_hash, status, peer, median_s, ci_low_s, ci_high_s, flops, bytes_moved, "
                 "diagnostic, samples, correctness, timing, counters, resources, device_info, stderr_tail, "
-                "created_at, phases) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, phases, identity) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, commit_sha, int(dirty), r.variant, r.op, r.backend, r.shape, r.dtype, r.device,
                  r.toolchain, r.build_hash, r.status, int(r.peer), r.median_s, r.ci_low_s, r.ci_high_s,
                  r.flops, r.bytes_moved, bounded(r.diagnostic, TEXT_LIMITS["diagnostic"]), json.dumps(list(r.samples_s)),
                  json.dumps(r.correctness), json.dumps(r.timing), json.dumps(r.counters),
                  json.dumps(r.resources), json.dumps(r.device_info), bounded(r.stderr_tail, TEXT_LIMITS["stderr_tail"]),
-                 time.time(), json.dumps(r.phases)))
+                 time.time(), json.dumps(r.phases), r.identity or None))
         return int(cur.lastrowid)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -148,6 +152,17 @@ class Store:
         rows = self.db.execute("SELECT variant, shape, dtype, device, build_hash FROM results WHERE commit_sha=?",
                                (commit_sha,))
         return {tuple(r) for r in rows}
+
+    def latest_by_identity(self, identities) -> dict[str, dict]:
+        """{identity: the newest stored result with it} for the identities that have one."""
+        wanted = sorted({i for i in identities if i})
+        found: dict[str, dict] = {}
+        for start in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+            chunk = wanted[start:start + 500]
+            rows = self.results(f"id IN (SELECT MAX(id) FROM results WHERE identity IN "
+                                f"({','.join('?' * len(chunk))}) GROUP BY identity)", tuple(chunk))
+            found.update({r["identity"]: r for r in rows})
+        return found
 
     def build(self, build_hash: str) -> dict | None:
         row = self.db.execute("SELECT * FROM builds WHERE build_hash=?", (build_hash,)).fetchone()

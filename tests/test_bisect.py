@@ -114,3 +114,24 @@ def test_load_drift_between_probes_does_not_mislead():
     outcome = Bisection(fake.commits, fake, threshold=0.05).run()
     assert outcome.first_bad == "c12", [(p.sha, p.verdict, p.reason) for p in outcome.probes]
     assert outcome.evaluations <= bound(15)
+
+
+def test_probes_with_the_ends_build_are_not_measured():
+    """Only commits 5 and 9 change the kernel (5: a refactor that keeps the speed, 9: the
+    slowdown): every other probe shares an identity with an end or an earlier probe and takes
+    its verdict unmeasured."""
+    fake = FakeHistory(15, first_bad=9)
+    build = {c: ("A" if i < 5 else "A2" if i < 9 else "B") for i, c in enumerate(fake.commits)}
+    outcome = Bisection(fake.commits, fake, threshold=0.05, identity=build.get).run()
+    assert outcome.first_bad == "c09" and outcome.last_good == "c08"
+    measured = {p.sha for p in outcome.probes if p.measurements}
+    assert measured <= {f"c{i:02d}" for i in range(5, 9)}  # only the "A2" build needed a measurement
+    assert len(measured) == 1
+    assert all("same build as" in p.reason for p in outcome.probes if not p.measurements)
+    assert set(fake.calls) <= {"c00", "c15", *measured}
+
+
+def test_without_identities_every_probe_is_measured():
+    fake = FakeHistory(15, first_bad=9)
+    outcome = Bisection(fake.commits, fake, threshold=0.05).run()
+    assert all(p.measurements for p in outcome.probes)

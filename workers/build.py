@@ -33,6 +33,35 @@ def toolchains() -> dict[str, dict]:
     return found
 
 
+# What a toolchain probe depends on: the compilers found on PATH and the Python packages that
+# compile (torch for extensions, triton). A change to any of them changes the fingerprint.
+_TOOL_BINARIES = ("c++", "g++", "nvcc", "clang++-19", "hipcc", "amdclang++", "llvm-readelf-19", "cuobjdump", "ncu")
+_TOOL_PACKAGES = ("torch", "triton", "pybind11")
+
+
+def toolchain_fingerprint(env: dict | None = None) -> str:
+    """A cheap stand-in for `toolchains()`: what the probe would find changes only when this
+    does (binaries' paths, sizes and times; package versions). Lets a long-lived slot keep its
+    probe between commands and probe again after an upgrade."""
+    import hashlib
+    import importlib.metadata
+    import shutil
+
+    env = os.environ if env is None else env
+    parts = [env.get("PATH", ""), env.get("ROCM_PATH", ""), env.get("CUDA_HOME", ""), env.get("FLOPWATCH_HIP_DEVLIB", "")]
+    for name in _TOOL_BINARIES:
+        path = shutil.which(name, path=env.get("PATH"))
+        if path:
+            st = os.stat(path)
+            parts.append(f"{name}={os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}")
+    for pkg in _TOOL_PACKAGES:
+        try:
+            parts.append(f"{pkg}=={importlib.metadata.version(pkg)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{pkg} absent")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
 def build_variant(variant: Variant, bundle: dict[str, bytes], build_hash: str,
                   include_dirs: list[str] = ()) -> tuple[BuildResult, dict[str, bytes]]:
     """Build one variant from its shipped bundle (the variant folder plus the project's shared

@@ -22,6 +22,7 @@ from workers.ops import get_op, torch_dtype
 from workers.records import Variant
 from workers.timing import TimingSettings, time_cpu, time_gpu
 
+PAIR_MIN_SAMPLES = 6
 ALPHA, BETA = 1.5, 0.5  # used when a kernel declares alpha_beta, so both terms are exercised
 
 
@@ -30,19 +31,26 @@ def _sync(kind: str) -> None:
         torch.cuda.synchronize()
 
 
-def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None) -> dict:
+def generator(seed: int, dev: str) -> torch.Generator:
+    """The random source of a job's inputs, on the job's device (see the ops' make_inputs)."""
+    return torch.Generator(device=dev).manual_seed(seed)
+
+
+def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None,
+          repeat: bool = True) -> dict:
     """One correctness check with fresh random inputs from `seed`. `previous` holds the
     output and seed of the check before (other inputs): an output equal to it bit for bit does
-    not depend on this call's inputs. The output is left in figures["_out"] for the next check."""
+    not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
+    as an output that moves). The output is left in figures["_out"] for the next check."""
     dev = "cpu" if kind == "cpu" else "cuda"
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed, dev)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
     out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
     g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
     alpha, beta, c_init = 1.0, 0.0, None
     if variant.alpha_beta:
         alpha, beta = ALPHA, BETA
-        c_init = torch.randn(op.output_shape(dims), generator=gen).to(out_dtype).to(dev)
+        c_init = torch.randn(op.output_shape(dims), generator=gen, device=gen.device).to(out_dtype)
         g.out.copy_(c_init)
     before = correctness.snapshot_inputs(inputs)
     call(inputs, g.out, alpha, beta)
@@ -63,7 +71,7 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
             and correctness.same_output(g.out, previous["out"])):
         figures["output_ignores_inputs"] = previous["seed"]
     figures["_out"] = g.out
-    if figures["passed"] and not variant.alpha_beta:
+    if figures["passed"] and repeat and not variant.alpha_beta:
         figures["repeat_mismatch"] = _repeat_mismatch(call, inputs, g, kind)
         figures["passed"] = figures["repeat_mismatch"] == 0
     return figures
@@ -75,8 +83,7 @@ def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str
     correctness.reset(g)
     call(inputs, g.out)
     _sync(kind)
-    return int((first.view(torch.int32 if first.element_size() == 4 else torch.int16)
-                != g.out.view(torch.int32 if first.element_size() == 4 else torch.int16)).sum())
+    return correctness.moved_elements(first, g.out)
 
 
 def _dtype_name(dtype) -> str:
@@ -86,8 +93,7 @@ def _dtype_name(dtype) -> str:
 def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> dict:
     """The timed call once more, for a profiler watching this process: warm up, then one call
     inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
-    gen = torch.Generator().manual_seed(spec["seeds"][0])
-    inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", gen)
+    inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
     out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
                       device="cuda")
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
@@ -121,7 +127,7 @@ def pair(spec: dict) -> dict:
     sides = []
     for v, artifact in zip(variants, spec["artifacts"]):
         call = bindings.load(v, Path(artifact), op, kind, dims)
-        inputs = op.make_inputs(dims, dtype, v.layout, dev, torch.Generator().manual_seed(spec["seeds"][0]))
+        inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
         out = torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(spec["dtype"])),
                           device=dev)
         sides.append((call, inputs, out))
@@ -150,7 +156,9 @@ def pair(spec: dict) -> dict:
             sample(side)
     samples: list[list[float]] = [[], []]
     deadline = time.perf_counter() + budget
-    while time.perf_counter() < deadline or len(samples[0]) < 10:
+    # At least PAIR_MIN_SAMPLES pairs: enough for a signed-rank test to reach p < 0.05, and
+    # no more than that for a kernel of a second per launch when the budget is spent.
+    while time.perf_counter() < deadline or len(samples[0]) < PAIR_MIN_SAMPLES:
         order = [0, 1] if rng.random() < 0.5 else [1, 0]
         for i in order:
             samples[i].append(sample(sides[i]))
@@ -185,8 +193,12 @@ def run(spec: dict) -> dict:
         identity = pool.submit(device.info, kind)
         lap("load_s")
         checks, previous = [], None
-        for seed in spec["seeds"]:
-            checks.append(check(call, op, variant, dims, dtype, kind, seed, previous))
+        for i, seed in enumerate(spec["seeds"]):
+            # The race check (the same inputs twice, the output must not move): on the CPU a
+            # repeat of the first check; on a GPU the timing loop's first and last launches,
+            # which run on the same inputs anyway (a kernel of a second per launch spent a
+            # quarter of its job on repeats).
+            checks.append(check(call, op, variant, dims, dtype, kind, seed, previous, repeat=i == 0 and kind == "cpu"))
             previous = {"out": checks[-1].pop("_out"), "seed": seed}
         lap("correctness_s")
         dev_info = identity.result()
@@ -199,8 +211,7 @@ def run(spec: dict) -> dict:
                                    f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
         return result
     dev = "cpu" if kind == "cpu" else "cuda"
-    gen = torch.Generator().manual_seed(spec["seeds"][0] + 1)
-    inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
     out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
                       device=dev)
     settings = TimingSettings(**spec.get("timing", {}))
@@ -208,11 +219,25 @@ def run(spec: dict) -> dict:
     def timed() -> None:
         call(inputs, out)
 
+    first: list = []
     if kind == "cpu":
         timing = time_cpu(timed, settings)
     else:
-        timing = time_gpu(timed, settings, device.flush_bytes(dev_info))
+        # The correctness launches ran just before on this device: they count as warm-up.
+        keep_first = None if variant.alpha_beta else (lambda: first.append(out.clone()))
+        timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
+                          after_first=keep_first)
     lap("timing_s")
+    if first:
+        torch.cuda.synchronize()
+        moved = correctness.moved_elements(first[0], out)
+        checks[0]["repeat_mismatch"] = moved
+        if moved:
+            checks[0]["passed"] = False
+            result.update(status="incorrect", diagnostic=(
+                f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
+                f"the first and the last launch of the timing loop differ"))
+            return result
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s, 4)
     phases["timing_s"] = timing.sampling_s

@@ -158,6 +158,11 @@ def changed_inputs(inputs: dict, before: dict[str, torch.Tensor]) -> dict[str, i
     return changed
 
 
+def moved_elements(first: torch.Tensor, last: torch.Tensor) -> int:
+    """Elements whose bits differ between two outputs of the same call on the same inputs."""
+    return int((_bits(first) != _bits(last)).sum())
+
+
 def same_output(out: torch.Tensor, previous: torch.Tensor | None) -> bool:
     """True when `out` is bit for bit the output of the previous check (other inputs)."""
     return previous is not None and previous.shape == out.shape and bool(torch.equal(_bits(out), _bits(previous)))

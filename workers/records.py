@@ -235,6 +235,9 @@ class Result(Record):
     # Where the job's wall time went, in seconds: queue_s, start_s, load_s, correctness_s,
     # warmup_s, timing_s, profile_s (see `workers.phases`).
     phases: dict = field(default_factory=dict)
+    # Hash of everything that can move this series' number (`pipeline.identity`): results with
+    # equal identities measured the same thing.
+    identity: str = ""
 
     @property
     def flops_per_s(self) -> float | None:

@@ -162,8 +162,15 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "(empty)"
 
 
+# Credentials a benchmarked kernel has no use for: the Ray cluster's token (a worker holds it
+# when its node was started with RAY_AUTH_TOKEN) and CI tokens. Job children are the repository's
+# code; what they never see, they cannot leak.
+SECRET_VARIABLES = ("RAY_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN",
+                    "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+
 def child_env() -> dict:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a segfault prints the Python stack to stderr

@@ -1,29 +1,93 @@
 """Timing loops: warm-up, then repetitions until the median is known well enough.
 
-Stopping rule: stop when the 95% confidence interval of the median (order statistics, so no
-normality assumption) has a half-width within `target_rel_ci` (1%) of the median, after at
-least `min_samples`, or when the time budget or `max_samples` is spent. Every sample is kept.
-On a GPU each sample is one launch between device events, after a cache flush.
+Every sample is kept. On a GPU each sample is one launch between device events, after a cache
+flush; on a CPU it is the wall time of one call.
+
+The stopping rule (shared by both; `stop_reason` records which clause ended the loop):
+
+- `ci_target`: at least `min_samples` (CPU) or `CI_MIN_SAMPLES` (GPU, adaptive) samples, the
+  95% confidence interval of the median (order statistics, no normality assumed) has a
+  half-width within `target_rel_ci` of the median, and (GPU) at least `min_sampling_s` of
+  sampling has passed, so that the median describes a stretch of settled execution rather
+  than a handful of launches.
+- `budget`: `budget_s` of sampling has passed and there are at least `BUDGET_MIN_SAMPLES`.
+- `max_samples`: `max_samples` samples.
+
+GPU, adaptive (the default, `method="adaptive"`):
+
+1. *Probe.* One flushed launch measures the kernel's duration `d`, and one bare flush the
+   flush's own GPU time `f`.
+2. *Batch.* Samples are enqueued in batches read after one synchronisation: a host sync after
+   every launch leaves the GPU idle between samples and an idle GPU boosts its clock (an 8192³
+   bf16 GEMM read ~8% faster that way on an H100). A batch holds about `BATCH_TARGET_S` of GPU
+   work, `round(BATCH_TARGET_S / (d + f))` clamped to [1, `MAX_BATCH`]: a 1 s kernel is timed
+   one launch at a time, a 5 µs kernel a hundred per synchronisation.
+3. *Warm-up* ends when two consecutive batches agree: their medians within `stable_rel`. The
+   correctness check's launches ran just before on the same device and count as warm-up time
+   (`warmed_s`), so warm-up only needs the two batches, at least `MIN_WARMUP_S` in all, and at
+   most `MAX_WARMUP_S` (the former fixed warm-up). The batch that showed the stability was
+   itself run on a settled device, so its samples are the first timed ones.
+4. *Sampling* by the rule above. A long kernel has little relative noise: its CI is tight after
+   a few samples, and with the budget clause it is timed `BUDGET_MIN_SAMPLES` times rather than
+   a fixed 50.
+
+GPU, fixed (`method="fixed"`, the former rule, kept to compare against): at least 1 s of
+warm-up and 50 samples, batches of 10 whatever the kernel's length.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from workers.stats import median_ci
+
+# GPU work between two host synchronisations (see the module docstring, step 2).
+BATCH_TARGET_S = 0.02
+MAX_BATCH = 100
+# Warm-up bounds (step 3). The upper bound is the former fixed warm-up: a GPU under sustained
+# load settles at a lower clock than a cold one, and a second of back-to-back launches was
+# enough for that on an H100 and an H200.
+MIN_WARMUP_S = 0.1
+MAX_WARMUP_S = 1.0
+# The smallest sample count whose order-statistic interval reaches 95% coverage ([x(1), x(6)]
+# covers the median with probability 1 - 2/64); below it the "interval" is the sample range.
+CI_MIN_SAMPLES = 6
+# The budget ends the loop only once there are this many samples (a median of at least three).
+BUDGET_MIN_SAMPLES = 3
+
+# The fixed rule (method="fixed").
+FIXED_BATCH = 10
+FIXED_MIN_WARMUP_S = 1.0
+FIXED_MIN_SAMPLES = 50
+
+METHODS = ("adaptive", "fixed")
 
 
 @dataclass(frozen=True)
 class TimingSettings:
     budget_s: float = 2.0
-    warmup_s: float = 0.1
-    min_warmup: int = 2
-    min_samples: int = 10
+    warmup_s: float = 0.1  # CPU: warm-up wall time before sampling
+    min_warmup: int = 2  # CPU: warm-up calls before sampling
+    min_samples: int = 10  # CPU; and the fixed GPU rule's floor before it is raised to 50
     max_samples: int = 2000
     target_rel_ci: float = 0.01
     flush: bool = True
+    method: str = "adaptive"  # GPU: "adaptive" or "fixed"
+    stable_rel: float = 0.005  # GPU adaptive: consecutive batch medians this close end the warm-up
+    # GPU adaptive: the CI clause needs at least this much sampling. A power-limited kernel's
+    # clock oscillates under the power cap: on an H200, medians of 0.1-0.5 s windows of a bf16
+    # 8192³ GEMM were 2-9% off the settled median and those of 1 s windows within 2%
+    # (benchmarks/gpu_settling.py, docs/benchmarks.md), while the samples of one short window
+    # agree so well that their CI alone would stop the loop after a tenth of a second.
+    min_sampling_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"timing method must be one of {METHODS}, got {self.method!r}")
+        if self.budget_s <= 0 or self.max_samples < BUDGET_MIN_SAMPLES:
+            raise ValueError("timing budget must be positive and max_samples at least 3")
 
 
 @dataclass(frozen=True)
@@ -38,6 +102,9 @@ class Timing:
     # Where the loop's time went (phase accounting of the job): warm-up, then sampling.
     warmup_s: float = 0.0
     sampling_s: float = 0.0
+    batch: int = 1  # samples per host synchronisation (GPU)
+    warmup_reason: str = ""  # GPU adaptive: "stable" or "max_warmup"
+    warmup_launches: int = 0
 
     def summary(self) -> dict:
         d = asdict(self)
@@ -53,41 +120,104 @@ def _median(xs: list[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-def _converged(samples: list[float], settings: TimingSettings) -> bool:
-    if len(samples) < settings.min_samples:
+def ci_tight(samples: list[float], target_rel_ci: float, min_samples: int) -> bool:
+    """The CI clause: enough samples and a median CI half-width within `target_rel_ci`."""
+    if len(samples) < max(min_samples, 1):
         return False
     lo, hi = median_ci(samples)
-    return (hi - lo) / 2 <= settings.target_rel_ci * _median(samples)
+    return (hi - lo) / 2 <= target_rel_ci * _median(samples)
 
 
 def measure(sample_once: Callable[[], float | list[float]], warmup: Callable[[], None],
-            settings: TimingSettings) -> Timing:
+            settings: TimingSettings, clock: Callable[[], float] = time.perf_counter) -> Timing:
     """Drive any sampler (CPU wall clock, or a batch of GPU event pairs) with the common
-    stopping rule."""
-    start = time.perf_counter()
+    stopping rule, after a warm-up of `min_warmup` calls and `warmup_s` seconds."""
+    start = clock()
     n = 0
-    while n < settings.min_warmup or time.perf_counter() - start < settings.warmup_s:
+    while n < settings.min_warmup or clock() - start < settings.warmup_s:
         warmup()
         n += 1
-        if time.perf_counter() - start > settings.budget_s:
+        if clock() - start > settings.budget_s:
             break
-    warmed = time.perf_counter()
+    warmed = clock()
     samples: list[float] = []
-    deadline = time.perf_counter() + settings.budget_s
+    deadline = clock() + settings.budget_s
     reason = "max_samples"
     while len(samples) < settings.max_samples:
         got = sample_once()
         samples.extend(got if isinstance(got, list) else [got])
-        if len(samples) >= 5 and _converged(samples, settings):
+        if ci_tight(samples, settings.target_rel_ci, max(settings.min_samples, CI_MIN_SAMPLES)):
             reason = "ci_target"
             break
-        if time.perf_counter() > deadline and len(samples) >= 3:
+        if clock() > deadline and len(samples) >= BUDGET_MIN_SAMPLES:
             reason = "budget"
             break
-    end = time.perf_counter()
+    end = clock()
+    return _timing(samples, reason, settings, warmed - start, end - warmed)
+
+
+def _timing(samples: list[float], reason: str, settings: TimingSettings, warmup_s: float, sampling_s: float,
+            **extra) -> Timing:
     lo, hi = median_ci(samples)
     return Timing(samples, _median(samples), lo, hi, reason == "ci_target", reason, asdict(settings),
-                  round(warmed - start, 4), round(end - warmed, 4))
+                  round(warmup_s, 4), round(sampling_s, 4), **extra)
+
+
+def batch_size(launch_s: float, flush_s: float) -> int:
+    """Samples per synchronisation: about BATCH_TARGET_S of GPU work, 1..MAX_BATCH."""
+    per_sample = max(launch_s + flush_s, 1e-9)
+    return max(1, min(MAX_BATCH, round(BATCH_TARGET_S / per_sample)))
+
+
+def stable(previous: list[float], current: list[float], rel: float) -> bool:
+    """Two consecutive batches agree: their medians within `rel` of each other."""
+    a, b = _median(previous), _median(current)
+    return abs(b - a) <= rel * min(a, b)
+
+
+def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable[[], tuple[float, float]],
+                     settings: TimingSettings, warmed_s: float = 0.0,
+                     clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """The adaptive GPU rule (module docstring) over any batch sampler.
+
+    `probe()` returns (one launch's seconds, one flush's seconds); `sample_batch(n)` returns n
+    samples taken back to back; `warmed_s` is the time the device already spent running this
+    kernel (the correctness launches). `clock` is injectable so the rule is tested without a GPU."""
+    start = clock()
+    launch_s, flush_s = probe()
+    batch = batch_size(launch_s, flush_s)
+    previous = [launch_s]
+    launches = 1
+    samples: list[float] = []
+    warmup_reason = "max_warmup"
+    sampling_start = clock()
+    while True:
+        batch_start = clock()
+        current = sample_batch(batch)
+        launches += len(current)
+        warm_for = clock() - start + warmed_s
+        if warm_for >= MIN_WARMUP_S and stable(previous, current, settings.stable_rel):
+            samples, sampling_start, warmup_reason = list(current), batch_start, "stable"
+            launches -= len(current)
+            break
+        if clock() - start >= MAX_WARMUP_S:
+            sampling_start = clock()
+            break
+        previous = current
+    warmup_s = sampling_start - start
+    reason = "max_samples"
+    while len(samples) < settings.max_samples:
+        elapsed = clock() - sampling_start
+        if (len(samples) >= CI_MIN_SAMPLES and elapsed >= settings.min_sampling_s
+                and ci_tight(samples, settings.target_rel_ci, CI_MIN_SAMPLES)):
+            reason = "ci_target"
+            break
+        if elapsed >= settings.budget_s and len(samples) >= BUDGET_MIN_SAMPLES:
+            reason = "budget"
+            break
+        samples.extend(sample_batch(min(batch, settings.max_samples - len(samples))))
+    return _timing(samples, reason, settings, warmup_s, clock() - sampling_start, batch=batch,
+                   warmup_reason=warmup_reason, warmup_launches=launches)
 
 
 def time_cpu(call: Callable[[], None], settings: TimingSettings) -> Timing:
@@ -101,42 +231,58 @@ def time_cpu(call: Callable[[], None], settings: TimingSettings) -> Timing:
     return measure(once, call, settings)
 
 
-GPU_BATCH = 10
-# A GPU under sustained load settles at a lower clock than a cold one (power and thermal limits):
-# warm up for a second of back-to-back launches and take enough samples that the median
-# describes the settled state, which is what a model running the kernel sees.
-GPU_MIN_WARMUP_S = 1.0
-GPU_MIN_SAMPLES = 50
-
-
-def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int) -> Timing:
+def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0,
+             after_first: Callable[[], None] | None = None) -> Timing:
     """Device-event samples of one launch each, with the caches flushed before every sample
     by writing a buffer larger than L2 (+ Infinity Cache on MI300/MI325X), so a kernel is
-    timed reading its inputs from HBM as it would in a real model.
-
-    Samples are enqueued in batches of GPU_BATCH and read after one synchronisation: a host
-    sync after every launch leaves the GPU idle between samples, and an idle GPU boosts its
-    clock, which made an 8192³ bf16 GEMM read ~8% faster than back-to-back execution on an H100."""
-    import dataclasses
-
+    timed reading its inputs from HBM as it would in a real model. `warmed_s`: seconds the
+    kernel already ran on this device just before (the correctness launches).
+    `after_first()` runs once, after the first launch has completed and outside any timed
+    region (the child keeps that launch's output to compare with the last one's)."""
     import torch
 
-    settings = dataclasses.replace(settings, warmup_s=max(settings.warmup_s, GPU_MIN_WARMUP_S),
-                                   min_samples=max(settings.min_samples, GPU_MIN_SAMPLES))
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if settings.flush else None
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(GPU_BATCH)]
+    flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda") if settings.flush else None
+    events: list[tuple] = []
 
-    def once() -> list[float]:
-        for start_ev, end_ev in events:
+    pending = [after_first] if after_first is not None else []
+
+    def sample_batch(n: int) -> list[float]:
+        while len(events) < n:
+            events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+        for start_ev, end_ev in events[:n]:
             if flush is not None:
                 flush.zero_()
             start_ev.record()
             call()
             end_ev.record()
+            if pending:  # once: after the first launch, outside its events
+                torch.cuda.synchronize()
+                pending.pop()()
         torch.cuda.synchronize()
-        return [s.elapsed_time(e) / 1e3 for s, e in events]
+        return [s.elapsed_time(e) / 1e3 for s, e in events[:n]]
 
-    # Warm up in the sampling regime itself (flush, launch, flush, launch…): a warm-up of bare
-    # launches heats the GPU more than the measurement does and leaves it at a lower clock.
-    return measure(once, once, settings)
+    if settings.method == "fixed":
+        fixed = replace(settings, warmup_s=max(settings.warmup_s, FIXED_MIN_WARMUP_S),
+                        min_samples=max(settings.min_samples, FIXED_MIN_SAMPLES))
+
+        def once() -> list[float]:
+            return sample_batch(FIXED_BATCH)
+
+        # Warm up in the sampling regime itself (flush, launch, flush, launch…): a warm-up of
+        # bare launches heats the GPU more than the measurement does and leaves it at a lower clock.
+        t = measure(once, once, fixed)
+        return replace(t, batch=FIXED_BATCH)
+
+    def probe() -> tuple[float, float]:
+        launch_s = sample_batch(1)[0]
+        if flush is None:
+            return launch_s, 0.0
+        start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start_ev.record()
+        flush.zero_()
+        end_ev.record()
+        end_ev.synchronize()
+        return launch_s, start_ev.elapsed_time(end_ev) / 1e3
+
+    return measure_adaptive(sample_batch, probe, settings, warmed_s)
+

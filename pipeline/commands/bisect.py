@@ -12,26 +12,22 @@ from pipeline.commands.common import add_measure_options, open_session, run_opti
 from pipeline.history import bisect as bis
 from pipeline.history import compare as cmp
 from pipeline.history import series
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.runflow import RunOptions, Session, plan_commit, run_commit
 from pipeline.summary import shape_label
 from workers import status, untrusted
 
 HELP = "bisect first-parent history for the commit that slowed one variant down"
-DEFAULT_PROBE_BUDGET_S = 0.5
 
 
 def add_arguments(p) -> None:
     p.add_argument("--good", required=True, help="a revision without the regression")
     p.add_argument("--bad", required=True, help="a later revision with it")
-    p.add_argument("--shape", help="shape key or label (default: the variant's first shape)")
-    p.add_argument("--metric", choices=("tflops", "time"), default="tflops",
-                   help="what regressed; both are judged on run-time samples (same flops per call)")
-    p.add_argument("--threshold", help="smallest slowdown that counts (default: per device kind of the series, "
-                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
+    p.add_argument("--shape", help="shape key or label (default: the first shape the variant's manifest lists)")
+    p.add_argument("--threshold", help=common.threshold_help("history", "smallest slowdown that counts"))
     p.add_argument("--max-evals", type=int, help="stop after evaluating this many commits")
     p.add_argument("--max-repeats", type=int, default=3, help="measurements of one commit while unsure")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
-    add_measure_options(p)  # gives --variant (repeatable); bisect takes exactly one
+    add_measure_options(p, "bisect")  # gives --variant (repeatable); bisect takes exactly one
 
 
 def bisect_series(session: Session, repo, good: str, bad: str, variant: str, shape: str | None,
@@ -47,11 +43,13 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
     def evaluate(sha: str) -> bis.Measurement:
         opts = dataclasses.replace(options, only=(variant,), with_peer=False,
                                    shapes=(chosen["shape"],) if chosen["shape"] else ())
-        results = [r.to_dict() for r in run_commit(session, repo, sha, opts).results if r.variant == variant]
+        outcome = run_commit(session, repo, sha, opts)
+        results = [r.to_dict() for r in outcome.results if r.variant == variant]
         if not results:
             return bis.Measurement(sha, False, reason=f"no variant {variant!r} at this commit")
-        if chosen["shape"] is None:  # the first call fixes the series to bisect
-            chosen["shape"] = min(r["shape"] for r in results)
+        if chosen["shape"] is None:  # the first call fixes the series to bisect: the manifest's first shape
+            declared = outcome.variants.get(variant)
+            chosen["shape"] = declared.shapes[0].key if declared and declared.shapes else results[0]["shape"]
         mine = [r for r in results if r["shape"] == chosen["shape"] or shape_label(r["shape"]) == chosen["shape"]]
         if not mine:
             return bis.Measurement(sha, False, reason=f"no shape {chosen['shape']} at this commit")
@@ -63,9 +61,22 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
             return bis.Measurement(sha, False, reason=f"{r['status']}: {(r['diagnostic'] or '')[:200]}")
         return bis.Measurement(sha, True, tuple(r["samples_s"]))
 
+    identities: dict[str, str | None] = {}
+
+    def identity(sha: str) -> str | None:
+        """The bisected series' measurement identity at `sha` (planned, nothing built)."""
+        if sha not in identities:
+            opts = dataclasses.replace(options, only=(variant,), with_peer=False,
+                                       shapes=(chosen["shape"],) if chosen["shape"] else ())
+            planned = plan_commit(session, repo, sha, opts)
+            mine = [planned.identities.get(planned.series(j, session)) for j in planned.jobs
+                    if j.variant == variant and chosen["shape"] in (j.shape.key, j.shape.label)]
+            identities[sha] = mine[0] if mine else None
+        return identities[sha]
+
     search = bis.Bisection([c.sha for c in commits], evaluate,
                            threshold if threshold is not None else config.default_threshold("cpu", "history"),
-                           max_repeats, max_evals)
+                           max_repeats, max_evals, identity=identity)
     outcome = search.run()
     culprit = None
     if outcome.first_bad:
@@ -89,8 +100,7 @@ def main(args) -> int:
         print("flopwatch bisect: error: give exactly one --variant", file=sys.stderr)
         return 2
     repo, work = workdir(args)
-    options = dataclasses.replace(run_options(args, "bisect"),
-                                  budget_s=args.budget if args.budget is not None else DEFAULT_PROBE_BUDGET_S)
+    options = run_options(args, "bisect")
     session = open_session(args, work)
     try:
         shape = options.shapes[0] if options.shapes else None  # normalised by run_options (512x512 → 512×512)

@@ -6,11 +6,13 @@ import argparse
 import os
 from pathlib import Path
 
-from pipeline import checkout, cluster
+from pipeline import checkout, cluster, config
+from pipeline.driver_clock import DriverClock
 from pipeline.history.verdicts import parse_threshold
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
 from pipeline.store import Store
+from workers.timing import METHODS
 
 
 class UsageError(ValueError):
@@ -34,16 +36,43 @@ def add_repo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--site", help="report folder (default: <repo>/.flopwatch/site)")
 
 
-def add_measure_options(p: argparse.ArgumentParser) -> None:
+def threshold_help(use: str, what: str) -> str:
+    """`--threshold` help with the defaults the code uses (pipeline/config.py)."""
+    return (f"{what} (default: per device kind of the series, pipeline/config.py DEFAULT_THRESHOLDS: "
+            f"{config.describe_threshold_defaults(use)})").replace("%", "%%")
+
+
+def budget_help(command: str) -> str:
+    """`--budget` help with the default the command uses (pipeline/config.py)."""
+    project = f"flopwatch.toml [defaults] timing_budget_s, else {config.DEFAULT_BUDGET_S:g} s"
+    if command in config.COMMAND_BUDGET_S:
+        default = f"{config.COMMAND_BUDGET_S[command]:g} s"
+    elif command == "nightly":
+        default = f"the head: {project}; bisect probes: {config.COMMAND_BUDGET_S['bisect']:g} s"
+    else:
+        default = project
+    return f"seconds of timing per job (default: {default})"
+
+
+def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> None:
     add_repo_options(p)
     p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
     p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
-    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
-                   help="join this Ray cluster (default: start one locally)")
-    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local cluster (default: all torch sees)")
-    p.add_argument("--budget", type=float, help="timing budget per job in seconds (default: config, 2 s)")
-    p.add_argument("--timeout", type=float, help="per-job timeout in seconds (default: manifest)")
-    p.add_argument("--threads", type=int, help="CPU threads for torch in jobs (default: all cores)")
+    add_ray_address_option(p)
+    p.add_argument("--no-ray-reuse", action="store_true",
+                   help="start a local Ray for this command only, instead of attaching to flopwatch's own local "
+                        "Ray kept between commands (also FLOPWATCH_RAY_REUSE=0)")
+    p.add_argument("--num-gpus", type=int, help="GPUs to advertise on a local Ray (default: all torch sees)")
+    p.add_argument("--budget", type=float, help=budget_help(command))
+    p.add_argument("--timing-method", choices=METHODS, default=METHODS[0],
+                   help="GPU timing rule: adaptive batches, warm-up and sample count (default), or the "
+                        "fixed rule (1 s warm-up, 50 samples, batches of 10) to compare against")
+    p.add_argument("--timeout", type=float,
+                   help=f"per-job timeout in seconds (default: the manifest's timeout_s, else "
+                        f"flopwatch.toml [defaults] timeout_s, else {config.DEFAULT_TIMEOUT_S:g} s)")
+    p.add_argument("--threads", type=int,
+                   help="host threads for torch in each job (default: CPU jobs all cores; GPU jobs the "
+                        "node's cores divided by its GPUs)")
     p.add_argument("--profile", action="store_true",
                    help="run each timed GPU call once more under ncu / rocprofv3 and keep its counters")
     p.add_argument("--spawn-per-job", action="store_true",
@@ -52,6 +81,31 @@ def add_measure_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-peer-check", action="store_true",
                    help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def add_ray_address_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="join the Ray cluster whose head listens there (default: $FLOPWATCH_RAY_ADDRESS, then "
+                        "$RAY_ADDRESS; without any, a local Ray). A cluster with token authentication needs "
+                        "RAY_AUTH_MODE=token and its token in this shell (README, Clusters)")
+
+
+def ray_reuse(env=None) -> tuple[bool, float]:
+    """Whether to use flopwatch's kept local Ray (FLOPWATCH_RAY_REUSE, default on) and after how
+    many idle seconds it stops (FLOPWATCH_RAY_IDLE_S, default 600)."""
+    env = os.environ if env is None else env
+    reuse = env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower()
+    if reuse not in ("0", "1", "no", "yes", "false", "true", "off", "on"):
+        raise UsageError(f"FLOPWATCH_RAY_REUSE={env['FLOPWATCH_RAY_REUSE']!r}: use 1 or 0")
+    text = env.get("FLOPWATCH_RAY_IDLE_S", "").strip()
+    try:
+        idle_s = float(text) if text else cluster.local_ray.DEFAULT_IDLE_S
+    except ValueError:
+        idle_s = -1.0
+    if not idle_s > 0:
+        raise UsageError(f"FLOPWATCH_RAY_IDLE_S={text!r}: give the idle seconds after which flopwatch's local "
+                         f"Ray stops, e.g. 600")
+    return reuse in ("1", "yes", "true", "on"), idle_s
 
 
 def workdir(args) -> tuple[object, Path]:
@@ -71,15 +125,20 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
     wanted = getattr(args, "shape", None) or []
     wanted = [wanted] if isinstance(wanted, str) else wanted
     shapes = tuple(s.replace("x", "×") if "=" not in s else s for s in wanted)
+    budget = args.budget if args.budget is not None else config.COMMAND_BUDGET_S.get(command)
     return RunOptions(kernel_dirs=tuple(args.kernels) if args.kernels else None, only=tuple(args.variant),
-                      shapes=shapes,
-                      resume=resume, budget_s=args.budget, timeout_s=args.timeout, threads=args.threads,
+                      shapes=shapes, timing_method=getattr(args, "timing_method", METHODS[0]),
+                      resume=resume, budget_s=budget, timeout_s=args.timeout, threads=args.threads,
                       profile=getattr(args, "profile", False), command=command,
                       spawn_per_job=getattr(args, "spawn_per_job", False),
                       peer_check=not getattr(args, "no_peer_check", False))
 
 
 def open_session(args, work: Path) -> Session:
-    store = Store(db_path(args, work))
-    info = cluster.connect(args.ray_address, args.num_gpus)
-    return Session(store, work, info, Progress(enabled=not args.json))
+    clock = DriverClock()
+    with clock.phase("store"):
+        store = Store(db_path(args, work))
+    reuse, idle_s = ray_reuse()
+    with clock.phase("ray_start"):
+        info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse, idle_s=idle_s)
+    return Session(store, work, info, Progress(enabled=not args.json), clock=clock)

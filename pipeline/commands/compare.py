@@ -7,16 +7,14 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster
+from pipeline import checkout, cluster, config, driver_clock
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import compare as cmp
-from pipeline.history import causes, github, paired, series
-from pipeline.runflow import run_commit
+from pipeline.history import causes, github, paired, series, unchanged
+from pipeline.runflow import PlannedCommit, Session, plan_commit, run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
-# A short budget per round: the rounds, not one long run, are what makes drift cancel.
-DEFAULT_ROUND_BUDGET_S = 0.5
 
 
 def add_arguments(p) -> None:
@@ -24,16 +22,19 @@ def add_arguments(p) -> None:
     p.add_argument("head", help="head revision")
     p.add_argument("--rounds", type=int, default=1,
                    help="whole-suite runs per revision, alternating (status, correctness, counters; default 1)")
-    p.add_argument("--pair-budget", type=float, default=2.0,
-                   help="seconds of paired timing per series: both builds alternated in one process (default 2)")
-    p.add_argument("--threshold", help="smallest change that counts, for every series (default: per device "
-                                       "kind, pipeline/config.py DEFAULT_THRESHOLDS: cpu 3%%, cuda 1%%)")
+    p.add_argument("--pair-budget", type=float, default=config.PAIR_BUDGET_S,
+                   help=f"seconds of paired timing per series: both builds alternated in one process "
+                        f"(default {config.PAIR_BUDGET_S:g})")
+    p.add_argument("--threshold", help=common.threshold_help("compare", "smallest change that counts, for every series"))
     p.add_argument("--shape", action="append", default=[], help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     p.add_argument("--pr", type=int, help="create or update the comparison comment on this pull request")
     p.add_argument("--repo-slug", default=os.environ.get("GITHUB_REPOSITORY"),
                    help="owner/name for --pr (default: $GITHUB_REPOSITORY)")
+    p.add_argument("--all", action="store_true",
+                   help="time every series at both commits, also those whose measurement identity (build, "
+                        "harness, op, device model) is the same at both")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
-    add_measure_options(p)
+    add_measure_options(p, "compare")
 
 
 def open_regressions_section(causes_now) -> str:
@@ -58,22 +59,41 @@ def main(args) -> int:
         return 2
     repo, work = workdir(args)
     base, head = checkout.commit_info(repo, args.base), checkout.commit_info(repo, args.head)
-    options = dataclasses.replace(run_options(args, "compare"),
-                                  budget_s=args.budget if args.budget is not None else DEFAULT_ROUND_BUDGET_S)
+    options = run_options(args, "compare")
     session = open_session(args, work)
     last: dict[str, object] = {}
-
-    def measure(rev: str) -> list[dict]:
-        last[rev] = run_commit(session, repo, rev, options)
-        return [r.to_dict() for r in last[rev].results]
+    once_rows: dict[tuple, dict] = {}
 
     try:
+        planned = {rev: plan_commit(session, repo, rev, options) for rev in (base.sha, head.sha)}
+        decision = unchanged.plan_series(_series_infos(session, planned[base.sha]),
+                                         _series_infos(session, planned[head.sha]),
+                                         session.store.latest_by_identity, force=args.all)
+
+        def measure(rev: str) -> list[dict]:
+            wanted = set(decision.measure)
+            if rev == head.sha and not once_rows:  # unchanged and never stored: timed once, here
+                wanted |= decision.run_once
+            last[rev] = run_commit(session, repo, rev, options, planned[rev], wanted)
+            rows = [r.to_dict() for r in last[rev].results]
+            for r in rows:
+                if cmp.series_key(r) in decision.run_once:
+                    once_rows[cmp.series_key(r)] = r
+            return [r for r in rows if cmp.series_key(r) not in decision.run_once]
+
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
-        pairs = paired.paired_samples(session, last[base.sha], last[head.sha],
-                                      {"timing": {"budget_s": args.pair_budget}, "threads": args.threads})
+        with session.clock.phase("paired"):
+            pairs = paired.paired_samples(session, last[base.sha], last[head.sha],
+                                          {"timing": {"budget_s": args.pair_budget}, "threads": args.threads})
     finally:
-        cluster.shutdown(session.cluster_info)
-    rows = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
+        with session.clock.phase("shutdown"):
+            cluster.shutdown(session.cluster_info)
+    measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
+    untimed = {**decision.reuse, **once_rows}
+    notes = {k: f"{unchanged.SAME_BUILD}: stored result of {str(row.get('commit_sha', ''))[:10]}"
+             for k, row in decision.reuse.items()}
+    notes.update({k: f"{unchanged.SAME_BUILD}: timed once, at head, for both sides" for k in once_rows})
+    rows = cmp.merge_rows(measured, cmp.unchanged_rows(untimed, notes, threshold))
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)
     if not args.no_report:
@@ -81,8 +101,9 @@ def main(args) -> int:
         from reports.history_pages import compare_page_name, write_compare_page
 
         site = site_path(args, work)
-        write_compare_page(site, report)  # first, so that the index links it
-        shown = publish.write_site_input(session.store, site, order=series.first_parent_shas(repo, head.sha))
+        with session.clock.phase("report"):
+            write_compare_page(site, report)  # first, so that the index links it
+            shown = publish.write_site_input(session.store, site, order=series.first_parent_shas(repo, head.sha))
         markdown += open_regressions_section(shown.dashboard.causes)
         print(f"report: {site / compare_page_name(base.sha, head.sha)}", file=sys.stderr)
     session.store.close()
@@ -94,7 +115,20 @@ def main(args) -> int:
         except github.GitHubError as exc:
             print(f"flopwatch compare: warning: {exc}", file=sys.stderr)
     if args.json:
-        print(json.dumps(dataclasses.asdict(report), default=str))
+        print(json.dumps({**dataclasses.asdict(report), "driver": session.clock.as_dict(),
+                          "not_retimed": len(report.not_retimed)}, default=str))
     else:
         print(markdown)
+        print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)
     return cmp.exit_status(report)
+
+
+def _series_infos(session: Session, planned: PlannedCommit) -> dict[tuple, unchanged.SeriesInfo]:
+    """Each planned series' identity, op, device kind and peer flag (what the decision needs)."""
+    variants = {v.name: v for v in planned.variants}
+    out = {}
+    for job in planned.jobs:
+        key = planned.series(job, session)
+        out[key] = unchanged.SeriesInfo(planned.identities.get(key, ""), job.op, job.device_kind,
+                                        variants[job.variant].peer)
+    return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +21,13 @@ HELP = "detect change points (E-Divisive means) in each series' history; record 
 def add_arguments(p) -> None:
     add_repo_options(p)
     p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
-    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
-                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
+    p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
-    p.add_argument("--ray-address", default=os.environ.get("FLOPWATCH_RAY_ADDRESS"),
-                   help="spread the series over this Ray cluster, one task per batch (default: "
-                        "$FLOPWATCH_RAY_ADDRESS; without it, here, unless Ray is already up in this process)")
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="search the windows over this Ray cluster, one task per batch (default: "
+                        "$FLOPWATCH_RAY_ADDRESS, then $RAY_ADDRESS; without any, here, unless Ray is already up in "
+                        "this process)")
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,15 @@ def detect(store: Store, order: list[str], threshold: float | None, search=None,
 def _on_cluster(address: str | None):
     """`detect_cluster.search_windows` when a cluster is given or already joined, else None
     (search here: starting a local cluster costs more than it saves)."""
-    if not address and "ray" not in sys.modules:
+    from pipeline.ray_access import resolve_address
+
+    target = resolve_address(address)
+    if target is None and "ray" not in sys.modules:
         return None
     from pipeline import cluster
     from pipeline.history import detect_cluster
 
-    if not address and not cluster.ray.is_initialized():
+    if target is None and not cluster.ray.is_initialized():
         return None
     cluster.connect(address)
     return detect_cluster.search_windows

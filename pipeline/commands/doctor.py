@@ -60,7 +60,26 @@ def gather() -> list[dict]:
     import ray
 
     rows.append({"what": "ray", "found": True, "detail": ray.__version__, "hint": ""})
-    return rows
+    return rows + _local_ray_rows()
+
+
+def _local_ray_rows() -> list[dict]:
+    """flopwatch's kept local Ray heads of this user (pipeline/local_ray.py): where, in use or idle."""
+    from pipeline import local_ray
+    from pipeline.ray_access import ClusterError
+
+    what = "ray: flopwatch's local Ray"
+    try:
+        found = local_ray.heads()
+    except ClusterError as exc:
+        return [{"what": what, "found": False, "detail": str(exc), "hint": ""}]
+    if not found:
+        return [{"what": what, "found": True, "detail": "none running; the next command without an address starts one",
+                 "hint": ""}]
+    return [{"what": what, "found": True,
+             "detail": f"{record.address} (pid {record.pid}), {'in use' if local_ray.attached(folder) else 'idle'}, "
+                       f"stops after {record.idle_s:g} s idle",
+             "hint": f"to stop it now: kill {record.pid}"} for folder, record in found]
 
 
 def _hip_pybind11_row() -> dict:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
+import json
 
 from pipeline import checkout, cluster
 from pipeline.commands import common
-from pipeline.commands.bisect import DEFAULT_PROBE_BUDGET_S, bisect_series
+from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.commands.detect import detect, window_cache_path
 from pipeline.history import causes, series
@@ -21,12 +21,12 @@ HELP = "nightly: run the branch head, detect change points, bisect new regressio
 
 def add_arguments(p) -> None:
     p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
-    p.add_argument("--threshold", help="smallest step that counts, for every series (default: per device kind, "
-                                       "pipeline/config.py DEFAULT_THRESHOLDS: cpu 5%%, cuda 1%%)")
-    p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many commit ranges a night: one search per range serves every "
+    p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
+    p.add_argument("--max-bisects", type=int, default=2,
+                   help="bisect at most this many commit ranges a night: one search per range serves every "
                         "series that stepped in it; a range of one commit needs none (default 2)")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
-    add_measure_options(p)
+    add_measure_options(p, "nightly")
 
 
 def main(args) -> int:
@@ -46,8 +46,7 @@ def main(args) -> int:
         # night left over --max-bisects.
         plan = causes.bisection_plan([r for r, _ in recorded if not r.culprit_sha and r.bisect is None])
         print(f"{len(recorded)} regression(s) in history, {len(new)} new; {len(plan)} commit range(s) to resolve")
-        probe = dataclasses.replace(run_options(args, "bisect"),
-                                    budget_s=args.budget if args.budget is not None else DEFAULT_PROBE_BUDGET_S)
+        probe = run_options(args, "bisect")
         table = RegressionStore(session.store)
         searches = 0
         for item in plan:
@@ -71,7 +70,12 @@ def main(args) -> int:
                                scanned=detected.scanned if searches == 0 else None)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
-    print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
+    if args.json:
+        print(json.dumps({"commit": head.sha, "results": len(outcome.results), "failing": bool(failing),
+                          "regressions": len(recorded), "new": [r.to_dict() for r in new], "report": str(index)},
+                         default=str))
+    else:
+        print(f"report: {index}; {len(new)} new regression(s); head {'has failing variants' if failing else 'ok'}")
     # 0 even with regressions: the workflow publishes the site in the next step, and the site
     # and regressions.json are where the news goes. 2 stays for usage errors.
     return 0

@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from pipeline import cluster
+from pipeline import cluster, driver_clock
 from pipeline.accounting import busy_line, flag_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
@@ -29,22 +29,26 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     repo, work = workdir(args)
     session = open_session(args, work)
+    clock = session.clock
     try:
         outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume))
     finally:
-        cluster.shutdown(session.cluster_info)
+        with clock.phase("shutdown"):
+            cluster.shutdown(session.cluster_info)
     rows = [r.to_dict() for r in outcome.results]
     if not args.no_report:
         from pipeline.commands import publish
 
-        publish.write_site(session.store, site_path(args, work))
+        with clock.phase("report"):
+            publish.write_site(session.store, site_path(args, work))
     session.store.close()
     if args.json:
         print(json.dumps({
             "commit": outcome.commit.sha, "dirty": outcome.commit.dirty, "run_id": outcome.run_id,
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
             "jobs_wall_s": run_wall_s(outcome.accounting), "devices": outcome.accounting,
-            "peer_check": outcome.peer_check,
+            "peer_check": outcome.peer_check, "driver": clock.as_dict(),
+            "ray": {"mode": session.cluster_info.mode, "connect_s": round(session.cluster_info.connect_s, 3)},
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
                         for r in with_peer(rows)],
         }, default=str))
@@ -64,6 +68,8 @@ def main(args) -> int:
                           highlight=False)
         for row in outcome.accounting:
             console.print(busy_line(row), highlight=False, markup=False)
+        console.print(session.cluster_info.driver_line(), highlight=False, markup=False)
+        console.print(driver_clock.line(clock.as_dict()), highlight=False, markup=False)
         if not args.no_report:
             console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)
     return exit_code(rows)

@@ -18,6 +18,10 @@ Method:
 3. A commit whose build fails (or that cannot be measured) is skipped, as `git bisect skip`
    does: the next probe is the untried commit nearest the middle of the open interval. When
    skips leave no commit to try, the answer is the set of candidates.
+4. Nothing changed, nothing timed: given `identity(sha)` (the series' measurement identity at
+   a commit, `pipeline.identity`), a probe whose identity equals that of an end or of a probe
+   already classified takes that verdict without being measured (the same build measures the
+   same number).
 With no skips and no unsure verdicts this evaluates ⌈log2 N⌉ + 2 distinct commits for N
 commits after the good end (the 2 are the confirmations).
 """
@@ -91,7 +95,8 @@ class Bisection:
     first; `evaluate` measures a commit once; `threshold` is the smallest slowdown that counts."""
 
     def __init__(self, commits: Sequence[str], evaluate: Callable[[str], Measurement], threshold: float = 0.05,
-                 max_repeats: int = 3, max_evals: int | None = None):
+                 max_repeats: int = 3, max_evals: int | None = None,
+                 identity: Callable[[str], str | None] | None = None):
         if len(commits) < 2:
             raise ValueError("need a good and a bad commit")
         self.commits = list(commits)
@@ -102,6 +107,8 @@ class Bisection:
         self.samples: dict[str, list[float]] = {}
         self.calls = 0
         self.failures: dict[str, str] = {}
+        self.identity = identity
+        self.known: dict[str, tuple[str, str]] = {}  # identity -> (verdict, the commit that had it)
 
     def _measure(self, sha: str) -> bool:
         """Measure once more; False when the commit cannot be measured."""
@@ -125,7 +132,23 @@ class Bisection:
                 break
         return comparison
 
+    def _identity(self, sha: str) -> str | None:
+        return self.identity(sha) if self.identity is not None else None
+
     def classify(self, sha: str) -> Probe:
+        """The verdict of a probe: taken from an end or an earlier probe with the same
+        measurement identity, else measured (`measure_probe`)."""
+        mine = self._identity(sha)
+        if mine and mine in self.known:
+            verdict, twin = self.known[mine]
+            end = {self.commits[0]: "the good end", self.commits[-1]: "the bad end"}.get(twin, twin[:10])
+            return Probe(sha, verdict, 0, None, f"same build as {end}: not measured")
+        probe = self.measure_probe(sha)
+        if mine and probe.verdict in (GOOD, BAD):
+            self.known[mine] = (probe.verdict, sha)
+        return probe
+
+    def measure_probe(self, sha: str) -> Probe:
         """Measure `sha` between fresh measurements of both ends (good, probe, bad: drift of
         the machine then reaches all three alike) and decide whether it is good or bad; the
         comparison uses only the end samples taken alongside this probe."""
@@ -166,6 +189,10 @@ class Bisection:
             return self._outcome(False, None, (), [], confirmed,
                                  f"did not reproduce: bad end vs good end {confirmed.change:+.1%} "
                                  f"({confirmed.verdict}; {confirmed.reason})")
+        for sha, verdict in ((self.commits[-1], BAD), (self.commits[0], GOOD)):
+            ident = self._identity(sha)
+            if ident:
+                self.known[ident] = (verdict, sha)
         lo, hi = 0, len(self.commits) - 1
         probes: list[Probe] = []
         skipped: set[int] = set()

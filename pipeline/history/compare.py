@@ -25,9 +25,11 @@ from reports import metric_names
 from workers import status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
+# Same measurement identity at both commits: not timed again (`pipeline.history.unchanged`).
+UNCHANGED = "unchanged"
 # Table order: what blocks a merge first, then what needs a look, then the rest.
 _ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FASTER: 3, NEWLY_FIXED: 4,
-          STILL_FAILING: 5, verdicts.SAME: 6, ADDED: 7, REMOVED: 8}
+          STILL_FAILING: 5, verdicts.SAME: 6, UNCHANGED: 7, ADDED: 8, REMOVED: 9}
 # Counters are measured and jitter a little; below this relative change they did not "move".
 COUNTER_TOLERANCE = 0.05
 
@@ -83,6 +85,9 @@ class Row:
     comparison: verdicts.Comparison | None = None
     moved: tuple[Moved, ...] = ()
     threshold: float | None = None  # the one this row was judged with
+    # Why the row was not timed at both commits ("same build: stored result of 1a2b3c4d5e"),
+    # empty for a row that was.
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,23 @@ class Report:
     @property
     def regressions(self) -> list[Row]:
         return [r for r in self.rows if r.kind in (verdicts.SLOWER, NEWLY_FAILING)]
+
+    @property
+    def not_retimed(self) -> list[Row]:
+        """Series with the same measurement identity at both commits, not timed at both."""
+        return [r for r in self.rows if r.note]
+
+    @property
+    def skip_text(self) -> str:
+        """One sentence on what was not re-timed and why, for the PR comment and the page."""
+        rows = self.not_retimed
+        if not rows:
+            return ""
+        once = sum("timed once" in r.note for r in rows)
+        return (f"{len(rows)} of {len(self.rows)} series unchanged (same build: sources, included headers, flags, "
+                f"toolchain, flopwatch harness, op and device model identical at both commits), not timed twice"
+                + (f"; {once} of them had no stored result and were timed once, at head, for both sides" if once
+                   else "; their rows carry stored results") + ".")
 
 
 def interleave(measure: Callable[[str], list[dict]], base: str, head: str, rounds: int) -> tuple[list, list]:
@@ -211,6 +233,23 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
     return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
+def unchanged_rows(rows: dict[tuple, dict], notes: dict[tuple, str], threshold: float | None) -> list[Row]:
+    """Rows of series that were not timed at both commits: `rows` holds the one result each
+    stands on (stored, or timed once at head), used for both sides. A failing status stays
+    visible as failing; anything else is `unchanged`."""
+    out = []
+    for key, row in sorted(rows.items()):
+        side = pool([row])[series_key(row)]
+        kind = STILL_FAILING if side.status in status.FAILURES else UNCHANGED
+        used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
+        out.append(Row(*key, kind, side, side, None, (), used, notes.get(key, "")))
+    return out
+
+
+def merge_rows(measured: list[Row], unchanged: list[Row]) -> list[Row]:
+    return sorted([*measured, *unchanged], key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
+
+
 def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Comparison:
     """`verdicts.compare_samples` on the pooled samples, then a check across rounds.
 
@@ -283,21 +322,36 @@ def render_markdown(report: Report, page_url: str = "") -> str:
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
              (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
-              f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), "",
-             "| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
+              f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), ""]
+    if report.skip_text:
+        lines += [report.skip_text, ""]
+    timed = [r for r in report.rows if not r.note]
+    lines += [*_markdown_table(timed), ""] if timed else []
+    untimed = report.not_retimed
+    if untimed:
+        # Collapsed: on a PR that touches one kernel, the dozens of unchanged rows are context.
+        lines += [f"<details><summary>{len(untimed)} unchanged series (not re-timed)</summary>", "",
+                  *_markdown_table(untimed), "", "</details>"]
+    if page_url:
+        lines += ["", f"[full report]({page_url})"]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_table(rows: list[Row]) -> list[str]:
+    lines = ["| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in report.rows:
+    for r in rows:
         change, ci = _change_cells(r.comparison)
         vendor = metric_names.vendor_of(r.device)
         others = "; ".join(f"{metric_names.flat(m.name, 0.0, vendor).label} {m.before} → {m.after}"
                            for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
+        if r.note:
+            others = f"{r.note}; {others}" if others else r.note
         verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind
         cells = [verdict, md_escape(r.variant), md_escape(shape_label(r.shape)), md_escape(r.dtype),
                  md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
                  md_escape(others)]
         lines.append("| " + " | ".join(cells) + " |")
-    if page_url:
-        lines += ["", f"[full report]({page_url})"]
-    return "\n".join(lines) + "\n"
+    return lines

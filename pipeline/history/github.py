@@ -3,8 +3,11 @@ comment and job summary. Decides nothing; it takes the markdown rendered from a 
 `Report` and the repository/PR from the workflow's environment.
 
 One comparison comment per PR: the comment carries a hidden HTML marker, so a new push
-updates the existing comment instead of adding another one. Endpoints used (REST API
-version 2022-11-28):
+updates the existing comment instead of adding another one. Only a comment written by the
+bot itself is ever edited: anyone can paste the marker into a comment of their own, and the
+bot's token may edit every comment of the repository. `python -m pipeline.history.github
+comment` posts a body from a file (the PR workflow's comment job, which runs no PR code, posts
+the comparison the benchmark job uploaded). Endpoints used (REST API version 2022-11-28):
   GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100&page=N
   POST  /repos/{owner}/{repo}/issues/{number}/comments
   PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}
@@ -21,6 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MARKER = "<!-- flopwatch-compare -->"
+# Who a workflow's GITHUB_TOKEN comments as; with a GitHub App's token it is "<app-slug>[bot]".
+BOT_LOGIN = "github-actions[bot]"
+# GitHub refuses comment bodies over 65,536 characters.
+MAX_BODY_CHARS = 65_000
 DEFAULT_API_URL = "https://api.github.com"
 PER_PAGE = 100
 # A PR with more than 10,000 comments is not a case worth paging through forever.
@@ -113,16 +120,27 @@ def list_issue_comments(api: Api, repo: str, number: int) -> list[dict]:
     return comments
 
 
-def upsert_comment(api: Api, repo: str, number: int, body: str, marker: str = MARKER) -> CommentResult:
-    """Create flopwatch's comment on PR `number`, or update it if one with `marker` exists.
+def bounded(body: str, limit: int = MAX_BODY_CHARS) -> str:
+    """`body` cut to what GitHub accepts, saying how much was cut."""
+    if len(body) <= limit:
+        return body
+    note = f"\n\n… ({len(body) - limit:,} characters cut: see the workflow run's summary)\n"
+    return body[: limit - len(note)] + note
+
+
+def upsert_comment(api: Api, repo: str, number: int, body: str, marker: str = MARKER,
+                   author: str = BOT_LOGIN) -> CommentResult:
+    """Create flopwatch's comment on PR `number`, or update the one `author` (the bot) wrote
+    with `marker`; a comment of anyone else is never edited, marker or not.
 
     The marker is added to the body when missing so that the next call finds the comment.
     When several carry the marker (e.g. a race between two runs), the oldest is updated.
     """
     if marker not in body:
         body = f"{marker}\n{body}"
+    body = bounded(body)
     for comment in list_issue_comments(api, repo, number):
-        if marker in (comment.get("body") or ""):
+        if (comment.get("user") or {}).get("login") == author and marker in (comment.get("body") or ""):
             updated = request(api, "PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", {"body": body})
             return CommentResult(id=int(updated["id"]), html_url=updated.get("html_url", ""), created=False)
     created = request(api, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
@@ -141,3 +159,41 @@ def write_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> b
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
     return True
+
+
+def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """`python -m pipeline.history.github comment --pr N --body-file F`: post or update the
+    comparison comment from a file, with GITHUB_TOKEN and GITHUB_REPOSITORY from the environment
+    (never from the command line). Exit 2 on a usage error, 1 when the API call fails."""
+    import argparse
+    import sys
+
+    env = os.environ if env is None else env
+    p = argparse.ArgumentParser(prog="python -m pipeline.history.github")
+    sub = p.add_subparsers(dest="action", required=True)
+    c = sub.add_parser("comment", help="create or update flopwatch's comparison comment on a pull request")
+    c.add_argument("--pr", type=int, required=True, help="pull request number")
+    c.add_argument("--body-file", required=True, help="markdown to post (e.g. flopwatch compare's output)")
+    c.add_argument("--repo-slug", default=env.get("GITHUB_REPOSITORY"), help="owner/name (default: $GITHUB_REPOSITORY)")
+    c.add_argument("--author", default=BOT_LOGIN, help=f"login the token comments as (default: {BOT_LOGIN})")
+    args = p.parse_args(argv)
+    if not args.repo_slug:
+        print("github: error: --repo-slug or $GITHUB_REPOSITORY is needed", file=sys.stderr)
+        return 2
+    try:
+        with open(args.body_file, encoding="utf-8", errors="replace") as handle:
+            body = handle.read()
+    except OSError as exc:
+        print(f"github: error: {args.body_file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        result = upsert_comment(api_from_env(env), args.repo_slug, args.pr, body, author=args.author)
+    except GitHubError as exc:
+        print(f"github: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"PR comment {'created' if result.created else 'updated'}: {result.html_url}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,7 +33,7 @@ def output_shape(dims: dict) -> tuple[int]:
 def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
     import torch
 
-    src = torch.randn((dims["n"],), generator=generator, dtype=torch.float32)
+    src = torch.randn((dims["n"],), generator=generator, dtype=torch.float32, device=generator.device)
     return {"src": src.to(dtype=dtype, device=device)}
 
 

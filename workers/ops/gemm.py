@@ -39,13 +39,15 @@ def output_shape(dims: dict) -> tuple[int, int]:
 
 
 def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
-    """Random inputs scaled like randn/10 (never zeros: zeros time faster than real data)."""
+    """Random inputs scaled like randn/10 (never zeros: zeros time faster than real data),
+    drawn on the generator's device (the job's device: an 8192² draw on the host took longer
+    than the check it feeds)."""
     import torch
 
     m, n, k = dims["M"], dims["N"], dims["K"]
     b_shape = (n, k) if layout == "nt" else (k, n)
-    a = torch.randn((m, k), generator=generator, dtype=torch.float32) / 10
-    b = torch.randn(b_shape, generator=generator, dtype=torch.float32) / 10
+    a = torch.randn((m, k), generator=generator, dtype=torch.float32, device=generator.device) / 10
+    b = torch.randn(b_shape, generator=generator, dtype=torch.float32, device=generator.device) / 10
     return {"A": a.to(dtype=dtype, device=device), "B": b.to(dtype=dtype, device=device)}
 
 

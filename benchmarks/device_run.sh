@@ -1,0 +1,51 @@
+#!/bin/bash
+# One verification on a GPU machine that has torch, nvcc and ncu but not Ray, plotly or
+# gitpython: install the carried wheels (prepared by shared/tools/device-ray.sh under .whl/),
+# then run the named benchmarks from the repository root, each writing under /tmp/bench/NAME.
+# What comes back: $OUT/NAME.txt (the benchmark's output) and $OUT/NAME.tar.gz (its JSON and
+# logs, no repositories or builds). All share one folder, /tmp/bench: after `throughput`,
+# `fidelity` and `planted` reuse its suite repository, build cache and run (nothing rebuilt).
+#
+#   bash benchmarks/device_run.sh throughput fidelity planted
+#
+# throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
+# fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
+# planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
+# ops         benchmarks/verify_ops_gpu.py, when present
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" /tmp/site
+if [ -s .whl/ray-slim.tar.xz ]; then
+  tar -C /tmp/site -xJf .whl/ray-slim.tar.xz
+  python3 -m pip install -q --no-deps --no-compile --target /tmp/site .whl/deps/*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD RAY_USAGE_STATS_ENABLED=0 PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+{ date -u; nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.max.sm,power.limit --format=csv;
+  python3 -c 'import torch, ray; print("torch", torch.__version__, "ray", ray.__version__)'; nproc; } \
+  > "$OUT/machine.txt" 2>&1
+
+status=0
+for name in "$@"; do
+  work=/tmp/bench
+  mkdir -p "$work"
+  reuse=()
+  [ -f "$work/shas.json" ] && reuse=(--reuse)
+  case $name in
+    throughput) cmd=(python3 benchmarks/throughput.py) ;;
+    fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
+    planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
+    ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
+    settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
+    *) echo "unknown benchmark $name" >&2; status=2; continue ;;
+  esac
+  echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"
+  OUT=$work "${cmd[@]}" > "$OUT/$name.txt" 2>&1
+  rc=$?
+  echo "exit $rc" >> "$OUT/$name.txt"
+  [ $rc -eq 0 ] || status=$rc
+  (cd "$work" && find . -maxdepth 1 \( -name '*.json' -o -name '*.log' -o -name '*.txt' \) -print0 \
+     | xargs -0 -r tar -czf "$OUT/$name.tar.gz")
+  tail -n 40 "$OUT/$name.txt"
+done
+exit $status

@@ -1,0 +1,222 @@
+"""Does the adaptive GPU timing rule lose fidelity? Two checks on one NVIDIA GPU, one session:
+
+1. Same medians. `flopwatch run` of the bundled suite (default settings) builds every variant;
+   then, in one process on the same GPU, every series that ran `ok` is timed by both rules
+   (`workers.timing`, method "fixed": ≥ 1 s warm-up, ≥ 50 samples, batches of 10; method
+   "adaptive": the default) in alternating order, `--rounds` rounds each (one for a kernel whose
+   fixed round takes over 15 s). Reported: each rule's median of its round medians, the
+   difference, and the time each rule spent. Target: every series within 0.5%.
+2. A planted 1% slowdown is still caught. Commit P launches a one-thread spin kernel before
+   `cuda_wmma`'s GEMM, calibrated to 1% of its median at 4096³ in the run above
+   (`benchmarks/gpu_noise.py`'s plant). `flopwatch compare A P --all` (every series timed at
+   both commits) must say `slower` for cuda_wmma 4096³ and raise no false alarm elsewhere;
+   `flopwatch compare A P` (default: unchanged series not re-timed) must say `slower` too.
+
+    OUT=/some/folder python3 benchmarks/timing_fidelity.py [--rounds 2] [--skip-planted]
+    OUT=/same/folder python3 benchmarks/timing_fidelity.py --reuse   # after throughput.py there:
+        its suite repository, build cache and the run of A in shared_1gpu.db, nothing rebuilt
+
+Full outputs under OUT (fidelity.json, the commands' JSON and logs); a short table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import throughput  # noqa: E402  (the suite repository and the command runner)
+
+OUT = throughput.OUT
+SLOW_ROUND_S = 15.0
+PLANTED = ("cuda_wmma", "M=4096,N=4096,K=4096")
+
+
+def ok_gpu_series(db: Path, sha: str) -> list[dict]:
+    """The newest ok result of each GPU series of `sha` (a store holds several runs of it)."""
+    from pipeline.store import Store
+
+    with Store(db) as store:
+        rows = store.results("commit_sha = ? AND status = 'ok'", (sha,),
+                             columns=("variant", "shape", "dtype", "device", "build_hash", "median_s", "device_info"))
+    newest = {(r["variant"], r["shape"], r["dtype"]): r for r in rows if r["device"].startswith("cuda")}
+    return list(newest.values())
+
+
+def fidelity_worker(spec_path: str) -> int:
+    """In this one process: each series timed by both rules, alternating."""
+    import torch
+
+    from pipeline.config import load_config
+    from pipeline.discovery import discover
+    from workers import bindings, device
+    from workers.child import generator
+    from workers.ops import get_op, torch_dtype
+    from workers.records import Shape
+    from workers.timing import TimingSettings, time_gpu
+
+    spec = json.loads(Path(spec_path).read_text())
+    root = Path(spec["checkout"])
+    variants = {v.name: v for v in discover(root, load_config(root))[0]}
+    torch.cuda.set_device(0)
+    flush_bytes = device.flush_bytes(device.info("cuda"))
+    out = []
+    for s in spec["series"]:
+        v = variants[s["variant"]]
+        op, dims = get_op(v.op), Shape.from_key(s["shape"]).dims
+        dtype = torch_dtype(s["dtype"])
+        call = bindings.load(v, Path(s["artifact"]), op, "cuda", dims)
+        inputs = op.make_inputs(dims, dtype, v.layout, "cuda", generator(7, "cuda"))
+        out_t = torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(s["dtype"])),
+                            device="cuda")
+
+        def timed() -> None:
+            call(inputs, out_t)
+
+        t0 = time.perf_counter()
+        for _ in range(2):  # what the correctness check does before timing
+            timed()
+        torch.cuda.synchronize()
+        warmed = time.perf_counter() - t0
+        rounds: dict[str, list] = {"fixed": [], "adaptive": []}
+        for r in range(spec["rounds"]):
+            order = ("fixed", "adaptive") if r % 2 == 0 else ("adaptive", "fixed")
+            for method in order:
+                started = time.perf_counter()
+                t = time_gpu(timed, TimingSettings(budget_s=spec["budget_s"], method=method), flush_bytes,
+                             warmed_s=warmed if method == "adaptive" else 0.0)
+                rounds[method].append({"median_s": t.median_s, "n": len(t.samples_s),
+                                       "seconds": time.perf_counter() - started,
+                                       "stop": t.stop_reason, "batch": t.batch, "warmup_s": t.warmup_s,
+                                       "warmup_reason": t.warmup_reason})
+            if r == 0 and rounds["fixed"][0]["seconds"] > SLOW_ROUND_S:
+                break
+        out.append({**s, "rounds": rounds})
+        print(f"{s['variant']} {s['shape']}: fixed {[round(x['median_s'] * 1e3, 4) for x in rounds['fixed']]} ms, "
+              f"adaptive {[round(x['median_s'] * 1e3, 4) for x in rounds['adaptive']]} ms", flush=True)
+    Path(spec["out"]).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float) -> list[dict]:
+    series = [r for r in ok_gpu_series(db, shas["A"]) if r["median_s"] <= longest_s]
+    cache = repo / ".flopwatch" / "cache" / "builds"
+    spec = {"checkout": str(repo / ".flopwatch" / "checkouts" / shas["A"]), "rounds": rounds, "budget_s": 2.0,
+            "out": str(OUT / "fidelity_raw.json"),
+            "series": [{"variant": r["variant"], "shape": r["shape"], "dtype": r["dtype"],
+                        "artifact": str(cache / r["build_hash"] / "artifact")} for r in series]}
+    (OUT / "fidelity_spec.json").write_text(json.dumps(spec, indent=1))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, str(HERE / "timing_fidelity.py"), "--worker", str(OUT / "fidelity_spec.json")],
+                   cwd=ROOT, env=env, check=True)
+    rows = []
+    for s in json.loads((OUT / "fidelity_raw.json").read_text()):
+        fixed = statistics.median(x["median_s"] for x in s["rounds"]["fixed"])
+        adaptive = statistics.median(x["median_s"] for x in s["rounds"]["adaptive"])
+        fixed_all = [x["median_s"] for x in s["rounds"]["fixed"]]
+        rows.append({"variant": s["variant"], "shape": s["shape"], "dtype": s["dtype"], "fixed_ms": fixed * 1e3,
+                     "adaptive_ms": adaptive * 1e3, "diff_pct": (adaptive / fixed - 1) * 100,
+                     # the old rule against itself: how far apart its own rounds were
+                     "fixed_spread_pct": (max(fixed_all) / min(fixed_all) - 1) * 100,
+                     "rounds": len(s["rounds"]["adaptive"]),
+                     "fixed_s": statistics.fmean(x["seconds"] for x in s["rounds"]["fixed"]),
+                     "adaptive_s": statistics.fmean(x["seconds"] for x in s["rounds"]["adaptive"]),
+                     "adaptive_n": statistics.median(x["n"] for x in s["rounds"]["adaptive"]),
+                     "fixed_n": statistics.median(x["n"] for x in s["rounds"]["fixed"]),
+                     "adaptive_batch": s["rounds"]["adaptive"][0]["batch"]})
+    return rows
+
+
+def planted(repo: Path, shas: dict, db: Path) -> list[dict]:
+    """Commit P (1% spin before cuda_wmma) and the two compares."""
+    import gpu_noise
+
+    base = next((r for r in ok_gpu_series(db, shas["A"]) if (r["variant"], r["shape"]) == PLANTED), None)
+    if base is None:
+        raise SystemExit(f"{PLANTED} did not run ok at A: nothing to plant against")
+    cycles = gpu_noise.spin_cycles(base["median_s"], 0.01, gpu_noise._sm_clock_mhz(_AsResult(base)))
+    throughput.git(repo, "checkout", "-q", shas["A"], "-b", "planted")
+    path = repo / "kernels" / gpu_noise.PLANT_TARGETS["cuda_wmma"]
+    path.write_text(gpu_noise.plant_source(path.read_text(), "gemm_cuda_wmma", cycles))
+    throughput.git(repo, "commit", "-qam", "cuda_wmma: a 1% spin before the GEMM")
+    shas["P"] = throughput.git(repo, "rev-parse", "HEAD")
+    throughput.git(repo, "checkout", "-q", "main")
+    out = []
+    for name, extra in (("planted_all", ("--all",)), ("planted_default", ())):
+        s = throughput.flopwatch(repo, name, db, "cuda", "compare", shas["A"], shas["P"], *extra)
+        rows = [r for r in s["rows"] if r["device"].startswith("cuda")]
+        hit = [r for r in rows if (r["variant"], r["shape"]) == PLANTED]
+        others = [r for r in rows if (r["variant"], r["shape"]) != PLANTED and r["variant"] != "cuda_wmma"]
+        out.append({"name": name, "exit": s["exit"], "command_wall_s": s["command_wall_s"], "cycles": cycles,
+                    "planted": [(r["kind"], (r.get("comparison") or {}).get("change")) for r in hit],
+                    "false_alarms": [(r["variant"], r["shape"], r["kind"]) for r in others
+                                     if r["kind"] in ("slower", "faster")],
+                    "timed_others": sum(not r["note"] for r in others), "others": len(others)})
+    return out
+
+
+class _AsResult:
+    """gpu_noise._sm_clock_mhz reads `device_info` of a Result; a stored row has the same field."""
+
+    def __init__(self, row: dict):
+        self.device_info = row.get("device_info") or {}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--longest", type=float, default=0.5,
+                   help="leave out series whose median exceeds this many seconds (the fixed rule spends "
+                        "about 20 launches on them: 24 s a round for a 1.2 s kernel)")
+    p.add_argument("--skip-planted", action="store_true")
+    p.add_argument("--skip-fidelity", action="store_true", help="only the run and the planted compares")
+    p.add_argument("--reuse", action="store_true",
+                   help="use the suite, build cache and run of throughput.py in the same OUT")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return fidelity_worker(args.worker)
+    if throughput.machine_kind() != "cuda":
+        print("timing_fidelity: needs an NVIDIA GPU", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    if args.reuse:
+        repo, shas, db = OUT / "suite", json.loads((OUT / "shas.json").read_text()), OUT / "shared_1gpu.db"
+    else:
+        repo, shas = throughput.suite_repo("cuda")
+        db = OUT / "fidelity.db"
+        for old in OUT.glob("fidelity.db*"):
+            old.unlink()
+        throughput.flopwatch(repo, "fidelity_run", db, "cuda", "run", shas["A"])
+    rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest)
+    plants = [] if args.skip_planted else planted(repo, shas, db)
+    (OUT / "fidelity.json").write_text(json.dumps({"series": rows, "planted": plants}, indent=1))
+    print(f"\n{'variant':22} {'shape':24} {'dtype':5} {'fixed ms':>10} {'adaptive ms':>11} {'diff':>7} "
+          f"{'fixed vs itself':>15} {'rounds':>6} {'fixed s':>7} {'adapt s':>7} {'n fixed':>7} {'n adapt':>7} {'batch':>5}")
+    for r in rows:
+        print(f"{r['variant']:22} {r['shape']:24} {r['dtype']:5} {r['fixed_ms']:>10.4f} {r['adaptive_ms']:>11.4f} "
+              f"{r['diff_pct']:>+6.2f}% {r['fixed_spread_pct']:>14.2f}% {r['rounds']:>6} {r['fixed_s']:>7.2f} "
+              f"{r['adaptive_s']:>7.2f} {r['fixed_n']:>7.0f} {r['adaptive_n']:>7.0f} {r['adaptive_batch']:>5}")
+    if rows:
+        worst = max(rows, key=lambda r: abs(r["diff_pct"]))
+        print(f"within 0.5%: {sum(abs(r['diff_pct']) <= 0.5 for r in rows)} of {len(rows)}; largest "
+              f"{worst['diff_pct']:+.2f}% ({worst['variant']} {worst['shape']}); time fixed "
+              f"{sum(r['fixed_s'] for r in rows):.1f} s vs adaptive {sum(r['adaptive_s'] for r in rows):.1f} s per round")
+    for pl in plants:
+        print(f"{pl['name']}: exit {pl['exit']}, {pl['command_wall_s']:.1f} s; planted {PLANTED} → {pl['planted']}; "
+              f"false alarms {pl['false_alarms'] or 0} among {pl['others']} other series ({pl['timed_others']} timed)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

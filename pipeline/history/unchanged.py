@@ -1,0 +1,85 @@
+"""Which series of a base-vs-head comparison need timing at all ("nothing changed, nothing timed").
+
+A series whose measurement identity (`pipeline.identity`) is the same at base and head would
+measure the same binary through the same harness on the same device model at both commits:
+timing it twice can only produce noise. Such a series is `unchanged`, reason "same build":
+its row carries a stored result with that identity (from any commit), or, when the store has
+none, it is timed once (at head) and that result stands for both sides.
+
+Everything else is timed at both commits as before: a series whose identity differs, a series
+on one side only, one without an identity (no toolchain here), and the peer of an op on a
+device kind where any other series of that op changed, so "% of peer" and the peer's own row
+are measured beside the change. `force` (`compare --all`) times every series at both commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+SeriesKey = tuple[str, str, str, str]  # variant, shape key, dtype, device key
+
+SAME_BUILD = "same build"
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """What the decision needs of one planned series: its identity and which op/peer it is."""
+
+    identity: str
+    op: str
+    device_kind: str
+    peer: bool
+
+
+@dataclass(frozen=True)
+class SeriesPlan:
+    """measure: timed at both commits. run_once: unchanged, timed once at head. reuse:
+    unchanged, {series: the stored result row it carries}. reasons: why each series is where it is."""
+
+    measure: frozenset
+    run_once: frozenset
+    reuse: dict
+    reasons: dict = field(default_factory=dict)
+
+    @property
+    def unchanged(self) -> frozenset:
+        return self.run_once | frozenset(self.reuse)
+
+
+def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesInfo],
+                stored: Callable[[list[str]], dict[str, dict]], force: bool = False) -> SeriesPlan:
+    """Sort every series of either side into measure / run once / reuse (module docstring).
+    `stored(identities)` returns {identity: newest stored result row} for those it has."""
+    measure, same, reasons = set(), set(), {}
+    for key in set(base) | set(head):
+        b, h = base.get(key), head.get(key)
+        if force:
+            measure.add(key)
+            reasons[key] = "--all"
+        elif b is None or h is None:
+            measure.add(key)
+            reasons[key] = "only at " + ("head" if b is None else "base")
+        elif not h.identity or h.identity != b.identity:
+            measure.add(key)
+            reasons[key] = "changed" if h.identity and b.identity else "no identity (no toolchain here)"
+        else:
+            same.add(key)
+    # The peer is timed beside any change of its op on its device kind.
+    changed_ops = set()
+    for key in measure:
+        info = head.get(key) or base.get(key)
+        if not info.peer:
+            changed_ops.add((info.op, info.device_kind))
+    for key in sorted(same):
+        info = head[key]
+        if info.peer and (info.op, info.device_kind) in changed_ops:
+            same.discard(key)
+            measure.add(key)
+            reasons[key] = "peer of a changed series"
+    found = stored([head[k].identity for k in same]) if same else {}
+    reuse = {k: found[head[k].identity] for k in same if head[k].identity in found}
+    run_once = frozenset(k for k in same if k not in reuse)
+    for k in same:
+        reasons[k] = SAME_BUILD
+    return SeriesPlan(frozenset(measure), run_once, reuse, reasons)

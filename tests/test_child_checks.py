@@ -1,0 +1,60 @@
+"""The child's correctness check on the CPU with plain Python kernels: α·A·Bᵀ + β·C kernels
+(alpha_beta) are checked with C initialised, and the race re-check runs on the first inputs."""
+
+from __future__ import annotations
+
+import torch
+
+from workers import child
+from workers.ops import get_op
+from workers.records import Binding, Shape, Variant
+
+DIMS = {"M": 64, "N": 48, "K": 32}
+
+
+def variant(alpha_beta: bool) -> Variant:
+    return Variant("py", "gemm", "python", "kernels/gemm/py", ("k.py",), Binding("python", "k.py:f"), ("fp32",),
+                   (Shape(DIMS),), alpha_beta=alpha_beta)
+
+
+def gemm_nt(beta_used: float | None = None):
+    def call(inputs, out, alpha=1.0, beta=0.0):
+        res = inputs["A"] @ inputs["B"].T
+        b = beta if beta_used is None else beta_used
+        out.copy_(alpha * res + b * out)
+    return call
+
+
+def test_alpha_beta_kernel_is_checked_with_c_initialised():
+    op = get_op("gemm")
+    good = child.check(gemm_nt(), op, variant(True), DIMS, torch.float32, "cpu", seed=3)
+    assert good["passed"] and "repeat_mismatch" not in good  # C accumulates: no repeat check
+    wrong = child.check(gemm_nt(beta_used=0.0), op, variant(True), DIMS, torch.float32, "cpu", seed=3)
+    assert not wrong["passed"] and wrong["rel_fro_err"] > 1e-3
+
+
+def test_race_recheck_runs_when_asked_and_catches_an_output_that_moves():
+    op = get_op("gemm")
+    calls = {"n": 0}
+
+    def racy(inputs, out, alpha=1.0, beta=0.0):
+        calls["n"] += 1
+        out.copy_(inputs["A"] @ inputs["B"].T)
+        if calls["n"] == 2:  # the second run on the same inputs differs in one element
+            out[0, 0] += 1.0
+
+    first = child.check(racy, op, variant(False), DIMS, torch.float32, "cpu", seed=1, repeat=True)
+    assert first["repeat_mismatch"] == 1 and not first["passed"]
+    calls["n"] = 0
+    skipped = child.check(racy, op, variant(False), DIMS, torch.float32, "cpu", seed=1, repeat=False)
+    assert "repeat_mismatch" not in skipped and skipped["passed"] and calls["n"] == 1
+
+
+def test_inputs_are_drawn_on_the_generators_device_and_depend_on_the_seed():
+    op = get_op("gemm")
+    a = op.make_inputs(DIMS, torch.bfloat16, "nt", "cpu", child.generator(5, "cpu"))
+    b = op.make_inputs(DIMS, torch.bfloat16, "nt", "cpu", child.generator(5, "cpu"))
+    c = op.make_inputs(DIMS, torch.bfloat16, "nt", "cpu", child.generator(6, "cpu"))
+    assert a["A"].dtype == torch.bfloat16 and a["A"].device.type == "cpu"
+    assert torch.equal(a["A"], b["A"]) and not torch.equal(a["A"], c["A"])
+    assert 0.05 < float(a["A"].float().std()) < 0.2  # randn/10, never zeros

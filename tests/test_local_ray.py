@@ -1,0 +1,163 @@
+"""flopwatch's kept local Ray head, its parts one by one: the folder it trusts, the key that
+keeps a stale head from being found, its command line and environment, its record, and the
+idle rule (real file locks, a counted clock: no sleeping, no wall-clock limits)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from pipeline import local_ray
+from pipeline.local_ray import HeadRecord, folder_problem
+from pipeline.ray_access import ClusterError
+
+UID = os.getuid()
+DIR = stat.S_IFDIR
+
+
+def test_only_a_private_directory_of_this_user_is_trusted():
+    assert folder_problem(DIR | 0o700, UID, UID) is None
+    assert folder_problem(DIR | 0o750, UID, UID) == "is open to group or others (mode 750, needs 700)"
+    assert folder_problem(DIR | 0o707, UID, UID).startswith("is open to group or others")
+    assert folder_problem(DIR | 0o700, UID + 1, UID) == f"belongs to uid {UID + 1}, not to this user ({UID})"
+    assert folder_problem(stat.S_IFLNK | 0o777, UID, UID) == "is a symbolic link"
+    assert folder_problem(stat.S_IFREG | 0o600, UID, UID) == "is not a directory"
+
+
+def test_private_folder_creates_700_and_refuses_what_others_could_enter(tmp_path):
+    made = local_ray.private_folder(tmp_path / "heads")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    (tmp_path / "open").mkdir(mode=0o755)
+    os.chmod(tmp_path / "open", 0o755)
+    with pytest.raises(ClusterError, match=r"refusing to use .*open.*mode 755"):
+        local_ray.private_folder(tmp_path / "open")
+    (tmp_path / "link").symlink_to(made)
+    with pytest.raises(ClusterError, match="symbolic link"):
+        local_ray.private_folder(tmp_path / "link")
+
+
+def test_the_key_changes_with_everything_a_head_depends_on():
+    base = {"uid": 1000, "python": "/venv/bin/python3", "ray_version": "2.60.0", "code": "c0de"}
+    key = local_ray.head_key(None, **base)
+    assert key == local_ray.head_key(None, **base) and len(key) == 12
+    others = [local_ray.head_key(1, **base),
+              local_ray.head_key(None, **{**base, "uid": 1001}),
+              local_ray.head_key(None, **{**base, "python": "/other/bin/python3"}),
+              local_ray.head_key(None, **{**base, "ray_version": "2.61.0"}),
+              local_ray.head_key(None, **{**base, "code": "c0df"})]
+    assert key not in others and len(set(others)) == len(others)
+
+
+def test_the_code_digest_follows_the_source(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    before = local_ray.code_digest((tmp_path / "pkg",))
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    assert local_ray.code_digest((tmp_path / "pkg",)) != before
+
+
+def test_serve_command_line():
+    argv = local_ray.serve_command(Path("/run/fw/abc"), "abc", 2, 600.0, python="/venv/bin/python3")
+    assert " ".join(argv) == ("/venv/bin/python3 -m pipeline.local_ray serve --folder /run/fw/abc --key abc "
+                              "--idle-s 600 --num-gpus 2")
+    assert "--num-gpus" not in local_ray.serve_command(Path("/f"), "k", None, 30.0)
+
+
+def test_the_head_uses_its_own_token_file_and_no_other_cluster():
+    env = {"RAY_ADDRESS": "10.0.0.1:6379", "FLOPWATCH_RAY_ADDRESS": "10.0.0.1:6379", "RAY_AUTH_TOKEN": "theirs",
+           "RAY_AUTH_MODE": "disabled", "PYTHONPATH": "/elsewhere", "HOME": "/home/u", "GITHUB_TOKEN": "ghs_x"}
+    out = local_ray.head_env(env, Path("/run/fw/abc"))
+    assert out["RAY_AUTH_MODE"] == "token" and out["RAY_AUTH_TOKEN_PATH"] == "/run/fw/abc/token"
+    assert not {"RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", "RAY_AUTH_TOKEN", "GITHUB_TOKEN"} & set(out)
+    assert out["PYTHONPATH"] == f"{local_ray.PACKAGE_ROOT}{os.pathsep}/elsewhere" and out["HOME"] == "/home/u"
+
+
+def test_record_round_trip_and_garbage():
+    record = HeadRecord("abc", 42, "192.0.2.2:41234", 600.0, 1.5e9, {"CPU": 2.0, "flopwatch_cpu": 1.0})
+    assert HeadRecord.from_json(record.to_json()) == record
+    assert HeadRecord.from_json("{") is None and HeadRecord.from_json('{"key": "abc"}') is None
+
+
+def test_a_record_is_believed_only_for_a_live_server_of_its_key():
+    # A process whose command line looks like a head's server for key "k1" (it only sleeps).
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)",
+                             local_ray.MODULE, "serve", "--key", "k1"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"  # running its own command line now
+        assert local_ray.is_serving(HeadRecord("k1", proc.pid, "h:1", 1, 0, {}))
+        assert not local_ray.is_serving(HeadRecord("k2", proc.pid, "h:1", 1, 0, {}))
+        assert not local_ray.is_serving(HeadRecord("k1", os.getpid(), "h:1", 1, 0, {}))  # pytest is no server
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert not local_ray.is_serving(HeadRecord("k1", proc.pid, "h:1", 1, 0, {}))  # gone
+
+
+class Ticks:
+    """A clock that moves one second per reading and runs `at[t]` when it reaches t."""
+
+    def __init__(self, at=None):
+        self.t, self.at = 0.0, at or {}
+
+    def __call__(self) -> float:
+        self.t += 1.0
+        if self.t in self.at:
+            self.at.pop(self.t)()
+        return self.t
+
+
+def _hold(folder: Path):
+    handle = open(folder / local_ray.IN_USE, "a")  # noqa: SIM115
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    return handle
+
+
+def test_an_attached_command_keeps_the_head_up(tmp_path):
+    held, stop, idled = _hold(tmp_path), threading.Event(), []
+    clock = Ticks(at={200.0: stop.set})
+    why = local_ray.wait_until_idle(tmp_path, 5.0, stop, healthy=lambda: True, on_idle=lambda: idled.append(1),
+                                    clock=clock, poll_s=0)
+    held.close()
+    assert why == "stopped" and idled == []
+
+
+def test_idle_time_counts_from_the_last_release(tmp_path):
+    held, stop, seen = _hold(tmp_path), threading.Event(), []
+
+    def on_idle():
+        # Still under the head's exclusive lock: a command cannot attach to a head that stops.
+        with open(tmp_path / local_ray.IN_USE, "a") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        seen.append(clock.t)
+
+    clock = Ticks(at={50.0: held.close, 1000.0: stop.set})
+    why = local_ray.wait_until_idle(tmp_path, 20.0, stop, healthy=lambda: True, on_idle=on_idle, clock=clock,
+                                    poll_s=0)
+    assert why == "idle" and len(seen) == 1
+    assert 70.0 <= seen[0] < 100.0  # released at tick 50, then 20 idle seconds
+
+
+def test_a_head_whose_ray_died_stops(tmp_path):
+    stop = threading.Event()
+    held = _hold(tmp_path)
+    why = local_ray.wait_until_idle(tmp_path, 5.0, stop, healthy=lambda: False, on_idle=lambda: None,
+                                    clock=Ticks(at={10_000.0: stop.set}), poll_s=0)
+    held.close()
+    assert why == "unhealthy"
+
+
+def test_attached_reports_a_holder(tmp_path):
+    (tmp_path / local_ray.IN_USE).touch()
+    assert not local_ray.attached(tmp_path)
+    held = _hold(tmp_path)
+    assert local_ray.attached(tmp_path)
+    held.close()
+    assert not local_ray.attached(tmp_path)

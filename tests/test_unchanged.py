@@ -1,0 +1,180 @@
+"""Nothing changed, nothing timed: the decision per series (pure), and `compare` end to end on
+a real repository where each part of the measurement identity changes in turn (a README edit,
+a shared header, one variant's flags, the flopwatch harness)."""
+
+from __future__ import annotations
+
+import json
+
+import git
+import pytest
+from suite_repo import make_suite_repo
+
+from pipeline import cli, cluster, identity
+from pipeline.history.unchanged import SAME_BUILD, SeriesInfo, plan_series
+
+
+def info(identity_: str, op: str = "gemm", peer: bool = False, kind: str = "cpu") -> SeriesInfo:
+    return SeriesInfo(identity_, op, kind, peer)
+
+
+def no_store(_ids) -> dict:
+    return {}
+
+
+# -- the decision ----------------------------------------------------------------------------
+
+def test_same_identity_is_unchanged_and_reuses_a_stored_row():
+    stored = {"id-a": {"commit_sha": "abc", "identity": "id-a"}}
+    plan = plan_series({("a",): info("id-a")}, {("a",): info("id-a")}, lambda ids: {i: stored[i] for i in ids if i in stored})
+    assert plan.measure == frozenset() and plan.run_once == frozenset()
+    assert plan.reuse == {("a",): stored["id-a"]} and plan.reasons[("a",)] == SAME_BUILD
+
+
+def test_same_identity_without_a_stored_row_is_timed_once():
+    plan = plan_series({("a",): info("id-a")}, {("a",): info("id-a")}, no_store)
+    assert plan.run_once == {("a",)} and not plan.measure and not plan.reuse
+
+
+def test_a_changed_identity_is_measured_at_both_commits_and_so_is_its_ops_peer():
+    base = {("a",): info("a1"), ("b",): info("b1"), ("peer",): info("p1", peer=True),
+            ("copy_peer",): info("c1", op="copy", peer=True)}
+    head = {("a",): info("a2"), ("b",): info("b1"), ("peer",): info("p1", peer=True),
+            ("copy_peer",): info("c1", op="copy", peer=True)}
+    plan = plan_series(base, head, no_store)
+    assert plan.measure == {("a",), ("peer",)}
+    assert plan.unchanged == {("b",), ("copy_peer",)}  # another op's peer stays untimed
+    assert plan.reasons[("peer",)] == "peer of a changed series"
+
+
+def test_the_peer_of_another_device_kind_is_not_dragged_in():
+    base = {("a", "cuda"): info("a1", kind="cuda"), ("peer", "cpu"): info("p", peer=True)}
+    head = {("a", "cuda"): info("a2", kind="cuda"), ("peer", "cpu"): info("p", peer=True)}
+    assert plan_series(base, head, no_store).measure == {("a", "cuda")}
+
+
+def test_series_on_one_side_only_or_without_identity_are_measured():
+    plan = plan_series({("gone",): info("g"), ("x",): info("")}, {("new",): info("n"), ("x",): info("")}, no_store)
+    assert plan.measure == {("gone",), ("new",), ("x",)}
+
+
+def test_all_forces_every_series():
+    plan = plan_series({("a",): info("same")}, {("a",): info("same")}, no_store, force=True)
+    assert plan.measure == {("a",)} and not plan.unchanged
+
+
+# -- the identity ----------------------------------------------------------------------------
+
+def test_identity_moves_with_each_of_its_parts(monkeypatch):
+    base = dict(build_hash="b", op="gemm", shape_key="M=1,N=1,K=1", dtype="fp32", device_key="cpu:x")
+    ref = identity.measurement_identity(**base)
+    assert identity.measurement_identity(**base) == ref
+    for key, other in (("build_hash", "c"), ("shape_key", "M=2,N=1,K=1"), ("dtype", "bf16"),
+                       ("device_key", "cuda:NVIDIA H200"), ("op", "copy")):
+        assert identity.measurement_identity(**{**base, key: other}) != ref, key
+    assert identity.measurement_identity(**base, threads=4) != ref
+    monkeypatch.setattr(identity, "worker_code_digest", lambda: "a different harness")
+    assert identity.measurement_identity(**base) != ref
+
+
+# -- compare, end to end ---------------------------------------------------------------------
+
+HEADER = "// shared helpers\n#define FLOPWATCH_TEST_UNROLL {n}\n"
+CONFIG = """\
+kernels = ["kernels"]
+include_dirs = ["kernels/include"]
+[shape_sets]
+tiny = [[128, 128, 128]]
+[defaults]
+timing_budget_s = 0.2
+"""
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """c0 the suite; c1 a README edit; c2 a shared header edit; c3 one variant's flags edited."""
+    root = tmp_path_factory.mktemp("unchanged")
+    repo = make_suite_repo(root)
+    (root / ".gitignore").write_text(".flopwatch/\n")
+    (root / "flopwatch.toml").write_text(CONFIG)
+    (root / "kernels" / "include").mkdir()
+    (root / "kernels" / "include" / "helpers.h").write_text(HEADER.format(n=4))
+    shas = [_commit(repo, "suite with a shared header")]
+    (root / "README.md").write_text("# kernels\n")
+    shas.append(_commit(repo, "docs only"))
+    (root / "kernels" / "include" / "helpers.h").write_text(HEADER.format(n=8))
+    shas.append(_commit(repo, "change the shared header"))
+    manifest = root / "kernels" / "gemm" / "cpp_naive" / "variant.toml"
+    assert 'flags = ["-O2"]' in manifest.read_text()
+    manifest.write_text(manifest.read_text().replace('flags = ["-O2"]', 'flags = ["-O2", "-DFLOPWATCH_TEST=1"]'))
+    shas.append(_commit(repo, "cpp_naive: a -D define"))
+    return root, shas
+
+
+def _commit(repo: git.Repo, subject: str) -> str:
+    repo.git.add(A=True)
+    return repo.index.commit(subject).hexsha
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    info_ = cluster.connect(None)
+    yield info_
+    cluster.shutdown(info_)
+
+
+def _compare(capsys, root, db, base, head, *extra) -> tuple[int, dict]:
+    code = cli.main(["compare", base, head, "--repo", str(root), "--db", str(db), "--budget", "0.2",
+                     "--pair-budget", "0.3", "--no-report", "--json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _rows(report: dict) -> dict[str, dict]:
+    return {r["variant"]: r for r in report["rows"]}
+
+
+def _count(db) -> int:
+    from pipeline.store import count_results
+
+    return count_results(db)
+
+
+@pytest.mark.slow
+def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, tmp_path, monkeypatch):
+    root, (c0, c1, c2, c3) = history
+    db = tmp_path / "r.db"
+    assert cli.main(["run", c0, "--repo", str(root), "--db", str(db), "--budget", "0.2", "--no-report",
+                     "--json"]) == 0
+    capsys.readouterr()
+    stored = _count(db)
+
+    # A README edit: every series unchanged, carried by the stored results, nothing timed.
+    code, report = _compare(capsys, root, db, c0, c1)
+    rows = _rows(report)
+    assert code == 0 and report["not_retimed"] == len(report["rows"]) == 3
+    assert all(r["kind"] == "unchanged" and r["note"].startswith(f"same build: stored result of {c0[:10]}")
+               for r in rows.values()), rows
+    assert _count(db) == stored  # nothing was run
+
+    # A shared header: every build changes, every series is timed at both commits.
+    code, report = _compare(capsys, root, db, c1, c2)
+    assert report["not_retimed"] == 0 and all(not r["note"] for r in report["rows"])
+    assert {r["kind"] for r in report["rows"]} <= {"same", "unsure", "slower", "faster"}
+
+    # One variant's flags: that variant and the op's peer are timed; the other is not.
+    code, report = _compare(capsys, root, db, c2, c3)
+    rows = _rows(report)
+    assert not rows["cpp_naive"]["note"] and not rows["torch_ref"]["note"]
+    assert rows["cpp_blocked"]["kind"] == "unchanged" and rows["cpp_blocked"]["note"].startswith("same build")
+
+    # A new flopwatch harness: the stored results no longer match, so each series is timed
+    # once (at head) and stands for both sides.
+    before = _count(db)
+    monkeypatch.setattr(identity, "worker_code_digest", lambda: "a different harness")
+    code, report = _compare(capsys, root, db, c0, c1)
+    assert all(r["note"] == "same build: timed once, at head, for both sides" for r in report["rows"]), report
+    assert _count(db) == before + 3
+
+    # --all times everything at both commits.
+    code, report = _compare(capsys, root, db, c0, c1, "--all")
+    assert report["not_retimed"] == 0
