@@ -79,7 +79,8 @@ def _found(stdout: str) -> list[tuple]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fleet", action="store_true", help="three years of a fleet (synthetic_history.FLEET)")
-    ap.add_argument("--out", type=Path, help="work folder (default: a temporary one, removed after)")
+    ap.add_argument("--out", type=Path, help="work folder, kept: a later run with the same sizes reuses its history "
+                                             "(default: a temporary one, removed after)")
     for name in ("commits", "variants", "shapes", "devices"):
         ap.add_argument(f"--{name}", type=int)
     ap.add_argument("--threshold", help="detect's --threshold (default: per device kind, as a nightly)")
@@ -92,10 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     size = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in preset.items()}
     out = args.out or Path(tempfile.mkdtemp(prefix="flopwatch-scale-"))
     try:
-        t0 = time.perf_counter()
-        planted = gen.write_history(out / "history", fleet=args.fleet, nights=size["commits"] - 1, **size)
-        print(f"history: {size['commits']} commits × {size['devices'] * size['variants'] * size['shapes']} series "
-              f"in {time.perf_counter() - t0:.0f} s", flush=True)
+        kept = out / "history" / "planted.json"
+        if kept.exists() and json.loads(kept.read_text())["settings"] == dict(size, fleet=args.fleet):
+            planted = json.loads(kept.read_text())  # an earlier run's history (--out): generated once
+        else:
+            t0 = time.perf_counter()
+            planted = gen.write_history(out / "history", fleet=args.fleet, nights=size["commits"] - 1, **size)
+            kept.write_text(json.dumps(planted))
+            print(f"history: {size['commits']} commits × {size['devices'] * size['variants'] * size['shapes']} "
+                  f"series in {time.perf_counter() - t0:.0f} s", flush=True)
         source = Path(planted["repo"])
         want = sorted((s["variant"], s["shape"], s["device"], s["bad_sha"]) for s in planted["steps"])
         runs = []

@@ -91,3 +91,28 @@ def test_the_pr_comment_section_links_trends_on_the_published_site(monkeypatch):
     monkeypatch.delenv("FLOPWATCH_SITE_URL")
     assert "[trend]" not in open_regressions_section(grouped) and "| -5.0% | a |" in open_regressions_section(grouped)
     assert open_regressions_section(()) == ""
+
+
+def test_a_range_over_unmeasured_commits_is_not_taken_for_one_commit(tmp_path):
+    import numpy as np
+
+    from pipeline.commands.publish import site_input
+    from pipeline.history.regressions import RegressionStore
+    from pipeline.store import Store
+    from workers.records import Result
+
+    measured = [0, 1, 2, 3, 7, 8, 9]  # nights 4..6 were not measured
+    with Store(tmp_path / "r.db") as store:
+        for i in measured:
+            store.record_commit(SHAS[i], f"commit {i}", "A <a@x>", "2025-01-01", [])
+            run = store.start_run(SHAS[i], False, "nightly", "", "", "nightly")
+            samples = tuple(1e-3 * (1.3 if i >= 7 else 1.0) * (1 + 0.001 * np.arange(10)))
+            store.record_result(run, SHAS[i], False, Result(
+                variant="a", op="gemm", backend="cpp", shape="M=1", dtype="bf16", device="rocm:MI300X", status="ok",
+                median_s=float(np.median(samples)), ci_low_s=min(samples), ci_high_s=max(samples), samples_s=samples,
+                flops=1e9))
+        RegressionStore(store).record(Regression("a", "M=1", "bf16", "rocm:MI300X", SHAS[3], SHAS[7], -0.23,
+                                                 1e12, 0.77e12, 0.005))
+        board = site_input(store, SHAS[:10]).dashboard
+    [cause] = board.causes
+    assert cause.how == causes.UNRESOLVED and cause.between == 4 and cause.culprit is None

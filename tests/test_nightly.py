@@ -1,5 +1,5 @@
 """`flopwatch nightly` end to end over a real git history: two CPU GEMM variants, one commit that
-slows both (each does its work twice from then on), and nights that were not measured, so the
+slows both (each does its work three times from then on), and nights that were not measured, so the
 step lies in an unresolved range. The nightly measures the head, detects both steps in the same
 range, bisects that range once, records the culprit on both regressions and publishes one
 dashboard entry for the culprit commit. Everything is measured for real on a local Ray cluster."""
@@ -20,14 +20,15 @@ from pipeline.store import Store
 pytestmark = pytest.mark.slow
 
 CONFIG = 'kernels = ["kernels"]\n\n[shape_sets]\nsmall = [[256, 256, 256]]\n'
-N_COMMITS = 12
-CULPRIT = 7                         # from this commit on both kernels repeat the product
-MEASURED = (0, 1, 2, 3, 9, 10)      # nightlies that ran; 4..8 did not (a broken runner)
+N_COMMITS = 14
+CULPRIT = 7                                 # from this commit on both kernels do their work 3 times
+MEASURED = (0, 1, 2, 3, 4, 5, 9, 10, 11, 12)  # nightlies that ran; 6..8 did not (a broken runner)
 VARIANTS = ("cpp_blocked", "cpp_blocked_b")
 
 
 def _kernel(i: int, entry: str) -> str:
-    return KERNEL.replace("REPS", "2" if i >= CULPRIT else "1").replace("gemm_blocked(", f"{entry}(")
+    # 3x the time: far beyond what a loaded 2-core runner does to CPU timings.
+    return KERNEL.replace("REPS", "3" if i >= CULPRIT else "1").replace("gemm_blocked(", f"{entry}(")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def test_nightly_bisects_the_range_once_and_names_the_culprit_of_both_series(his
     with Store(root / ".flopwatch" / "results.db") as store:
         stored = RegressionStore(store).all()
     assert sorted(r.variant for r in stored) == sorted(VARIANTS)
-    assert {(r.good_sha, r.bad_sha) for r in stored} == {(shas[3], shas[9])}
+    assert {(r.good_sha, r.bad_sha) for r in stored} == {(shas[5], shas[9])}
     assert {r.culprit_sha for r in stored} == {shas[CULPRIT]}
     bisected = {r.bisect["bisected_on"]["variant"] for r in stored}
     assert len(bisected) == 1 and all(r.bisect["series_in_range"] == 2 for r in stored)  # one search for both

@@ -96,6 +96,9 @@ def _bisect_range(session, repo, item, threshold, options, max_evals, table, sit
                            max_evals)
     write_bisect_page(site, report, bound(len(report.commits) - 1))
     o = report.outcome
+    if o.first_bad:  # its subject and author for the pages, measured or not
+        c = checkout.commit_info(repo, o.first_bad)
+        session.store.record_commit(c.sha, c.subject, c.author, c.authored_at, list(c.parents))
     _record_culprit(table, item, o.first_bad, {
         "message": o.message, "evaluations": o.evaluations, "candidates": list(o.candidates),
         "skipped": list(o.skipped), "bisected_on": {"variant": item.variant, "shape": item.shape},

@@ -52,7 +52,12 @@ def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: i
     line_shas = [s for s in order if s in stored] if order is not None else history.date_order(list(stored.values()))
     line = [stored[s] for s in line_shas]
     regressions = sorted(RegressionStore(store).all(), key=lambda r: -r.id)
-    board = dashboard.build(scanned.series, regressions, stored, line_shas, scanned.ops, last_n)
+    # A culprit need not have been measured (a bisection skips a commit whose builds equal an end's).
+    named = {sha: store.commit(sha) or {"sha": sha} for r in regressions
+             for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha and sha not in stored}
+    # A range is counted in first-parent commits, measured or not: the whole line when known.
+    board = dashboard.build(scanned.series, regressions, {**stored, **named},
+                            order if order is not None else line_shas, scanned.ops, last_n)
 
     newest_first = sorted(scanned.commits, key=lambda sha: -scanned.commits[sha].last_id)
     wanted, rows_paged = set(), 0
