@@ -54,10 +54,9 @@ _COLUMNS = ("id", "run_id", "commit_sha", "dirty", "variant", "op", "backend", "
             "bytes_moved", "diagnostic", *_JSON_COLUMNS, "stderr_tail", "created_at", "identity")
 
 
-# Columns computed from others: the samples are a JSON list of floats, so their number is one
-# more than their commas (plain SQL: the same text works in PostgreSQL).
-_COUNTED = {"n_samples": "CASE WHEN samples IS NULL OR samples IN ('', '[]') THEN 0 "
-                         "ELSE length(samples) - length(replace(samples, ',', '')) + 1 END"}
+# Columns computed from others (plain SQL: the same text works in PostgreSQL). Whether a row has
+# samples is a comparison; counting them would cost a scan of a million sample lists.
+_COUNTED = {"has_samples": "CASE WHEN samples IS NULL OR samples IN ('', '[]') THEN 0 ELSE 1 END"}
 
 
 class StoreError(RuntimeError):
@@ -182,8 +181,8 @@ class Store:
     def scan_results(self, columns: tuple[str, ...], batch: int = 5000) -> Iterator[tuple]:
         """Every result row as a tuple of `columns`, JSON columns left as text, streamed in series
         order (variant, shape, dtype, device, then oldest first): a history of a million results is
-        read one series at a time instead of as a million dicts at once. The column `n_samples`
-        is the number of samples, counted here without sending them."""
+        read one series at a time instead of as a million dicts at once. The column `has_samples`
+        is 1 when the row has samples, without sending them."""
         unknown = [c for c in columns if c not in _COLUMNS and c not in _COUNTED]
         if unknown:
             raise StoreError(f"unknown result column(s): {', '.join(unknown)}")

@@ -15,6 +15,7 @@ import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import orjson
@@ -27,11 +28,12 @@ from workers import status
 from workers.stats import median_ci
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
-    """One commit of one series. rate is work/s at the pooled median (None when no ok
+class Point(NamedTuple):
+    """One commit of one series (a NamedTuple, not a dataclass: a fleet's history makes a
+    million of them, and a tuple is built five times faster). rate is work/s at the pooled median (None when no ok
     sample exists); rate_lo/rate_hi come from the median's CI (throughput is 1/time, so
-    the time CI's ends swap); status is that of the newest result at this commit."""
+    the time CI's ends swap); status is that of the newest result at this commit; n_samples is
+    None where it was not counted (older commits measured once: `scan`)."""
 
     sha: str
     subject: str
@@ -42,7 +44,7 @@ class Point:
     rate: float | None = None
     rate_lo: float | None = None
     rate_hi: float | None = None
-    n_samples: int = 0
+    n_samples: int | None = 0
     resources: dict | None = None
     counters: dict | None = None
     diagnostic: str = ""
@@ -81,14 +83,17 @@ def date_order(commits: Sequence[dict]) -> list[str]:
     return [c["sha"] for c in sorted(commits, key=lambda c: (c.get("authored_at") or "", c["sha"]))]
 
 
-# The result columns a series reads, in this order (`Store.scan_results`; n_samples is counted
-# by the store, so that the samples are decoded only where re-runs must be pooled); the pages
-# also read the resources and counters.
+# The result columns a series reads, in this order (`Store.scan_results`: the samples themselves
+# are read only where re-runs must be pooled, and counted only for the newest commits, whose
+# points the trend pages list); the pages also read the resources and counters.
 TIMING_COLUMNS = ("id", "commit_sha", "dirty", "variant", "op", "shape", "dtype", "device", "status", "peer",
-                  "median_s", "ci_low_s", "ci_high_s", "flops", "bytes_moved", "diagnostic", "n_samples")
+                  "median_s", "ci_low_s", "ci_high_s", "flops", "bytes_moved", "diagnostic", "has_samples")
+# Points whose number of samples is known without pooling: those of the newest commits of the
+# line (the trend page's table lists the newest 30 points of a series).
+COUNTED_COMMITS = 30
 SERIES_COLUMNS = (*TIMING_COLUMNS, "resources", "counters")
 (_ID, _SHA, _DIRTY, _VARIANT, _OP, _SHAPE, _DTYPE, _DEVICE, _STATUS, _PEER, _MEDIAN, _LO, _HI, _FLOPS, _BYTES,
- _DIAGNOSTIC, _N, _RESOURCES, _COUNTERS) = range(len(SERIES_COLUMNS))
+ _DIAGNOSTIC, _HAS_SAMPLES, _RESOURCES, _COUNTERS) = range(len(SERIES_COLUMNS))
 
 
 def _flat(value, cache: dict | None = None) -> dict:
@@ -114,21 +119,23 @@ def _commit_fields(commit: dict) -> tuple[str, str, str, str]:
     return (commit["sha"], commit.get("subject") or "", commit.get("author") or "", commit.get("authored_at") or "")
 
 
-def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dict, pooled: Callable) -> Point:
+def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dict, pooled: Callable,
+           counts: dict[int, int]) -> Point:
     """The point of one commit (its `_commit_fields`) from its rows (`SERIES_COLUMNS` tuples,
     oldest first). One ok row (the common case): its stored median and CI, which the timer
     computed from exactly these samples (`workers.timing.measure`), so a history is read without
-    decoding a million sample lists. Several ok rows (re-runs): the median and CI of all their
-    samples pooled, which pooled(row ids) reads."""
+    decoding a million sample lists; n_samples from counts (row id → samples) where known, else
+    None. Several ok rows (re-runs): the median and CI of all their samples pooled, which
+    pooled(row ids) reads."""
     newest = rows[-1]
     meta = (*commit, newest[_STATUS])
     diagnostic = (newest[_DIAGNOSTIC] or "")[:500] if newest[_STATUS] != status.OK else ""
-    ok = [r for r in rows if r[_STATUS] == status.OK and r[_N]]
+    ok = [r for r in rows if r[_STATUS] == status.OK and r[_HAS_SAMPLES]]
     if not ok:
         return Point(*meta, diagnostic=diagnostic)
     last = ok[-1]
     if len(ok) == 1 and last[_MEDIAN] and last[_LO] is not None and last[_HI] is not None:
-        median, lo, hi, n = last[_MEDIAN], last[_LO], last[_HI], last[_N]
+        median, lo, hi, n = last[_MEDIAN], last[_LO], last[_HI], counts.get(last[_ID])
     else:
         samples = pooled([r[_ID] for r in ok])
         median = float(statistics.median(samples))  # 10x numpy's on a few dozen floats
@@ -143,7 +150,7 @@ def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dic
 
 
 def _series(rows: list[tuple], line: Sequence[tuple], position: dict[str, int], details: bool,
-            pooled: Callable) -> Series | None:
+            pooled: Callable, counts: dict[int, int]) -> Series | None:
     """One series from its rows (`SERIES_COLUMNS` tuples of one variant × shape × dtype ×
     device, oldest first) along `line` (`_commit_fields` of each commit); None when no row is
     on the line."""
@@ -155,7 +162,7 @@ def _series(rows: list[tuple], line: Sequence[tuple], position: dict[str, int], 
         return None
     shas = sorted(by_commit, key=position.__getitem__)
     resources_cache: dict = {}
-    points = tuple(_point(line[position[s]], by_commit[s], details, resources_cache, pooled) for s in shas)
+    points = tuple(_point(line[position[s]], by_commit[s], details, resources_cache, pooled, counts) for s in shas)
     first = by_commit[shas[0]][-1]
     return Series(first[_VARIANT], first[_SHAPE], first[_DTYPE], first[_DEVICE],
                   "FLOP/s" if first[_FLOPS] else "B/s", points)
@@ -172,7 +179,7 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
     for i, r in enumerate(rows):
         samples = list(r.get("samples") or ())
         samples_of[i] = samples
-        row = {**r, "id": i, "n_samples": len(samples)}
+        row = {**r, "id": i, "has_samples": int(bool(samples))}
         if not samples:  # a stored median means nothing without the samples behind it
             row["median_s"] = None
         grouped.setdefault(series_key(r), []).append(tuple(row.get(c) for c in SERIES_COLUMNS))
@@ -182,7 +189,8 @@ def build_series(rows: Sequence[dict], commits: Sequence[dict]) -> list[Series]:
         return [x for i in ids for x in samples_of[i]]
 
     line = [_commit_fields(c) for c in commits]
-    built = (_series(group, line, position, details, pooled) for _, group in sorted(grouped.items()))
+    counts = {i: len(samples) for i, samples in samples_of.items()}
+    built = (_series(group, line, position, details, pooled, counts) for _, group in sorted(grouped.items()))
     return [s for s in built if s is not None]
 
 
@@ -306,6 +314,10 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True) -> His
         return [x for r in store.results(f"id IN ({','.join('?' * len(ids))})", tuple(ids), ("samples",))
                 for x in r["samples"]]
 
+    recent = shas[-COUNTED_COMMITS:]
+    counts = {r["id"]: len(r["samples"]) for r in store.results(
+        f"commit_sha IN ({','.join('?' * len(recent))})", tuple(recent), ("id", "samples"))} if recent else {}
+
     out, ops, counts = [], {}, {}
     same_series = operator.itemgetter(_VARIANT, _SHAPE, _DTYPE, _DEVICE)
     for key, group in itertools.groupby(store.scan_results(columns), key=same_series):
@@ -315,7 +327,7 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True) -> His
         for sha, r in newest.items():
             n, failing, last = counts.get(sha, (0, 0, 0))
             counts[sha] = (n + 1, failing + (r[_STATUS] in status.FAILURES), max(last, r[_ID]))
-        built = _series(rows, line, position, details, pooled)
+        built = _series(rows, line, position, details, pooled, counts)
         if built is not None:
             out.append(built)
     return History(out, ops, {sha: CommitCount(*c) for sha, c in counts.items()})
