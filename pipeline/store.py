@@ -178,20 +178,28 @@ class Store:
         rows = self.db.execute(f"SELECT {wanted} FROM results WHERE {where} ORDER BY id", params).fetchall()
         return [_decode(r) for r in rows]
 
-    def scan_results(self, columns: tuple[str, ...], batch: int = 5000) -> Iterator[tuple]:
-        """Every result row as a tuple of `columns`, JSON columns left as text, streamed in series
-        order (variant, shape, dtype, device, then oldest first): a history of a million results is
-        read one series at a time instead of as a million dicts at once. The column `has_samples`
-        is 1 when the row has samples, without sending them."""
+    def scan_results(self, columns: tuple[str, ...], after_id: int = 0, batch: int = 5000) -> Iterator[tuple]:
+        """Every result row (with an id above `after_id`) as a tuple of `columns`, JSON columns left
+        as text, streamed in series order (variant, shape, dtype, device, then oldest first): a
+        history of a million results is read one series at a time instead of as a million dicts
+        at once. The column `has_samples` is 1 when the row has samples, without sending them."""
         unknown = [c for c in columns if c not in _COLUMNS and c not in _COUNTED]
         if unknown:
             raise StoreError(f"unknown result column(s): {', '.join(unknown)}")
         cursor = self.db.cursor()
         cursor.row_factory = None  # plain tuples: a third faster than sqlite3.Row over a million rows
         wanted = ", ".join(_COUNTED.get(c, c) for c in columns)
-        cursor.execute(f"SELECT {wanted} FROM results ORDER BY variant, shape, dtype, device, id")
+        cursor.execute(f"SELECT {wanted} FROM results WHERE id > ? ORDER BY variant, shape, dtype, device, id",
+                       (after_id,))
         while rows := cursor.fetchmany(batch):
             yield from rows
+
+    def results_extent(self, up_to_id: int | None = None) -> tuple[int, int]:
+        """(number of result rows, highest id), of the rows up to `up_to_id` when given: results
+        are only ever added, so an unchanged count up to an id means unchanged rows up to it."""
+        where, params = ("WHERE id <= ?", (up_to_id,)) if up_to_id is not None else ("", ())
+        count, top = self.db.execute(f"SELECT COUNT(*), MAX(id) FROM results {where}", params).fetchone()
+        return int(count), int(top or 0)
 
     def latest_results(self, commit_sha: str) -> list[dict]:
         """The newest result per (variant, shape, dtype, device) of one commit."""

@@ -67,16 +67,14 @@ def packed(values: Sequence[float | None], digits: int = 4) -> dict:
     finite = np.isfinite(x)
     top = float(np.max(np.abs(x[finite]))) if finite.any() else 0.0
     e = math.floor(math.log10(top)) - (digits - 1) if top > 0 else 0
-    scaled = np.round(x / 10.0 ** e) if e >= 0 else np.round(x * 10.0 ** -e)
-    out: list[int | None] = [e]
-    last = 0
-    for v, ok in zip(scaled.tolist(), finite.tolist()):
-        if ok:
-            out.append(int(v) - last)
-            last = int(v)
-        else:
-            out.append(None)
-    return {"fwD": out}
+    counts = (np.round(x[finite] / 10.0 ** e) if e >= 0 else np.round(x[finite] * 10.0 ** -e)).astype(np.int64)
+    deltas = np.diff(counts, prepend=0).tolist()
+    if finite.all():
+        return {"fwD": [e, *deltas]}
+    out: list[int | None] = [None] * x.size
+    for i, d in zip(np.flatnonzero(finite).tolist(), deltas):
+        out[i] = d
+    return {"fwD": [e, *out]}
 
 
 def unpack(encoded: dict) -> list[float | None]:

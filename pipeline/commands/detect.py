@@ -11,6 +11,7 @@ from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
 from pipeline.history import causes, dashboard, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.points_cache import PointsCache
 from pipeline.history.window_cache import WindowCache
 from pipeline.store import Store
 from workers import untrusted
@@ -48,11 +49,12 @@ def window_cache_path(work: Path) -> Path:
 
 
 def detect(store: Store, order: list[str], threshold: float | None, search=None, cache=None,
-           details: bool = False) -> Detected:
+           details: bool = False, points=None) -> Detected:
     """Detect and store the steps of every series, then group what is open by cause. search
     and cache: see `series.detect_regressions`; details: read resources and counters too, so
-    that the site can be written from the same pass over the store (`Detected.scanned`)."""
-    scanned = series.scan(store, order, details=details)
+    that the site can be written from the same pass over the store (`Detected.scanned`);
+    points: a `points_cache.PointsCache` that spares reading the rows it already holds."""
+    scanned = series.scan(store, order, details=details, cache=points)
     history = scanned.series
     work = series.detect_regressions(history, threshold, search=search, cache=cache)
     table = RegressionStore(store)
@@ -87,8 +89,10 @@ def main(args) -> int:
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
 
-    with Store(db_path(args, work)) as store, WindowCache(window_cache_path(work)) as cache:
-        detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report)
+    with Store(db_path(args, work)) as store, WindowCache(window_cache_path(work)) as cache, \
+            PointsCache(publish.points_cache_path(work)) as points:
+        detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report,
+                          points=points)
         recorded = detected.recorded
         out = site_path(args, work)
         if args.no_report:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 from pipeline import checkout, cluster
-from pipeline.commands import common
+from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.commands.detect import detect, window_cache_path
 from pipeline.history import causes, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.points_cache import PointsCache
 from pipeline.history.window_cache import WindowCache
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code
@@ -38,8 +39,8 @@ def main(args) -> int:
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
         print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
-        with WindowCache(window_cache_path(work)) as cache:
-            detected = detect(session.store, order, threshold, cache=cache, details=True)
+        with WindowCache(window_cache_path(work)) as cache, PointsCache(publish.points_cache_path(work)) as points:
+            detected = detect(session.store, order, threshold, cache=cache, details=True, points=points)
         recorded = detected.recorded
         new = [r for r, is_new in recorded if is_new]
         # Every range without a culprit and never bisected: tonight's, and those an earlier
@@ -63,11 +64,10 @@ def main(args) -> int:
                                          f"{item.shape})"))
     finally:
         cluster.shutdown(session.cluster_info)
-    from pipeline.commands import publish
-
-    # Bisect probes store results: then the site reads the store again; otherwise detect's pass serves.
-    index = publish.write_site(session.store, site_path(args, work), order=order,
-                               scanned=detected.scanned if searches == 0 else None)
+    # Bisect probes store results: then the site reads their rows too; otherwise detect's pass serves.
+    with PointsCache(publish.points_cache_path(work)) as points:
+        index = publish.write_site(session.store, site_path(args, work), order=order,
+                                   scanned=detected.scanned if searches == 0 else None, cache=points)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
     if args.json:

@@ -42,12 +42,19 @@ def write_feed(store: Store, site: Path) -> Path:
     return history_pages.write_feed(site, feed(store))
 
 
+def points_cache_path(work: Path) -> Path:
+    """Where the commands that publish keep the series' points between runs
+    (`pipeline.history.points_cache`): beside the build cache."""
+    return work / "cache" / "history-points.sqlite"
+
+
 def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: int = COMMIT_PAGES,
-               last_n: int = LAST_N, scanned: history.History | None = None) -> SiteInput:
+               last_n: int = LAST_N, scanned: history.History | None = None, cache=None) -> SiteInput:
     """Everything the site shows, read from `store` once (one pass over the results table,
-    `history.scan`; a caller that has scanned already passes `scanned`). order is the
-    first-parent line (SHAs, oldest first) that orders the history; default: author date."""
-    scanned = scanned if scanned is not None else history.scan(store, order)
+    `history.scan`, through `cache` when given; a caller that has scanned already passes
+    `scanned`). order is the first-parent line (SHAs, oldest first) that orders the history;
+    default: author date."""
+    scanned = scanned if scanned is not None else history.scan(store, order, cache=cache)
     stored = {sha: store.commit(sha) or {"sha": sha} for sha in scanned.commits}
     line_shas = [s for s in order if s in stored] if order is not None else history.date_order(list(stored.values()))
     line = [stored[s] for s in line_shas]
@@ -78,9 +85,9 @@ def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: i
 
 
 def write_site(store: Store, site: Path, order: Sequence[str] | None = None,
-               scanned: history.History | None = None) -> Path:
+               scanned: history.History | None = None, cache=None) -> Path:
     """(Re)write the site from the store; returns the index path."""
-    return render_site(Path(site), site_input(store, order, scanned=scanned))
+    return render_site(Path(site), site_input(store, order, scanned=scanned, cache=cache))
 
 
 def write_site_input(store: Store, site: Path, order: Sequence[str] | None = None) -> SiteInput:

@@ -299,38 +299,131 @@ class History:
     commits: dict[str, CommitCount]
 
 
-def scan(store, order: Sequence[str] | None = None, details: bool = True) -> History:
-    """Every series in `store`, along `order` (SHAs oldest first; default: by author date), read
-    one series at a time (`Store.scan_results`), so a fleet's years of results never sit in
-    memory as rows. details=False leaves out resources and counters (None on every point):
-    detection reads only the times."""
+def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=None) -> History:
+    """Every series in `store`, along `order` (SHAs oldest first; default: by author date).
+
+    Without `cache`, read one series at a time (`Store.scan_results`), so a fleet's years of
+    results never sit in memory as rows; details=False leaves out resources and counters (None on
+    every point): detection reads only the times. With `cache` (`points_cache.PointsCache`), only
+    the rows stored since the cache was last brought up to date are read; the points of every
+    other commit come from the cache (details always included)."""
     stored = {c["sha"]: c for c in (store.commit(x["sha"]) or {"sha": x["sha"]} for x in store.commits_with_results())}
     shas = [s for s in order if s in stored] if order is not None else date_order(list(stored.values()))
     line = [_commit_fields(stored[s]) for s in shas]
     position = {sha: i for i, sha in enumerate(shas)}
-    columns = SERIES_COLUMNS if details else TIMING_COLUMNS
 
     def pooled(ids):
         return [x for r in store.results(f"id IN ({','.join('?' * len(ids))})", tuple(ids), ("samples",))
                 for x in r["samples"]]
 
+    identity = str(getattr(store, "path", ""))
+    if cache is not None:
+        covered = cache.covered()
+        if covered and covered[0] == identity and store.results_extent(covered[1]) == (covered[2], covered[1]):
+            return _from_cache(store, cache, covered[1], line, position, pooled)
+        cache.clear()
+        cache.begin()
     recent = shas[-COUNTED_COMMITS:]
-    counts = {r["id"]: len(r["samples"]) for r in store.results(
+    sample_counts = {r["id"]: len(r["samples"]) for r in store.results(
         f"commit_sha IN ({','.join('?' * len(recent))})", tuple(recent), ("id", "samples"))} if recent else {}
-
-    out, ops, counts = [], {}, {}
-    same_series = operator.itemgetter(_VARIANT, _SHAPE, _DTYPE, _DEVICE)
-    for key, group in itertools.groupby(store.scan_results(columns), key=same_series):
+    columns = SERIES_COLUMNS if details or cache is not None else TIMING_COLUMNS
+    out, ops, counts, last_id = [], {}, {}, 0
+    for key, group in itertools.groupby(store.scan_results(columns), key=_SAME_SERIES):
         rows = list(group)
+        last_id = max(last_id, rows[-1][_ID])
         ops[key] = (rows[-1][_OP] or "", bool(rows[-1][_PEER]))
         newest = {r[_SHA]: r for r in rows}
         for sha, r in newest.items():
             n, failing, last = counts.get(sha, (0, 0, 0))
             counts[sha] = (n + 1, failing + (r[_STATUS] in status.FAILURES), max(last, r[_ID]))
-        built = _series(rows, line, position, details, pooled, counts)
+        if cache is not None:
+            fields = _cached_fields(rows, pooled, sample_counts)
+            unit = _to_cache(cache, key, rows, fields)
+            built = _series_from_fields(key, unit, fields, line, position)
+        else:
+            built = _series(rows, line, position, details, pooled, sample_counts)
         if built is not None:
             out.append(built)
+    if cache is not None:
+        cache.set_covered(identity, last_id, store.results_extent(last_id)[0])
+        cache.commit()
     return History(out, ops, {sha: CommitCount(*c) for sha, c in counts.items()})
+
+
+_SAME_SERIES = operator.itemgetter(_VARIANT, _SHAPE, _DTYPE, _DEVICE)
+
+
+def _cached_fields(rows: list[tuple], pooled: Callable, sample_counts: dict) -> list[tuple[str, tuple]]:
+    """(sha, point fields from `status` on) of every commit of one series' rows (any commit,
+    on the line or not: the line is applied when the history is built)."""
+    by_commit: dict[str, list[tuple]] = {}
+    for r in rows:
+        if r[_SHAPE] and not r[_DIRTY]:
+            by_commit.setdefault(r[_SHA], []).append(r)
+    resources_cache: dict = {}
+    return [(sha, tuple(_point(("", "", "", ""), group, True, resources_cache, pooled, sample_counts))[4:])
+            for sha, group in by_commit.items()]
+
+
+def _to_cache(cache, key: tuple, rows: list[tuple], fields: list[tuple[str, tuple]]) -> str:
+    """Store one series' points and newest rows per commit; returns its unit."""
+    unit = "FLOP/s" if rows[0][_FLOPS] else "B/s"
+    series_id = cache.series_id(key, unit, rows[-1][_OP] or "", bool(rows[-1][_PEER]))
+    cache.put_points(series_id, fields)
+    cache.put_newest(series_id, [(r[_SHA], r[_ID], r[_STATUS]) for r in {r[_SHA]: r for r in rows}.values()])
+    return unit
+
+
+def _series_from_fields(key: tuple, unit: str, fields, line: Sequence[tuple], position: dict[str, int],
+                        resources: dict[int, dict] | None = None) -> Series | None:
+    """A series along `line` from its (sha, fields) points (fields: `Point`'s from `status` on;
+    with `resources`, the resources field is an interned id into it); None when none is on the
+    line."""
+    mine = sorted(((position[sha], f) for sha, f in fields if sha in position), key=operator.itemgetter(0))
+    if not mine:
+        return None
+    if resources is None:
+        return Series(*key, unit, tuple(Point(*line[i], *f) for i, f in mine))
+    return Series(*key, unit, tuple(Point(*line[i], f[0], f[1], f[2], f[3], f[4], f[5], resources.get(f[6]), f[7], f[8])
+                                    for i, f in mine))
+
+
+def _from_cache(store, cache, after_id: int, line: Sequence[tuple], position: dict[str, int],
+                pooled: Callable) -> History:
+    """Bring `cache` up to date with the rows stored after `after_id`, then build the history
+    from it. A commit that got new rows has its point recomputed from all its rows (a re-run
+    pools its samples with the earlier ones)."""
+    fresh = store.results("id > ?", (after_id,), ("id", "samples"))
+    if fresh:
+        sample_counts = {r["id"]: len(r["samples"]) for r in fresh}
+        ids = {key: sid for sid, key, *_ in cache.series()}
+        cache.begin()
+        for key, group in itertools.groupby(store.scan_results(SERIES_COLUMNS, after_id), key=_SAME_SERIES):
+            rows = list(group)
+            known = cache.keys_at(ids[key]) & {r[_SHA] for r in rows} if key in ids else set()
+            if known:  # earlier rows of these commits take part in their points
+                earlier = [_as_row(r) for sha in sorted(known) for r in store.results(
+                    "commit_sha=? AND variant=? AND shape=? AND dtype=? AND device=? AND id <= ?",
+                    (sha, *key, after_id), tuple(c for c in SERIES_COLUMNS if c != "has_samples") + ("samples",))]
+                rows = sorted(earlier + rows, key=operator.itemgetter(_ID))
+            _to_cache(cache, key, rows, _cached_fields(rows, pooled, sample_counts))
+        last_id = max(r["id"] for r in fresh)
+        cache.set_covered(str(getattr(store, "path", "")), last_id, store.results_extent(last_id)[0])
+        cache.commit()
+    out, ops = [], {}
+    points, resources = cache.points(), cache.resources()
+    for series_id, key, unit, op, peer in cache.series():
+        ops[key] = (op, peer)
+        built = _series_from_fields(key, unit, points.get(series_id, ()), line, position, resources)
+        if built is not None:
+            out.append(built)
+    counts = cache.commit_counts(status.FAILURES)
+    return History(out, ops, {sha: CommitCount(*c) for sha, c in counts.items()})
+
+
+def _as_row(r: dict) -> tuple:
+    """A `Store.results` dict as a `SERIES_COLUMNS` tuple."""
+    return tuple(int(bool(r.get("samples"))) if c == "has_samples" else r.get(c) for c in SERIES_COLUMNS)
 
 
 def load(store, order: Sequence[str] | None = None, details: bool = True) -> list[Series]:
