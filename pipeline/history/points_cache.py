@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import marshal
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 VERSION = "1"
@@ -137,16 +138,23 @@ class PointsCache:
         """Interned resources id → the flat resources dict (one shared object each)."""
         return {rid: marshal.loads(blob) for rid, blob in self.db.execute("SELECT id, flat FROM resources")}
 
-    def points(self) -> dict[int, list[tuple[str, tuple]]]:
-        """series id → [(sha, fields)], the resources in fields as their interned id (`resources`)."""
-        out: dict[int, list] = {}
+    def points(self) -> Iterator[tuple[int, list[tuple[str, tuple]]]]:
+        """(series id, [(sha, fields)]) one series at a time, the resources in fields as their
+        interned id (`resources`): the caller builds a series and drops its raw points before
+        the next one is read."""
         cursor = self.db.cursor()
-        cursor.execute("SELECT series, sha, point FROM points")
+        cursor.execute("SELECT series, sha, point FROM points ORDER BY series")
         loads = marshal.loads
+        current, mine = None, []
         while batch := cursor.fetchmany(20000):
             for series_id, sha, blob in batch:
-                out.setdefault(series_id, []).append((sha, loads(blob)))
-        return out
+                if series_id != current:
+                    if mine:
+                        yield current, mine
+                    current, mine = series_id, []
+                mine.append((sha, loads(blob)))
+        if mine:
+            yield current, mine
 
     def commit_counts(self, failures: frozenset[str]) -> dict[str, tuple[int, int, int]]:
         """sha → (series with a result, how many of them failing, newest row id)."""

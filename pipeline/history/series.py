@@ -316,7 +316,7 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=
         return [x for r in store.results(f"id IN ({','.join('?' * len(ids))})", tuple(ids), ("samples",))
                 for x in r["samples"]]
 
-    identity = str(getattr(store, "path", ""))
+    identity = _identity(store)
     if cache is not None:
         covered = cache.covered()
         if covered and covered[0] == identity and store.results_extent(covered[1]) == (covered[2], covered[1]):
@@ -351,6 +351,11 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=
 
 
 _SAME_SERIES = operator.itemgetter(_VARIANT, _SHAPE, _DTYPE, _DEVICE)
+
+
+def _identity(store) -> str:
+    """Which store a points cache was built from: its URL, else its file."""
+    return str(getattr(store, "url", None) or getattr(store, "path", ""))
 
 
 def _cached_fields(rows: list[tuple], pooled: Callable, sample_counts: dict) -> list[tuple[str, tuple]]:
@@ -408,15 +413,17 @@ def _from_cache(store, cache, after_id: int, line: Sequence[tuple], position: di
                 rows = sorted(earlier + rows, key=operator.itemgetter(_ID))
             _to_cache(cache, key, rows, _cached_fields(rows, pooled, sample_counts))
         last_id = max(r["id"] for r in fresh)
-        cache.set_covered(str(getattr(store, "path", "")), last_id, store.results_extent(last_id)[0])
+        cache.set_covered(_identity(store), last_id, store.results_extent(last_id)[0])
         cache.commit()
-    out, ops = [], {}
-    points, resources = cache.points(), cache.resources()
-    for series_id, key, unit, op, peer in cache.series():
-        ops[key] = (op, peer)
-        built = _series_from_fields(key, unit, points.get(series_id, ()), line, position, resources)
-        if built is not None:
-            out.append(built)
+    resources, described = cache.resources(), {sid: rest for sid, *rest in cache.series()}
+    ops = {key: (op, peer) for key, _, op, peer in described.values()}
+    built = {}
+    for series_id, fields in cache.points():
+        key, unit, _, _ = described[series_id]
+        one = _series_from_fields(key, unit, fields, line, position, resources)
+        if one is not None:
+            built[key] = one
+    out = [built[key] for key in sorted(built)]
     counts = cache.commit_counts(status.FAILURES)
     return History(out, ops, {sha: CommitCount(*c) for sha, c in counts.items()})
 
