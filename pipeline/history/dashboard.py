@@ -30,7 +30,7 @@ from workers import status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
 # A change is coloured beyond this many robust SDs of the series' recent points: on the
-# synthetic year 0.2-0.3% of quiet cells get a colour (docs/history.md, benchmarks/dashboard_colour.py).
+# synthetic year 0.1-0.2% of quiet cells get a colour (docs/history.md, benchmarks/dashboard_colour.py).
 BAND_SIGMAS = 3.5
 SPREAD_POINTS = 60
 
