@@ -174,8 +174,8 @@ def stored_results(db: Path, start: float, end: float) -> list[dict]:
     from pipeline.store import Store
 
     with Store(db) as store:
-        return store.results("created_at >= ? AND created_at <= ?", (start, end),
-                             columns=("variant", "status", "device", "phases", "created_at"))
+        rows = store.results(columns=("variant", "status", "device", "phases", "created_at"))
+    return [r for r in rows if start <= r["created_at"] <= end]
 
 
 def jobs_window(results: list[dict]) -> tuple[float, float] | None:

@@ -47,8 +47,8 @@ def ok_gpu_series(db: Path, sha: str) -> list[dict]:
     from pipeline.store import Store
 
     with Store(db) as store:
-        rows = store.results("commit_sha = ? AND status = 'ok'", (sha,),
-                             columns=("variant", "shape", "dtype", "device", "build_hash", "median_s", "device_info"))
+        rows = store.results(columns=("variant", "shape", "dtype", "device", "build_hash", "median_s", "device_info"),
+                             commit_sha=sha, status="ok")
     newest = {(r["variant"], r["shape"], r["dtype"]): r for r in rows if r["device"].startswith("cuda")}
     return list(newest.values())
 

@@ -10,13 +10,14 @@ import argparse
 import sys
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, ls, report, run, selftest
+from pipeline.commands import doctor, export, init, ls, new, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.ray_access import ClusterError
-from pipeline.store import StoreError
+from pipeline.store import LocationError, StoreError
 
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest}
+COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
+            "init": init, "export": export, "store": store}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, CheckoutError, StoreError, UsageError, ClusterError) as exc:
+    except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError) as exc:
         print(f"flopwatch: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,5 @@
-"""Find every variant below the configured kernel folders of a checked-out repository."""
+"""Find every variant below the configured kernel folders of a checked-out repository, and the
+ops the repository declares beside its kernels (`op.py`, docs/ops.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 
 from pipeline.config import ProjectConfig
 from pipeline.manifest import ManifestError, load_variant
+from workers.ops import OPS
+from workers.ops.repo import FILE_NAME, OpDefinitionError, RepoOp, parse_op
 from workers.records import InvalidVariant, Variant
 
 
@@ -15,12 +18,18 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
 
     A manifest that fails validation becomes an `InvalidVariant` carrying the error; the others
     load normally, so one broken folder never hides the rest of the suite. `only` keeps the
-    variants whose name is listed (used by bisect and by `run --variant`).
+    variants whose name is listed (used by bisect and by `run --variant`). A broken `op.py` is an
+    `InvalidVariant` too (named after its folder), and the variants of that op say which file
+    to fix.
     """
     valid: list[Variant] = []
     invalid: list[InvalidVariant] = []
     seen: dict[str, str] = {}
-    for folder in kernel_dirs or config.kernel_dirs:
+    folders = kernel_dirs or config.kernel_dirs
+    repo_ops, broken_ops = find_ops(repo_root, folders)
+    if not only:
+        invalid += broken_ops
+    for folder in folders:
         base = (repo_root / folder)
         if not base.is_dir():
             continue
@@ -28,10 +37,10 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
             rel_folder = manifest.parent.relative_to(repo_root).as_posix()
             rel = manifest.relative_to(repo_root).as_posix()
             try:
-                variant = load_variant(repo_root, manifest, config)
+                variant = load_variant(repo_root, manifest, config, repo_ops)
             except (ManifestError, KeyError, TypeError, ValueError) as exc:
                 if not only or manifest.parent.name in only:
-                    invalid.append(InvalidVariant(rel_folder, rel, str(exc)))
+                    invalid.append(InvalidVariant(rel_folder, rel, _with_broken_op(str(exc), broken_ops)))
                 continue
             if only and variant.name not in only:
                 continue
@@ -42,3 +51,40 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
             seen[variant.name] = rel
             valid.append(variant)
     return valid, invalid
+
+
+def find_ops(repo_root: Path, kernel_dirs: tuple[str, ...]) -> tuple[dict[str, RepoOp], list[InvalidVariant]]:
+    """Every `op.py` below the kernel folders that is not a variant's own source (its folder has
+    no `variant.toml`), read without running it (`workers.ops.repo.parse_op`). The op is named
+    by its `NAME`, else by its folder."""
+    ops: dict[str, RepoOp] = {}
+    broken: list[InvalidVariant] = []
+    for folder in kernel_dirs:
+        base = repo_root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob(FILE_NAME)):
+            if (path.parent / "variant.toml").exists() or not path.is_file():
+                continue
+            rel = path.relative_to(repo_root).as_posix()
+            rel_folder = path.parent.relative_to(repo_root).as_posix()
+            try:
+                op = parse_op(rel, path.read_text(errors="replace"), path.parent.name, tuple(OPS))
+            except OpDefinitionError as exc:
+                broken.append(InvalidVariant(rel_folder, rel, str(exc)))
+                continue
+            if op.name in ops:
+                broken.append(InvalidVariant(rel_folder, rel, f"{rel}: NAME: op {op.name!r} is already "
+                                                              f"declared by {ops[op.name].path}"))
+                continue
+            ops[op.name] = op
+    return ops, broken
+
+
+def _with_broken_op(error: str, broken: list[InvalidVariant]) -> str:
+    """A variant of an op whose `op.py` is broken: say so, rather than only "unknown op"."""
+    for bad in broken:
+        name = bad.folder.rstrip("/").split("/")[-1]
+        if f"op: {name!r} is not one of" in error:
+            return f"{error}; {bad.manifest} would declare it but is broken: {bad.error}"
+    return error

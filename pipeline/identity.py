@@ -23,7 +23,7 @@ import hashlib
 from pathlib import Path
 
 import workers
-from workers.ops import get_op
+from workers.ops import op_source_digest
 
 # Files of the workers package that can change a measurement (sources and the data tables
 # the analysers read); caches and compiled files are not.
@@ -42,16 +42,15 @@ def worker_code_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def op_digest(op_name: str) -> str:
-    """Hash of the op module's source: its inputs, reference, work counts and peer."""
-    module = get_op(op_name)
-    source = Path(module.__file__).read_bytes() if getattr(module, "__file__", None) else op_name.encode()
-    return hashlib.sha256(source).hexdigest()[:16]
+def op_digest(op_name: str, repo_op: dict | None = None) -> str:
+    """Hash of the op's source: its inputs, reference, work counts and peer (a built-in op's
+    module and the op modules it imports; a repository op's `op.py`, as its variant carries it)."""
+    return hashlib.sha256(op_source_digest(repo_op or op_name).encode()).hexdigest()[:16]
 
 
 def measurement_identity(build_hash: str, op: str, shape_key: str, dtype: str, device_key: str,
-                         threads: int | None = None) -> str:
+                         threads: int | None = None, repo_op: dict | None = None) -> str:
     """The identity of one series' measurement (module docstring)."""
-    parts = (build_hash, worker_code_digest(), op, op_digest(op), shape_key, dtype, device_key,
+    parts = (build_hash, worker_code_digest(), op, op_digest(op, repo_op), shape_key, dtype, device_key,
              str(threads or ""))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from pipeline.config import ProjectConfig
 from workers import untrusted
 from workers.ops import DTYPES, OPS
+from workers.ops.repo import RepoOp
 from workers.records import Binding, Shape, Variant
 
 BACKENDS = ("cpp", "cuda", "hip", "python", "triton")
@@ -41,8 +42,10 @@ class ManifestError(ValueError):
         super().__init__(f"{path}: {key}: {message}")
 
 
-def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Variant:
-    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`."""
+def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
+                 repo_ops: dict[str, RepoOp] | None = None) -> Variant:
+    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`;
+    `repo_ops` are the ops the repository declares (`pipeline.discovery.find_ops`)."""
     rel = manifest.relative_to(repo_root).as_posix()
     folder = manifest.parent
     try:
@@ -55,7 +58,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
     bad_name = untrusted.check_name(name)
     if bad_name:
         raise ManifestError(rel, "name", bad_name)
-    op = check.choice("op", tuple(OPS))
+    ops = {**OPS, **(repo_ops or {})}
+    op = _op_name(check, ops)
     backend = check.choice("backend", BACKENDS)
     sources = check.string_list("sources", required=backend != "python" or "binding" not in data)
     for src in sources:
@@ -65,20 +69,22 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
             raise ManifestError(rel, "sources", f"file {src!r} does not exist in {folder.name}/"
                                 + (f" (not extracted from the commit: {why})" if why else ""))
     binding = _binding(check, backend)
-    allowed = {*OPS[op].INPUTS, OPS[op].OUTPUT, *OPS[op].DIMS, "alpha", "beta"}
+    allowed = {*ops[op].INPUTS, ops[op].OUTPUT, *ops[op].DIMS, *getattr(ops[op], "SCALARS", ()), "alpha", "beta"}
     unknown = [a for a in binding.args if a not in allowed]
     if unknown:
         raise ManifestError(rel, "binding.args", f"{unknown} are not {op} arguments (known: {sorted(allowed)})")
-    layout = check.choice("layout", OPS[op].LAYOUTS, default="nt")
+    layout = check.choice("layout", ops[op].LAYOUTS, default=ops[op].LAYOUTS[0])
     dtypes = check.string_list("dtypes")
     for d in dtypes:
         if d not in DTYPES:
             raise ManifestError(rel, "dtypes", f"{d!r} is not one of {list(DTYPES)}")
+        if op in (repo_ops or {}) and d not in repo_ops[op].tolerance:
+            raise ManifestError(rel, "dtypes", f"op {op!r} ({repo_ops[op].path}) has no TOLERANCE for {d}")
     peer = check.boolean("peer", False)
     output_dtype = str(data.get("output_dtype", ""))
     if output_dtype and output_dtype not in DTYPES:
         raise ManifestError(rel, "output_dtype", f"{output_dtype!r} is not one of {list(DTYPES)}")
-    shapes = _shapes(check, op, config, peer)
+    shapes = _shapes(check, op, ops[op].DIMS, config, peer)
     build = check.table("build")
     flags = _Checker(rel, build, "build.").string_list("flags", required=False)
     includes = _Checker(rel, build, "build.").string_list("include_dirs", required=False)
@@ -117,7 +123,16 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig) -> Vari
         description=str(data.get("description", "")),
         triton=triton,
         output_dtype=output_dtype,
+        repo_op=repo_ops[op].to_dict() if op in (repo_ops or {}) else {},
     )
+
+
+def _op_name(check: _Checker, ops: dict) -> str:
+    value = check._get("op")
+    if value not in ops:
+        raise ManifestError(check.path, "op", f"{value!r} is not one of {sorted(ops)} (an op of the repository's own "
+                                              f"is declared in an op.py beside its kernels: docs/ops.md)")
+    return value
 
 
 # A node include folder is named through a variable the node's administrator sets (e.g.
@@ -190,7 +205,7 @@ def _triton_table(check: _Checker, backend: str) -> dict:
     return dict(table)
 
 
-def _shapes(check: _Checker, op: str, config: ProjectConfig, peer: bool) -> list[Shape]:
+def _shapes(check: _Checker, op: str, dims: tuple[str, ...], config: ProjectConfig, peer: bool) -> list[Shape]:
     raw = check.data.get("shapes")
     if raw is None or raw == "*":
         if peer:
@@ -203,7 +218,6 @@ def _shapes(check: _Checker, op: str, config: ProjectConfig, peer: bool) -> list
         raw = config.shape_sets[raw]
     if not isinstance(raw, list) or not raw:
         raise ManifestError(check.path, "shapes", "must be a non-empty list or a shape-set name")
-    dims = OPS[op].DIMS
     shapes = []
     for item in raw:
         if isinstance(item, list) and len(item) == len(dims):

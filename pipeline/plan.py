@@ -8,6 +8,7 @@ from pathlib import Path
 
 from workers.bundle import digest, pack
 from workers.include_dirs import fingerprint
+from workers.ops import op_source_digest
 from workers.records import Job, Shape, Variant
 
 
@@ -24,6 +25,9 @@ class BuildPlan:
 def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], toolchain_ident: str) -> BuildPlan:
     """Bundle the variant folder and the project's shared include folders; hash them with
     everything else that changes the binary (flags, arches, binding, toolchain version)."""
+    if variant.backend == "builtin":  # flopwatch's own peer: no sources; its op's code names it
+        return BuildPlan(variant, {}, (), digest({}, variant.backend, toolchain_ident, repr(variant.binding),
+                                                 op_source_digest(variant.repo_op or variant.op)))
     bundle = pack(root, [variant.folder, *project_includes])
     # Node-side include folders (a HipKittens checkout) are not shipped; their content as
     # this machine sees it still names the build, so updating the checkout rebuilds.

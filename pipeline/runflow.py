@@ -7,27 +7,26 @@ or a missing toolchain included, becomes a stored result; nothing is dropped.
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import platform
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
-from pipeline import accounting, checkout, cluster, slots
+from pipeline import accounting, build_cache, checkout, cluster, slots
 from pipeline.accounting import busy_s
 from pipeline.config import load_config
 from pipeline.discovery import discover
 from pipeline.driver_clock import DriverClock
 from pipeline.identity import measurement_identity
+from pipeline.peers import builtin_peers
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
 from workers import status
-from workers.bundle import pack, unpack
-from workers.ops import get_op
+from workers.ops import static_work
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
 
@@ -88,6 +87,12 @@ class Session:
     toolchains: dict = field(default_factory=dict)
     devices: dict = field(default_factory=dict)
     clock: DriverClock = field(default_factory=DriverClock)
+    # The build cache's root (`--cache`, FLOPWATCH_CACHE); None: `<workdir>/cache`.
+    cache: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = self.workdir / "cache"
 
     @property
     def slots(self) -> slots.SlotPool:
@@ -152,6 +157,7 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     # Discover everything: a peer's shapes come from the other variants even when only the
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
     variants, invalid = discover(root, config, options.kernel_dirs)
+    variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
     invalid = [bad for bad in invalid if not options.only or bad.name in options.only]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
@@ -169,7 +175,8 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         if j.variant in plans:
             dev = device_key(session, j.device_kind)
             identities[(j.variant, j.shape.key, j.dtype, dev)] = measurement_identity(
-                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads)
+                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
+                repo_op=plans[j.variant].variant.repo_op)
     return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities)
 
 
@@ -219,7 +226,7 @@ class _Stream:
         self.session, self.options, self.config, self.outcome = session, options, config, outcome
         self.keep, self.done = keep, done
         self.pool = session.slots
-        self.cache = session.workdir / "cache" / "builds"
+        self.cache = build_cache.builds_dir(session.cache)
         self.first_submit: float | None = None
         self.last_result: dict[str, float] = {}  # slot -> driver time of its last result
         self.measured: list[tuple[str, Result]] = []  # (slot, result) of everything a slot ran
@@ -235,7 +242,7 @@ class _Stream:
         cached, builds = {}, self.builds
         for name, plan in plans.items():
             with self.session.clock.phase("cache"):
-                found = _load_cached(self.cache / plan.build_hash)
+                found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
             else:
@@ -258,7 +265,7 @@ class _Stream:
                     record_dict, files = ray.get(ref)
                     record = BuildResult.from_dict(record_dict)
                     with self.session.clock.phase("cache"):
-                        _save_cached(self.cache / record.build_hash, record, files)
+                        build_cache.save(self.cache / record.build_hash, record, files)
                     with self.session.clock.phase("store"):
                         self.session.store.record_build(record)
                     self.outcome.rebuilt += 1
@@ -348,15 +355,15 @@ def expected_costs(store: Store) -> dict[tuple, float]:
     """Expected device seconds of each (variant, shape, dtype, device): the busy phases of its
     latest stored result. The dispatcher starts the longest jobs first with these."""
     # Only the newest row of each key is read: a year of history must not be decoded per commit.
-    rows = store.results("id IN (SELECT MAX(id) FROM results WHERE phases IS NOT NULL AND phases != '{}' "
-                         "GROUP BY variant, shape, dtype, device)", (),
-                         columns=("variant", "shape", "dtype", "device", "phases"))
+    rows = store.newest_per_series(("variant", "shape", "dtype", "device", "phases"), with_phases=True)
     return {(r["variant"], r["shape"], r["dtype"], r["device"]): busy_s(r["phases"] or {}) for r in rows}
 
 
 def _work(v: Variant, job: Job) -> float:
-    op = get_op(v.op)
-    return float(op.flops(job.shape.dims) or op.bytes_moved(job.shape.dims, 4) or 0.0)
+    flops, bytes_moved = static_work(v, job.shape.dims)
+    if v.repo_op:  # its counts are its code's, run only in the sandbox: the problem size will do
+        return float(math.prod(job.shape.dims.values()))
+    return flops or bytes_moved
 
 
 def _with_queue(r: Result, enqueued_at: float) -> Result:
@@ -404,9 +411,8 @@ def _timing(config, options: RunOptions) -> dict:
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:
     """A result that needs no run: no toolchain here, build failed, or no such device."""
-    op = get_op(v.op)
     base = dict(variant=v.name, op=v.op, backend=v.backend, shape=job.shape.key, dtype=job.dtype,
-                device=device_key(session, job.device_kind), peer=v.peer, flops=op.flops(job.shape.dims))
+                device=device_key(session, job.device_kind), peer=v.peer, flops=static_work(v, job.shape.dims)[0])
     if build is None:
         reason = session.toolchains.get(v.backend, {}).get("reason", "not found")
         return Result(**base, status=status.SKIPPED, diagnostic=f"no {v.backend} toolchain on the build nodes ({reason})")
@@ -425,21 +431,3 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
 def _invalid_result(bad: InvalidVariant) -> Result:
     return Result(variant=bad.name, op="", backend="", shape="", dtype="", device="", status=status.INVALID,
                   diagnostic=bad.error)
-
-
-def _load_cached(folder: Path):
-    meta = folder / "build.json"
-    if not meta.exists():
-        return None
-    return BuildResult.from_dict(json.loads(meta.read_text())), pack(folder / "artifact")
-
-
-def _save_cached(folder: Path, record: BuildResult, files: dict) -> None:
-    tmp = folder.with_name(folder.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    unpack(files, tmp / "artifact")
-    (tmp / "build.json").write_text(json.dumps(record.to_dict()))
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)

@@ -9,6 +9,7 @@ from rich.text import Text
 # The terminal formats throughput exactly as the site does.
 from reports.format import format_rate, rate
 from workers import status, untrusted
+from workers.ops import BUILTIN_PEER_BACKEND
 
 
 def with_peer(rows: list[dict]) -> list[dict]:
@@ -78,7 +79,8 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
         err = r.get("correctness", {}).get("rel_fro_err")
         detail = r["diagnostic"][:160] if r["status"] != status.OK else (f"rel err {err:.1e}" if err is not None else "")
         style = "red" if r["status"] in status.FAILURES else ("dim" if r["status"] == status.SKIPPED else None)
-        table.add_row(cell(r["variant"]), cell(shape_label(r["shape"])), cell(r["dtype"]),
+        name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
+        table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
                       cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
     console.print(table)
 

@@ -50,7 +50,9 @@ _COUNTERS: dict[str, tuple[str | tuple[str, str], str]] = {
 _RESOURCES: dict[str, tuple[str, str, str]] = {
     # name: (label, kind, where the value comes from)
     "registers": ("registers", "int", "ptxas --resource-usage (workers/cuda/resource_usage.py)"),
-    "smem_bytes": ("smem", "bytes", "ptxas --resource-usage: static shared memory per block"),
+    "smem_bytes": ("smem static", "bytes", "ptxas --resource-usage: static shared memory per block (the compiler's)"),
+    "smem_alloc_bytes": ("smem allocated", "bytes", ("static + dynamic shared memory + the driver's reserved 1 KiB per "
+                         "block, rounded up to 128 B: what the occupancy calculation allocates (cuda_occupancy.h)")),
     "stack_bytes": ("stack", "bytes", "ptxas --resource-usage"),
     "spill_stores": ("spill stores", "bytes", "ptxas --resource-usage"),
     "spill_loads": ("spill loads", "bytes", "ptxas --resource-usage"),
@@ -61,7 +63,14 @@ _RESOURCES: dict[str, tuple[str, str, str]] = {
     "vgprs": ("VGPR", "int", "compiler remarks / code-object notes (workers/backends/hip.py)"),
     "agprs": ("AGPR", "int", "compiler remarks / code-object notes"),
     "sgprs": ("SGPR", "int", "compiler remarks / code-object notes"),
-    "lds_bytes": ("LDS", "bytes", "LDS allocation per workgroup (occupancy model or remarks)"),
+    "lds_static_bytes": ("LDS static", "bytes", ("the compiler's static LDS per workgroup (code-object notes "
+                         "group_segment_fixed_size / remark LDS Size)")),
+    "lds_bytes": ("LDS allocated", "bytes", ("static + dynamic LDS rounded up to 512-byte granules: what the CDNA3 "
+                  "occupancy model allocates per workgroup (workers/rocm/occupancy.py)")),
+    "lds_dynamic_bytes": ("LDS dynamic", "bytes", ("LDS the launch requests (variant.toml [launch] dynamic_lds_bytes; "
+                          "Triton's metadata.shared)")),
+    "smem_dynamic_bytes": ("smem dynamic", "bytes", ("shared memory the launch requests (variant.toml [launch] "
+                           "dynamic_smem_bytes; Triton's metadata.shared)")),
     "scratch_bytes": ("scratch", "bytes", "compiler remarks / code-object notes"),
     "vgpr_spill": ("VGPR spill", "int", "compiler remarks / code-object notes"),
     "sgpr_spill": ("SGPR spill", "int", "compiler remarks / code-object notes"),
@@ -176,17 +185,37 @@ def unit_kind(name: str) -> str:
     return _COUNTERS.get(name, ("", "num"))[1]
 
 
+# (compiler's static figure, the allocation the occupancy model uses, label): shown together as
+# "LDS 4160 B, 4608 B allocated", so a reader knows which number is which.
+_STATIC_AND_ALLOCATED = (("lds_static_bytes", "lds_bytes", "LDS"), ("smem_bytes", "smem_alloc_bytes", "smem"))
+
+
 def kernels(resources: dict | None) -> list[tuple[str, list[Shown]]]:
     """Per kernel of a result's resources, its numeric figures (non-numbers such as `arch`
-    and nested tables are left out)."""
+    and nested tables are left out); a static size and its allocation are one figure."""
     out = []
     for kname, k in ((resources or {}).get("kernels") or {}).items():
         if not isinstance(k, dict):
             continue
-        shown = [resource(key, float(v), kname) for key, v in k.items()
-                 if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        numbers = {key: v for key, v in k.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        pairs = {static: (alloc, label) for static, alloc, label in _STATIC_AND_ALLOCATED
+                 if static in numbers and alloc in numbers}
+        shown = []
+        for key, v in numbers.items():
+            if key in pairs:
+                shown.append(static_and_allocated(pairs[key][1], v, numbers[pairs[key][0]], kname, key, pairs[key][0]))
+            elif key not in {alloc for alloc, _ in pairs.values()}:
+                shown.append(resource(key, float(v), kname))
         out.append((kname, shown))
     return out
+
+
+def static_and_allocated(label: str, static: float, allocated: float, kernel: str, static_key: str,
+                         alloc_key: str) -> Shown:
+    """"LDS 4160 B, 4608 B allocated": exact bytes, the compiler's figure first."""
+    text = f"{static:.0f} B" if static == allocated else f"{static:.0f} B, {allocated:.0f} B allocated"
+    return Shown(label, text, f"resources.kernels.{kernel}.{static_key} / {alloc_key}",
+                 f"from {_RESOURCES[static_key][2]}; allocated: {_RESOURCES[alloc_key][2]}")
 
 
 def counters(values: dict | None, vendor: str = "") -> list[Shown]:

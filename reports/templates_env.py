@@ -10,6 +10,8 @@ from markupsafe import Markup
 
 from reports import format as fmt
 from reports import metric_names
+from workers.ops import peer_label
+
 
 def metrics_html(items) -> Markup:
     """`metric_names.Shown` items as "label value", the label's tooltip naming flopwatch's metric
@@ -35,6 +37,7 @@ ENV.filters.update({
     "device": lambda d: (d or "").split(":", 1)[-1],
     "metric_label": lambda name, vendor="": metric_names.flat(name, 0.0, vendor),
     "metrics_html": metrics_html,
+    "peer_label": peer_label,
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
                     "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend})

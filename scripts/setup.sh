@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what flopwatch needs on a fresh Debian-based machine (run as root for the apt part):
-# the CPU build of torch, flopwatch itself with its test extras, the gfx942 cross toolchain
+# the CPU build of torch, flopwatch itself with its test extras, PostgreSQL for the store tests, the gfx942 cross toolchain
 # (clang-19 + HIP headers + device libraries), cuobjdump for SASS histograms, and Chromium for
 # the browser test. GPU nodes install their own CUDA or ROCm torch first (see README).
 set -euo pipefail
@@ -19,6 +19,10 @@ if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; t
     $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null \
       || echo "setup: python3-dev not installed; pybind11 variants will be skipped" >&2
   fi
+  # PostgreSQL server binaries: the store tests start a private server of their own (as the
+  # `postgres` account when run as root) on a private port; they never use the package's own.
+  $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
+    || echo "setup: postgresql not installed; the PostgreSQL store tests will fail in CI and skip elsewhere" >&2
   # Optional extras: where a distribution lacks them, the tests that need them skip and say why.
   $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
     || echo "setup: Chromium not installed; the browser test will skip" >&2

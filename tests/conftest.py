@@ -21,3 +21,39 @@ os.environ.setdefault("FLOPWATCH_RAY_REUSE", "0")
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+# -- stores: every store test runs on SQLite and on a real PostgreSQL server -----------------
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A private PostgreSQL server for the whole session (tests/pg_server.py). Skipped where
+    PostgreSQL is not installed, except in CI (CI=true), where the store suite must run."""
+    import pg_server as servers
+
+    reason = servers.why_not_available()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL store tests cannot run: {reason}")
+        pytest.skip(reason)
+    server = servers.Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgresql_url(pg_server, request):
+    """A fresh, empty database on the test server, dropped after the test."""
+    import uuid
+
+    name = f"fw_{uuid.uuid4().hex[:12]}"
+    with pg_server.database(name):
+        yield pg_server.url(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A new store's URL on each dialect: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+    return request.getfixturevalue("postgresql_url")

@@ -74,7 +74,7 @@ def test_moved_resources_and_counters_are_formatted():
                      "kernels.gemm.waves_per_cu": ("6.0", "3.0"), "l1_hit_pct": ("66%", "0%"),
                      "coalescing_pct": ("75%", "25%")}
     md = cmp.render_markdown(report)
-    assert "gemm: LDS 32 KiB → 64 KiB" in md and "L1 hit 66% → 0%" in md
+    assert "gemm: LDS allocated 32 KiB → 64 KiB" in md and "L1 hit 66% → 0%" in md
 
 
 def test_flatten_numeric_walks_dicts_and_lists_and_drops_bools():

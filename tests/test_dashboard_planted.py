@@ -121,7 +121,7 @@ def test_numbers_read_as_kernel_developers_name_them(site):
     path, _ = site
     commit_pages = sorted(path.glob("commit-*.html"), key=lambda p: -len(p.read_text()))
     text = " ".join(page_text(commit_pages[0].read_text()).split())
-    for shown in ("vL1D hit", "coalescing 75%", "VGPR 128", "LDS 64 KiB", "waves/CU 8.0", "MFMA "):
+    for shown in ("vL1D hit", "coalescing 75%", "VGPR 128", "LDS allocated 64 KiB", "waves/CU 8.0", "MFMA "):
         assert shown in text, shown
     assert re.search(r"MFMA \d+(\.\d)? [kMG]", text), "MFMA counts with a unit prefix"
     assert "l1_hit_pct=" not in text and "lds_bytes=" not in text

@@ -14,6 +14,7 @@ from pipeline.history.github import (
     Api,
     GitHubError,
     api_from_env,
+    retry_wait,
     upsert_comment,
     write_step_summary,
 )
@@ -30,11 +31,14 @@ class FakeGitHub:
         self.comments = list(comments or [])
         self.requests = []
         self.next_id = 1000
+        self.failures = []  # (status, payload, headers) answered before any real handling
 
     def handle(self, method, path, headers, body):
         # Header names are case-insensitive (urllib sends "X-github-api-version").
         headers = {name.lower(): value for name, value in headers.items()}
         self.requests.append((method, path, headers, body))
+        if self.failures:
+            return self.failures.pop(0)
         if "/repos/acme/locked/" in path:
             return 403, {
                 "message": "Resource not accessible by integration",
@@ -70,9 +74,11 @@ def server():
         def _serve(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
-            status, payload = fake.handle(self.command, self.path, self.headers, body)
+            status, payload, *extra = fake.handle(self.command, self.path, self.headers, body)
             raw = json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
@@ -86,7 +92,9 @@ def server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    fake.api = Api(token=TOKEN, url=f"http://127.0.0.1:{httpd.server_address[1]}", timeout_s=5)
+    fake.slept = []
+    fake.api = Api(token=TOKEN, url=f"http://127.0.0.1:{httpd.server_address[1]}", timeout_s=5,
+                   sleep=fake.slept.append)
     yield fake
     httpd.shutdown()
     httpd.server_close()
@@ -158,15 +166,61 @@ def test_comment_command_posts_a_file_with_the_token_from_the_environment(server
 def test_http_error_raises_with_status_and_message(server):
     with pytest.raises(GitHubError, match="HTTP 403: Resource not accessible by integration") as info:
         upsert_comment(server.api, "acme/locked", 7, "x")
-    assert info.value.status == 403
+    assert info.value.status == 403 and len(server.requests) == 1 and server.slept == []
     bad_token = Api(token="wrong", url=server.api.url, timeout_s=5)
     with pytest.raises(GitHubError, match="401: Bad credentials"):
         upsert_comment(bad_token, "acme/kernels", 7, "x")
 
 
-def test_unreachable_server_raises_github_error():
+def test_unreachable_server_raises_github_error_after_the_retries():
+    slept = []
     with pytest.raises(GitHubError, match="HTTP 0"):
-        upsert_comment(Api(token=TOKEN, url="http://127.0.0.1:9", timeout_s=2), "acme/kernels", 1, "x")
+        upsert_comment(Api(token=TOKEN, url="http://127.0.0.1:9", timeout_s=2, sleep=slept.append),
+                       "acme/kernels", 1, "x")
+    assert slept == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_one_bad_gateway_does_not_fail_the_publish(server):
+    server.failures = [(502, {"message": "Server Error"})]
+    result = upsert_comment(server.api, "acme/kernels", 7, "## flopwatch")
+    assert result.created and len(server.comments) == 1
+    assert server.slept == [1.0]
+    assert [m for m, *_ in server.requests] == ["GET", "GET", "POST"]
+
+
+def test_rate_limits_wait_as_github_says(server):
+    server.failures = [
+        (429, {"message": "Too Many Requests"}, {"Retry-After": "7"}),
+        (403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}),
+        (503, {"message": "Service Unavailable"}),
+    ]
+    upsert_comment(server.api, "acme/kernels", 7, "x")
+    # retry-after's seconds; a secondary limit without headers: a minute, doubled per attempt
+    assert server.slept == [7.0, 120.0, 4.0]
+    assert len(server.comments) == 1
+
+
+def test_a_failure_that_persists_is_raised_after_the_retries(server):
+    server.failures = [(502, {"message": "Bad Gateway"})] * 5
+    with pytest.raises(GitHubError, match="HTTP 502: Bad Gateway"):
+        upsert_comment(server.api, "acme/kernels", 7, "x")
+    assert server.slept == [1.0, 2.0, 4.0, 8.0] and len(server.requests) == 5 and not server.comments
+
+
+def test_a_wait_past_the_limit_is_not_waited(server):
+    server.failures = [(429, {"message": "Too Many Requests"}, {"Retry-After": "3600"})]
+    with pytest.raises(GitHubError, match="HTTP 429"):
+        upsert_comment(server.api, "acme/kernels", 7, "x")
+    assert server.slept == [] and len(server.requests) == 1
+
+
+def test_retry_wait_reads_the_rate_limit_reset_and_leaves_permanent_errors_alone():
+    exhausted = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1000"}
+    assert retry_wait(403, exhausted, "API rate limit exceeded for installation", 0, now=970.0) == 31.0
+    assert retry_wait(403, {}, "Resource not accessible by integration", 0) is None
+    assert retry_wait(404, {}, "Not Found", 0) is None
+    assert retry_wait(422, {}, "Validation Failed", 0) is None
+    assert retry_wait(500, {}, "", 2) == 4.0
 
 
 def test_api_from_env_honours_github_api_url():

@@ -19,10 +19,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery",
+RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery", "pipeline.peers",
+            "pipeline.kernel_scan", "pipeline.drafting", "pipeline.onboard",
             "pipeline.manifest", "pipeline.plan", "pipeline.progress", "pipeline.runflow",
             "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting",
-            "pipeline.ray_access", "pipeline.local_ray")
+            "pipeline.ray_access", "pipeline.local_ray", "pipeline.build_cache")
 
 # (modules under this prefix, may not import these prefixes)
 RULES = [

@@ -18,9 +18,9 @@ from reports import metric_names as mn
     (mn.counter("dram_bytes", 3 * 2**30, "nvidia"), "DRAM traffic 3 GiB"),
     (mn.counter("duration_ns", 196123.4, "nvidia"), "duration 196 µs"),
     (mn.resource("vgprs", 128, "k"), "VGPR 128"),
-    (mn.resource("lds_bytes", 65536, "k"), "LDS 64 KiB"),
-    (mn.resource("smem_bytes", 33792, "k"), "smem 33 KiB"),
-    (mn.resource("lds_bytes", 512, "k"), "LDS 512 B"),
+    (mn.resource("lds_bytes", 65536, "k"), "LDS allocated 64 KiB"),
+    (mn.resource("smem_bytes", 33792, "k"), "smem static 33 KiB"),
+    (mn.resource("lds_bytes", 512, "k"), "LDS allocated 512 B"),
     (mn.resource("registers", 39, "k"), "registers 39"),
     (mn.counter("a_new_counter", 0.123456789), "a new counter 0.1235"),
 ])
@@ -39,7 +39,7 @@ def test_tooltips_name_the_flopwatch_metric_and_the_formula_source():
 
 
 def test_flattened_names_and_vendors():
-    assert str(mn.flat("kernels.gemm.lds_bytes", 32768)) == "gemm: LDS 32 KiB"
+    assert str(mn.flat("kernels.gemm.lds_bytes", 32768)) == "gemm: LDS allocated 32 KiB"
     assert str(mn.flat("l1_hit_pct", 66.0, "amd")) == "vL1D hit 66%"
     assert mn.vendor_of("rocm:AMD Instinct MI300X") == "amd" and mn.vendor_of("cuda:H100") == "nvidia"
     assert mn.vendor_of("cpu:x", {"vendor": "nvidia"}) == "nvidia" and mn.vendor_of("cpu:x") == ""
@@ -72,3 +72,17 @@ def test_throughput_units():
     assert fmt.throughput(0.0, "B/s") == "—"
     assert fmt.seconds(1.2345e-3) == "1.234 ms" and fmt.seconds(5.6e-8) == "56 ns"
     assert fmt.shape_label("M=512,N=256,K=64") == "512×256×64" and fmt.pct(-0.0804) == "-8.0%"
+
+
+def test_static_and_allocated_sizes_are_one_labelled_figure():
+    """The compiler's static LDS and the occupancy model's allocation side by side (4160 B of
+    tiles take 4608 B in 512-byte granules), and CUDA's static shared memory with its allocation."""
+    amd = {"kernels": {"k": {"vgprs": 64, "lds_static_bytes": 4160, "lds_bytes": 4608}}}
+    [(_, shown)] = mn.kernels(amd)
+    assert [str(m) for m in shown] == ["VGPR 64", "LDS 4160 B, 4608 B allocated"]
+    assert "group_segment_fixed_size" in shown[1].source and "512-byte granules" in shown[1].source
+    nv = {"kernels": {"k": {"smem_bytes": 16384, "smem_alloc_bytes": 17408}}}
+    [(_, [smem])] = mn.kernels(nv)
+    assert str(smem) == "smem 16384 B, 17408 B allocated" and "reserved 1 KiB" in smem.source
+    same = {"kernels": {"k": {"lds_static_bytes": 4096, "lds_bytes": 4096}}}
+    assert [str(m) for m in mn.kernels(same)[0][1]] == ["LDS 4096 B"]

@@ -80,7 +80,7 @@ def test_good_variants_are_correct_timed_and_compared_with_the_peer(first_run):
             assert r.correctness["rel_fro_err"] < 1e-5 and len(r.correctness["checks"]) == 2
             seeds = {c["seed"] for c in r.correctness["checks"]}
             assert len(seeds) == 2  # two different seeds per check
-    stored = session.store.results("commit_sha=?", (outcome.commit.sha,))
+    stored = session.store.results(commit_sha=outcome.commit.sha)
     assert len(stored) == len(outcome.results)  # every outcome stored, failures included
 
 

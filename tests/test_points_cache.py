@@ -4,6 +4,7 @@ nights, after a re-run of an old commit, and when the cache belongs to another s
 from __future__ import annotations
 
 import numpy as np
+import sqlalchemy as sa
 
 from pipeline.history import series
 from pipeline.history.points_cache import PointsCache
@@ -71,5 +72,6 @@ def test_a_cache_of_another_store_or_of_missing_rows_is_rebuilt(tmp_path):
         series.scan(one, order, cache=cache)
         _same(series.scan(two, order, cache=cache), series.scan(two, order))
         assert cache.covered()[0] == str(two.path)
-        two.db.execute("DELETE FROM results WHERE id = 2")  # rows the cache has seen are gone
+        with two.writing() as conn:  # rows the cache has seen are gone
+            conn.execute(sa.text("DELETE FROM results WHERE id = 2"))
         _same(series.scan(two, order, cache=cache), series.scan(two, order))

@@ -1,9 +1,10 @@
-"""Store schema 2: phase records per result and a summary per run; a version-1 database is
-migrated in place and keeps its rows."""
+"""Phase records per result and a summary per run (schema 2): a version-1 database is migrated
+in place and keeps its rows; device busy time from the phases."""
 
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 from pipeline import accounting
 from pipeline.store import SCHEMA_VERSION, Store
@@ -36,13 +37,15 @@ def test_version_1_database_is_migrated_and_keeps_its_rows(tmp_path):
     with sqlite3.connect(db) as c:
         c.executescript(V1)
     store = Store(db)
-    assert store.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+    assert store.migrated == (1, SCHEMA_VERSION)
+    with closing(sqlite3.connect(db)) as c:
+        assert c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     (old,) = store.results()
     assert old["variant"] == "old" and old["phases"] == {}
     run = store.start_run("abc", False, "run", "", "", "run")
     store.record_result(run, "abc", False, _result(load_s=0.5, timing_s=1.0))
     store.finish_run(run, {"devices": [{"slot": "cuda/0"}]})
-    assert store.results("variant='v'")[0]["phases"] == {"load_s": 0.5, "timing_s": 1.0}
+    assert store.results(variant="v")[0]["phases"] == {"load_s": 0.5, "timing_s": 1.0}
     assert store.run_summary("abc") == {"devices": [{"slot": "cuda/0"}]}
     assert Result.from_dict(_result(queue_s=1.0).to_dict()).phases == {"queue_s": 1.0}
 

@@ -94,7 +94,7 @@ def test_processes_a_kernel_leaves_behind_are_ended_with_it(tmp_path):
         pytest.fail("the process the child started outlived the job")
 
 
-def test_job_children_see_no_cluster_or_ci_token(monkeypatch):
+def test_job_children_see_no_cluster_or_ci_token_nor_the_store_url(monkeypatch):
     import json
     import subprocess
 
@@ -102,8 +102,9 @@ def test_job_children_see_no_cluster_or_ci_token(monkeypatch):
 
     monkeypatch.setenv("RAY_AUTH_TOKEN", "cluster-secret")
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
+    monkeypatch.setenv("FLOPWATCH_STORE", "postgresql://flopwatch:db-secret@db.internal/flopwatch")
     seen = subprocess.run([sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"],
                           env=runner.child_env(), capture_output=True, text=True, timeout=60, check=True)
     env = json.loads(seen.stdout)
-    assert "RAY_AUTH_TOKEN" not in env and "GITHUB_TOKEN" not in env
+    assert "RAY_AUTH_TOKEN" not in env and "GITHUB_TOKEN" not in env and "FLOPWATCH_STORE" not in env
     assert env["PATH"] == os.environ["PATH"] and env["PYTHONFAULTHANDLER"] == "1"

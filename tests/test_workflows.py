@@ -146,9 +146,13 @@ def test_tokens_and_addresses_reach_programs_through_the_environment_only():
         for var in SECRET_VARS:
             assert f"${var}" not in script and f"${{{var}}}" not in script, (where, var)
         assert "--ray-address" not in script and "Authorization" not in script, where
+        # The store URL carries the database password: flopwatch reads it from FLOPWATCH_STORE,
+        # never from --store (the nightly's first step only tests it is set, a shell builtin).
+        assert "--store" not in script and "--db" not in script, where
         for name, value in step.get("env", {}).items():
             if "secrets." in str(value) or "github.token" in str(value):
-                assert name in SECRET_VARS or name.startswith(("PR_RAY_", "RAY_")), (where, name)
+                assert name in SECRET_VARS or name == "FLOPWATCH_STORE" or name.startswith(("PR_RAY_", "RAY_")), \
+                    (where, name)
 
 
 def _measuring_steps():
@@ -301,3 +305,46 @@ def test_bisect_inputs():
     assert {"good", "bad", "variant", "shape", "threshold"} <= set(inputs)
     assert inputs["threshold"]["default"] == ""  # empty: the per-device-kind default applies
     assert not inputs["shape"].get("required", False)
+
+
+def _flopwatch_step(workflow: dict, command: str) -> dict:
+    steps = [s for job in workflow["jobs"].values() for s in job.get("steps", []) if command in s.get("run", "")]
+    assert len(steps) == 1, command
+    return steps[0]
+
+
+@pytest.mark.parametrize(("name", "command", "store", "cache"), [
+    ("nightly.yml", "flopwatch nightly", "secrets.FLOPWATCH_STORE", "vars.FLOPWATCH_CACHE"),
+    ("bisect.yml", "flopwatch bisect", "secrets.FLOPWATCH_STORE", "vars.FLOPWATCH_CACHE"),
+    # PR runs execute the PR's code: a store and cache of their own, never the nightly's
+    ("pr-bench.yml", "flopwatch compare", "secrets.FLOPWATCH_PR_STORE", "vars.FLOPWATCH_PR_CACHE"),
+])
+def test_store_and_cache_come_from_repository_settings(name, command, store, cache):
+    env = _flopwatch_step(load(name), command)["env"]
+    assert env["FLOPWATCH_STORE"] == "${{ " + store + " }}"
+    assert env["FLOPWATCH_CACHE"] == "${{ " + cache + " }}"
+
+
+def test_no_workflow_but_the_nightly_and_bisect_sees_the_nightly_store():
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        text = path.read_text()
+        if "secrets.FLOPWATCH_STORE" in text or "vars.FLOPWATCH_CACHE" in text:
+            assert path.name in {"nightly.yml", "bisect.yml"}, path.name
+
+
+def _store_check(env: dict) -> subprocess.CompletedProcess:
+    """The nightly's first step, run as the runner would: `${{ secrets.X }}` expands to the
+    secret's value, or to an empty string when the repository has none."""
+    step = next(s for s in load("nightly.yml")["jobs"]["bench"]["steps"] if "FLOPWATCH_STORE" in s.get("run", ""))
+    assert step["env"] == {"FLOPWATCH_STORE": "${{ secrets.FLOPWATCH_STORE }}"}
+    return subprocess.run(["bash", "-e", "-c", step["run"]], env={"PATH": "/usr/bin:/bin", **env},
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_nightly_stops_first_thing_when_no_store_is_configured():
+    steps = load("nightly.yml")["jobs"]["bench"]["steps"]
+    assert "FLOPWATCH_STORE" in steps[0].get("run", ""), "the check comes before checkout and install"
+    unset = _store_check({"FLOPWATCH_STORE": ""})
+    assert unset.returncode == 1
+    assert "::error title=No history store::Set the repository secret FLOPWATCH_STORE" in unset.stdout
+    assert _store_check({"FLOPWATCH_STORE": "postgresql://flopwatch@db/flopwatch"}).returncode == 0

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from workers import bindings, correctness, device
-from workers.ops import get_op, torch_dtype
+from workers.ops import for_variant, torch_dtype
+from workers.ops.repo import OpCodeError
 from workers.records import Variant
 from workers.timing import TimingSettings, time_cpu, time_gpu
 
@@ -119,7 +120,7 @@ def pair(spec: dict) -> dict:
 
     kind, dims = spec["device_kind"], spec["dims"]
     variants = [Variant.from_dict(v) for v in spec["variants"]]
-    op = get_op(variants[0].op)
+    op = for_variant(variants[0])
     dtype = torch_dtype(spec["dtype"])
     dev = "cpu" if kind == "cpu" else "cuda"
     if kind != "cpu":
@@ -181,7 +182,7 @@ def run(spec: dict) -> dict:
 
     variant = Variant.from_dict(spec["variant"])
     kind, dims = spec["device_kind"], spec["dims"]
-    op = get_op(variant.op)
+    op = for_variant(variant)
     dtype = torch_dtype(spec["dtype"])
     if kind != "cpu":
         torch.cuda.set_device(0)  # creates this process's context: torch's device 0 is the first visible one
@@ -203,6 +204,9 @@ def run(spec: dict) -> dict:
         lap("correctness_s")
         dev_info = identity.result()
     result = {"device_info": dev_info.to_dict(), "checks": checks, "phases": phases}
+    if variant.repo_op:  # the driver does not run the repository's op: its counts come from here
+        result["work"] = {"flops": float(op.flops(dims)),
+                          "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if not all(c["passed"] for c in checks):
         result["status"] = "incorrect"
         bad = next(c for c in checks if not c["passed"])
@@ -260,6 +264,9 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(int(spec["threads"]))
     try:
         result = pair(spec) if spec.get("mode") == "pair" else run(spec)
+    except OpCodeError as exc:  # the repository's op is wrong, not the kernel under test
+        traceback.print_exc()
+        result = {"status": "invalid", "diagnostic": str(exc)}
     except Exception as exc:  # reported, then the parent marks the job crashed
         traceback.print_exc()
         result = {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}

@@ -99,7 +99,10 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
 
 
 def tile_map(err: torch.Tensor) -> torch.Tensor:
-    """Max abs error per TILE×TILE tile (1-D outputs: per TILE² chunk, as one row)."""
+    """Max abs error per TILE×TILE tile (1-D outputs: per TILE² chunk, as one row; outputs of
+    more dimensions, such as attention's [B, H, S, D], as rows of their last dimension)."""
+    if err.dim() > 2:
+        err = err.reshape(-1, err.shape[-1])
     if err.dim() == 1:
         err = err.view(1, -1)
         th, tw = 1, TILE * TILE
@@ -205,5 +208,8 @@ def _tile_text(t: dict, tile: int, ndim: int) -> str:
     if ndim == 1:
         span = tile * tile
         return f"chunk {c} = out[{c * span}:{(c + 1) * span}] max abs err {t['max_abs_err']}"
+    if ndim > 2:  # rows of the output flattened to [rows, last dimension]
+        return (f"tile ({r}, {c}) = out.view(-1, last)[{r * tile}:{(r + 1) * tile}, {c * tile}:{(c + 1) * tile}]"
+                f" max abs err {t['max_abs_err']}")
     return (f"tile ({r}, {c}) = C[{r * tile}:{(r + 1) * tile}, {c * tile}:{(c + 1) * tile}]"
             f" max abs err {t['max_abs_err']}")

@@ -64,7 +64,8 @@ class Binding(Record):
     kind: `c` (extern "C" entry point), `python` (module:function taking tensors), `triton`
     (like `python`: a launcher of a Triton kernel, compiled by Triton's JIT on the device),
     `pybind11` (module built from the sources, function taking tensors), `raw`
-    (extern "C" __global__ kernel launched with grid/block expressions of the shape).
+    (a __global__ kernel launched with grid/block expressions of the shape), `builtin` (the
+    op's own torch peer, added by flopwatch when the repository declares no peer).
     """
 
     kind: str
@@ -110,6 +111,9 @@ class Variant(Record):
     # The dtype the kernel writes its output in, where it is not the op's (a HipKittens GEMM
     # writes bf16 C; the gemm op's own output is fp32). Empty: the op's.
     output_dtype: str = ""
+    # An op declared by the benchmarked repository (`workers.ops.repo.RepoOp` as a dict, its
+    # source included): it travels with the variant to the job's child. Empty: a built-in op.
+    repo_op: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:

@@ -41,12 +41,13 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     own (load, correctness, warm-up, timing), the profile, and `start_s` = everything else
     this took (unpacking, process start, writing and reading the result)."""
     began = time.perf_counter()
-    op = get_op(variant.op)
     itemsize = torch_dtype(job.dtype).itemsize
+    # A repository op's counts are its code's: they come back from the sandboxed child.
+    op = None if variant.repo_op else get_op(variant.op)
     base = dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,
                 dtype=job.dtype, device=settings.get("device_key", job.device_kind), build_hash=build.build_hash,
-                toolchain=build.toolchain, flops=op.flops(job.shape.dims),
-                bytes_moved=op.bytes_moved(job.shape.dims, itemsize), peer=variant.peer,
+                toolchain=build.toolchain, flops=op.flops(job.shape.dims) if op else 0.0,
+                bytes_moved=op.bytes_moved(job.shape.dims, itemsize) if op else 0.0, peer=variant.peer,
                 resources=build.analysis)
     with tempfile.TemporaryDirectory(prefix="flopwatch-job-") as tmp:
         work = Path(tmp)
@@ -113,6 +114,7 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
         correctness.update(tile_map=worst["tile_map"], tile=worst["tile"],
                            rel_fro_err=max(c["rel_fro_err"] for c in checks),
                            max_abs_err=max(c["max_abs_err"] for c in checks))
+    base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
     common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""), counters=data.get("counters", {}),
                   correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
     if data["status"] != status.OK:
@@ -163,10 +165,11 @@ def _last_line(text: str) -> str:
 
 
 # Credentials a benchmarked kernel has no use for: the Ray cluster's token (a worker holds it
-# when its node was started with RAY_AUTH_TOKEN) and CI tokens. Job children are the repository's
-# code; what they never see, they cannot leak.
+# when its node was started with RAY_AUTH_TOKEN), CI tokens, and the results store's URL (a
+# PostgreSQL URL carries the database password). Job children are the repository's code; what
+# they never see, they cannot leak.
 SECRET_VARIABLES = ("RAY_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN",
-                    "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+                    "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "FLOPWATCH_STORE")
 
 
 def child_env() -> dict:

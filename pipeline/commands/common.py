@@ -11,7 +11,8 @@ from pipeline.driver_clock import DriverClock
 from pipeline.history.verdicts import parse_threshold
 from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session
-from pipeline.store import Store
+from pipeline.store import Store, location
+from pipeline.store.location import StoreLocation
 from workers.timing import METHODS
 
 
@@ -30,9 +31,18 @@ def threshold(text: str | None) -> float | None:
         raise UsageError(f"--threshold: {exc}") from None
 
 
-def add_repo_options(p: argparse.ArgumentParser) -> None:
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    """--repo and where its results are kept (--store / --db)."""
     p.add_argument("--repo", default=".", help="repository to benchmark (default: the one around the cwd)")
-    p.add_argument("--db", help="results database (default: <repo>/.flopwatch/results.db)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="URL",
+                       help="the results store: sqlite:///PATH, a file path, or postgresql://USER@HOST/DB "
+                            "(default: $FLOPWATCH_STORE, else <repo>/.flopwatch/results.db)")
+    where.add_argument("--db", metavar="PATH", help="a SQLite results file (the same as --store PATH)")
+
+
+def add_repo_options(p: argparse.ArgumentParser) -> None:
+    add_store_options(p)
     p.add_argument("--site", help="report folder (default: <repo>/.flopwatch/site)")
 
 
@@ -58,6 +68,8 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
     add_repo_options(p)
     p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
     p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="build cache folder (default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
     add_ray_address_option(p)
     p.add_argument("--no-ray-reuse", action="store_true",
                    help="start a local Ray for this command only, instead of attaching to flopwatch's own local "
@@ -113,8 +125,22 @@ def workdir(args) -> tuple[object, Path]:
     return repo, Path(repo.working_tree_dir) / ".flopwatch"
 
 
-def db_path(args, work: Path) -> Path:
-    return Path(args.db) if args.db else work / "results.db"
+def store_location(args, work: Path | None = None) -> StoreLocation:
+    """--store / --db, else $FLOPWATCH_STORE, else the repository's `.flopwatch/results.db`
+    (only this last one needs the repository: `work` is looked up when not given)."""
+    given = args.store if getattr(args, "store", None) is not None else getattr(args, "db", None)
+    if given is None and not os.environ.get(location.STORE_ENV):
+        work = work if work is not None else workdir(args)[1]
+    return location.resolve(given, (work or Path(".flopwatch")) / location.DEFAULT_FILE)
+
+
+def open_store(args, work: Path | None = None) -> Store:
+    return Store(store_location(args, work))
+
+
+def cache_dir(args, work: Path) -> Path:
+    """--cache, else $FLOPWATCH_CACHE, else the repository's `.flopwatch/cache`."""
+    return location.resolve_cache(getattr(args, "cache", None), work / "cache")
 
 
 def site_path(args, work: Path) -> Path:
@@ -137,8 +163,13 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
 def open_session(args, work: Path) -> Session:
     clock = DriverClock()
     with clock.phase("store"):
-        store = Store(db_path(args, work))
+        store = open_store(args, work)
     reuse, idle_s = ray_reuse()
-    with clock.phase("ray_start"):
-        info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse, idle_s=idle_s)
-    return Session(store, work, info, Progress(enabled=not args.json), clock=clock)
+    try:
+        with clock.phase("ray_start"):
+            info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse,
+                                   idle_s=idle_s)
+    except BaseException:
+        store.close()
+        raise
+    return Session(store, work, info, Progress(enabled=not args.json), clock=clock, cache=cache_dir(args, work))

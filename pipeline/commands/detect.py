@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.commands import common
-from pipeline.commands.common import add_repo_options, db_path, site_path, workdir
+from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
 from pipeline.history import causes, dashboard, series
 from pipeline.history.regressions import RegressionStore
 from pipeline.history.points_cache import PointsCache
@@ -43,9 +43,10 @@ class Detected:
     scanned: series.History
 
 
-def window_cache_path(work: Path) -> Path:
-    """Where detect remembers the windows it searched: beside the build cache."""
-    return work / "cache" / "detect-windows.sqlite"
+def window_cache_path(cache_root: Path) -> Path:
+    """Where detect remembers the windows it searched: beside the builds in the cache root
+    (`--cache` / $FLOPWATCH_CACHE / <repo>/.flopwatch/cache, `common.cache_dir`)."""
+    return cache_root / "history" / "windows.sqlite"
 
 
 def detect(store: Store, order: list[str], threshold: float | None, search=None, cache=None,
@@ -89,8 +90,8 @@ def main(args) -> int:
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
 
-    with Store(db_path(args, work)) as store, WindowCache(window_cache_path(work)) as cache, \
-            PointsCache(publish.points_cache_path(work)) as points:
+    with open_store(args, work) as store, WindowCache(window_cache_path(cache_dir(args, work))) as cache, \
+            PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
         detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report,
                           points=points)
         recorded = detected.recorded

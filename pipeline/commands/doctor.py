@@ -10,10 +10,13 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.checkout import CheckoutError
+from pipeline.commands.common import add_store_options, store_location
+from pipeline.store import LocationError, checks
 from workers import device
 from workers.build import toolchains
 
-HELP = "report compilers, devices, profilers and Ray on this machine"
+HELP = "report the results store, compilers, devices, profilers and Ray on this machine"
 
 _HINTS = {
     "cpp": "install a C++ compiler (apt-get install g++)",
@@ -36,8 +39,8 @@ def _version(cmd: list[str]) -> str | None:
     return lines[-1].strip() if lines else "found"
 
 
-def gather() -> list[dict]:
-    rows = []
+def gather(args=None) -> list[dict]:
+    rows = [store_row(args)] if args is not None else []
     for backend, tc in toolchains().items():
         found = bool(tc.get("ident"))
         rows.append({"what": f"build: {backend}", "found": found,
@@ -82,6 +85,29 @@ def _local_ray_rows() -> list[dict]:
              "hint": f"to stop it now: kill {record.pid}"} for folder, record in found]
 
 
+def store_row(args) -> dict:
+    """The results store: where, which schema, how many results, whether it is healthy.
+    Only reads (`checks.inspect`): doctor never creates, migrates or repairs a store."""
+    try:
+        where = store_location(args)
+    except (CheckoutError, LocationError) as exc:
+        return {"what": "store", "found": False, "detail": str(exc),
+                "hint": "run inside the benchmarked repository, or give --store / set FLOPWATCH_STORE"}
+    state = checks.inspect(where, count=True)
+    if state.problem is not None:
+        return {"what": "store", "found": False, "detail": f"{state.problem.where}: {state.problem.problem}",
+                "hint": state.problem.recovery}
+    if state.schema_version is None:
+        return {"what": "store", "found": True, "detail": f"{state.shown}: no store yet (the first run creates it)",
+                "hint": ""}
+    size = f", {state.size_bytes / 1e6:.1f} MB" if state.size_bytes is not None else ""
+    migrate = (f"; schema {state.schema_version} is migrated to {checks.SCHEMA_VERSION} (after a backup) "
+               f"when flopwatch next opens it" if state.needs_migration else "")
+    return {"what": "store", "found": True,
+            "detail": f"{state.shown} ({state.dialect}, schema {state.schema_version}, {state.results} results"
+                      f"{size}, integrity {state.integrity}){migrate}", "hint": ""}
+
+
 def _hip_pybind11_row() -> dict:
     """HipKittens-style `tk_kernel` modules: what this node can build of them."""
     from workers.rocm import pybind_build
@@ -95,10 +121,11 @@ def _hip_pybind11_row() -> dict:
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true")
+    add_store_options(p)
 
 
 def main(args) -> int:
-    rows = gather()
+    rows = gather(args)
     if args.json:
         print(json.dumps(rows))
         return 0

@@ -12,6 +12,7 @@ from rich.table import Table
 from pipeline.checkout import open_repo
 from pipeline.config import load_config
 from pipeline.discovery import discover
+from pipeline.peers import builtin_peers
 from pipeline.summary import cell
 from workers import device
 from workers.build import toolchains
@@ -33,7 +34,7 @@ def main(args) -> int:
     tcs = toolchains()
     kinds = device.kinds_here()
     rows = []
-    for v in variants:
+    for v in [*variants, *builtin_peers(variants)]:  # the peers a run adds where the repository has none
         can_build = bool(tcs.get(v.backend, {}).get("ident"))
         runnable = [k for k in v.devices if k in kinds]
         rows.append({"name": v.name, "op": v.op, "backend": v.backend, "folder": v.folder,
@@ -51,7 +52,8 @@ def main(args) -> int:
         if r["status"] == "invalid":
             table.add_row(cell(r["name"]), "", "", "", "", "[red]invalid[/red]", cell(r["error"]))
             continue
-        table.add_row(cell(r["name"]), r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),
+        name = r["name"] + (" (built-in peer)" if r["backend"] == "builtin" else "")
+        table.add_row(cell(name), r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),
                       "yes" if r["build"] else "no (toolchain missing)",
                       ",".join(r["run"]) if r["run"] else "no (no device)")
     Console(width=None if sys.stdout.isatty() else 140).print(table)

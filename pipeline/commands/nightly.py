@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from pipeline import checkout, cluster
 from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
-from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.commands.common import (UsageError, add_measure_options, cache_dir, open_session, run_options,
+                                      site_path, store_location, workdir)
 from pipeline.commands.detect import detect, window_cache_path
 from pipeline.history import causes, series
 from pipeline.history.regressions import RegressionStore
 from pipeline.history.points_cache import PointsCache
 from pipeline.history.window_cache import WindowCache
 from pipeline.runflow import run_commit
+from pipeline.store import location
 from pipeline.summary import exit_code
 from workers import untrusted
 
@@ -33,13 +37,15 @@ def add_arguments(p) -> None:
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
     repo, work = workdir(args)
+    _check_history_lasts(args, work)
     head = checkout.commit_info(repo, args.branch)
     order = series.first_parent_shas(repo, head.sha)
     session = open_session(args, work)
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
         print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
-        with WindowCache(window_cache_path(work)) as cache, PointsCache(publish.points_cache_path(work)) as points:
+        caches = cache_dir(args, work)
+        with WindowCache(window_cache_path(caches)) as cache, PointsCache(publish.points_cache_path(caches)) as points:
             detected = detect(session.store, order, threshold, cache=cache, details=True, points=points)
         recorded = detected.recorded
         new = [r for r, is_new in recorded if is_new]
@@ -65,7 +71,7 @@ def main(args) -> int:
     finally:
         cluster.shutdown(session.cluster_info)
     # Bisect probes store results: then the site reads their rows too; otherwise detect's pass serves.
-    with PointsCache(publish.points_cache_path(work)) as points:
+    with PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
         index = publish.write_site(session.store, site_path(args, work), order=order,
                                    scanned=detected.scanned if searches == 0 else None, cache=points)
     session.store.close()
@@ -79,6 +85,27 @@ def main(args) -> int:
     # 0 even with regressions: the workflow publishes the site in the next step, and the site
     # and regressions.json are where the news goes. 2 stays for usage errors.
     return 0
+
+
+def _check_history_lasts(args, work) -> None:
+    """In a GitHub Actions job, a store inside the workspace (which actions/checkout cleans) or
+    the runner's temp folder is gone by the next night: every nightly would start from an empty
+    history and find nothing. Refuse it; a build cache there only costs rebuilds: warn."""
+    where = store_location(args, work)
+    wiped = where.path is not None and location.wiped_by_ci(where.path)
+    if wiped:
+        given = args.store or args.db or os.environ.get(location.STORE_ENV)
+        which = "the store" if given else "no store is configured, and the default"
+        raise UsageError(
+            f"{which} {where.shown} is inside {wiped}, which is emptied before the next job, so every "
+            f"nightly would start from an empty history. Set the repository secret FLOPWATCH_STORE to a store outside it "
+            f"(sqlite:////srv/flopwatch/results.db on this runner, or postgresql://… for a runner pool); "
+            f"see docs/store.md")
+    cache = cache_dir(args, work)
+    wiped = location.wiped_by_ci(cache)
+    if wiped:
+        print(f"flopwatch: warning: the build cache {cache} is inside {wiped}: every nightly rebuilds every "
+              f"variant; set the repository variable FLOPWATCH_CACHE to a folder outside it", file=sys.stderr)
 
 
 def _record_culprit(table, item, culprit_sha: str | None, bisect: dict) -> None:

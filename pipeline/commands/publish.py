@@ -42,10 +42,10 @@ def write_feed(store: Store, site: Path) -> Path:
     return history_pages.write_feed(site, feed(store))
 
 
-def points_cache_path(work: Path) -> Path:
+def points_cache_path(cache_root: Path) -> Path:
     """Where the commands that publish keep the series' points between runs
-    (`pipeline.history.points_cache`): beside the build cache."""
-    return work / "cache" / "history-points.sqlite"
+    (`pipeline.history.points_cache`): beside the builds in the cache root (`common.cache_dir`)."""
+    return cache_root / "history" / "points.sqlite"
 
 
 def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: int = COMMIT_PAGES,

@@ -7,7 +7,13 @@ updates the existing comment instead of adding another one. Only a comment writt
 bot itself is ever edited: anyone can paste the marker into a comment of their own, and the
 bot's token may edit every comment of the repository. `python -m pipeline.history.github
 comment` posts a body from a file (the PR workflow's comment job, which runs no PR code, posts
-the comparison the benchmark job uploaded). Endpoints used (REST API version 2022-11-28):
+the comparison the benchmark job uploaded).
+
+Transient failures are retried (`retry_wait`), as GitHub's REST API guide asks: a 5xx or a lost
+connection after 1, 2, 4, 8 s; a rate limit (429, or 403 saying "rate limit") after the
+`retry-after` header's seconds, else at `x-ratelimit-reset` when no request is left, else after
+a minute, doubling. A wait longer than `Api.max_wait_s` is not waited: the error is raised.
+Endpoints used (REST API version 2022-11-28):
   GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100&page=N
   POST  /repos/{owner}/{repo}/issues/{number}/comments
   PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}
@@ -17,10 +23,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "<!-- flopwatch-compare -->"
@@ -50,6 +57,9 @@ class Api:
     token: str
     url: str = DEFAULT_API_URL
     timeout_s: float = 30.0
+    retries: int = 4  # further attempts after a transient failure
+    max_wait_s: float = 300.0
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,45 @@ def _error_message(raw: bytes) -> str:
     return str(body)[:500]
 
 
+def retry_wait(status: int, headers: Mapping[str, str], message: str, attempt: int,
+               now: float | None = None) -> float | None:
+    """Seconds to wait before attempt `attempt + 1` of a call that failed with `status` (0: no
+    response), or None when retrying cannot help (a 404, bad credentials, a missing permission)."""
+    headers = {k.lower(): v for k, v in headers.items()}
+    rate_limited = status == 429 or (status == 403 and "rate limit" in message.lower())
+    if rate_limited:
+        if headers.get("retry-after", "").strip().isdigit():
+            return float(headers["retry-after"])
+        if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset", "").isdigit():
+            return max(1.0, float(headers["x-ratelimit-reset"]) - (time.time() if now is None else now) + 1.0)
+        return 60.0 * 2**attempt
+    if status == 0 or status >= 500:
+        if headers.get("retry-after", "").strip().isdigit():
+            return float(headers["retry-after"])
+        return float(2**attempt)
+    return None
+
+
 def request(api: Api, method: str, path: str, body: Any = None) -> Any:
-    """Call one endpoint and return the decoded JSON; raise GitHubError on any failure."""
+    """Call one endpoint and return the decoded JSON; transient failures are retried
+    (`retry_wait`); raise GitHubError when the call fails for good."""
+    for attempt in range(api.retries + 1):
+        try:
+            return _request_once(api, method, path, body)
+        except _Failed as failed:
+            wait = retry_wait(failed.error.status, failed.headers, failed.error.message, attempt)
+            if wait is None or attempt == api.retries or wait > api.max_wait_s:
+                raise failed.error from None
+            api.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+class _Failed(Exception):
+    def __init__(self, error: GitHubError, headers: Mapping[str, str]) -> None:
+        self.error, self.headers = error, headers
+
+
+def _request_once(api: Api, method: str, path: str, body: Any) -> Any:
     url = f"{api.url}{path}"
     data = None if body is None else json.dumps(body).encode("utf-8")
     req = urllib.request.Request(url, data=data, method=method, headers=headers(api.token))
@@ -102,9 +149,9 @@ def request(api: Api, method: str, path: str, body: Any = None) -> Any:
         with urllib.request.urlopen(req, timeout=api.timeout_s) as response:
             raw = response.read()
     except urllib.error.HTTPError as err:
-        raise GitHubError(method, url, err.code, _error_message(err.read())) from None
+        raise _Failed(GitHubError(method, url, err.code, _error_message(err.read())), dict(err.headers or {})) from None
     except (urllib.error.URLError, TimeoutError, OSError) as err:
-        raise GitHubError(method, url, 0, str(getattr(err, "reason", err))) from None
+        raise _Failed(GitHubError(method, url, 0, str(getattr(err, "reason", err))), {}) from None
     return json.loads(raw.decode("utf-8")) if raw else None
 
 

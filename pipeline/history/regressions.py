@@ -12,15 +12,10 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from pipeline.store import Store
+import sqlalchemy as sa
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS regressions (
-  id INTEGER PRIMARY KEY, variant TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,
-  device TEXT NOT NULL, good_sha TEXT NOT NULL, bad_sha TEXT NOT NULL, change REAL,
-  rate_before REAL, rate_after REAL, p_value REAL, detected_at REAL, culprit_sha TEXT,
-  bisect TEXT, UNIQUE (variant, shape, dtype, device, good_sha, bad_sha));
-"""
+from pipeline.store import Store, statements
+from pipeline.store.tables import regressions as table
 
 
 @dataclass(frozen=True)
@@ -49,40 +44,39 @@ class Regression:
 
 
 class RegressionStore:
-    """The regressions table of one Store (created on first use)."""
+    """The regressions table of one Store."""
 
     def __init__(self, store: Store):
-        self.db = store.db
-        self.db.executescript(_SCHEMA)
+        self.store = store
 
     def record(self, r: Regression) -> tuple[Regression, bool]:
-        """Insert `r` unless the same step is stored; returns the stored row and whether it is new."""
-        key = (r.variant, r.shape, r.dtype, r.device, r.good_sha, r.bad_sha)
-        old = self.db.execute("SELECT id FROM regressions WHERE variant=? AND shape=? AND dtype=? AND device=? "
-                              "AND good_sha=? AND bad_sha=?", key).fetchone()
-        with self.db:
-            if old:
-                self.db.execute("UPDATE regressions SET change=?, rate_before=?, rate_after=?, p_value=? WHERE id=?",
-                                (r.change, r.rate_before, r.rate_after, r.p_value, old[0]))
-            else:
-                self.db.execute("INSERT INTO regressions (variant, shape, dtype, device, good_sha, bad_sha, change, "
-                                "rate_before, rate_after, p_value, detected_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                                (*key, r.change, r.rate_before, r.rate_after, r.p_value, time.time()))
-        stored = self.get(old[0]) if old else self.all()[-1]
-        return stored, old is None
+        """Insert `r` unless the same step is stored (then refresh its figures); returns the
+        stored row and whether it is new. One statement: two detects at once cannot double it."""
+        key = {"variant": r.variant, "shape": r.shape, "dtype": r.dtype, "device": r.device,
+               "good_sha": r.good_sha, "bad_sha": r.bad_sha}
+        figures = {"change": r.change, "rate_before": r.rate_before, "rate_after": r.rate_after,
+                   "p_value": r.p_value}
+        with self.store.writing() as conn:
+            old = conn.execute(sa.select(table.c.id).where(*(table.c[k] == v for k, v in key.items()))).scalar()
+            conn.execute(statements.upsert(conn, table, {**key, **figures, "detected_at": time.time()}, tuple(key),
+                                           update=tuple(figures)))
+            row = conn.execute(sa.select(table).where(*(table.c[k] == v for k, v in key.items()))).mappings().one()
+        return _decode(row), old is None
 
     def set_culprit(self, regression_id: int, culprit_sha: str | None, bisect: dict) -> None:
-        with self.db:
-            self.db.execute("UPDATE regressions SET culprit_sha=?, bisect=? WHERE id=?",
-                            (culprit_sha, json.dumps(bisect, default=str), regression_id))
+        with self.store.writing() as conn:
+            conn.execute(table.update().where(table.c.id == regression_id).values(
+                culprit_sha=culprit_sha, bisect=json.dumps(bisect, default=str)))
 
     def get(self, regression_id: int) -> Regression | None:
-        row = self.db.execute("SELECT * FROM regressions WHERE id=?", (regression_id,)).fetchone()
+        with self.store.reading() as conn:
+            row = conn.execute(sa.select(table).where(table.c.id == regression_id)).mappings().first()
         return _decode(row) if row else None
 
     def all(self) -> list[Regression]:
         """Every stored regression, oldest detection first."""
-        return [_decode(r) for r in self.db.execute("SELECT * FROM regressions ORDER BY id")]
+        with self.store.reading() as conn:
+            return [_decode(r) for r in conn.execute(sa.select(table).order_by(table.c.id)).mappings()]
 
 
 def _decode(row) -> Regression:

@@ -313,8 +313,7 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=
     position = {sha: i for i, sha in enumerate(shas)}
 
     def pooled(ids):
-        return [x for r in store.results(f"id IN ({','.join('?' * len(ids))})", tuple(ids), ("samples",))
-                for x in r["samples"]]
+        return [x for r in store.results_by_id(ids, ("samples",)) for x in r["samples"]]
 
     identity = _identity(store)
     if cache is not None:
@@ -323,9 +322,8 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=
             return _from_cache(store, cache, covered[1], line, position, pooled)
         cache.clear()
         cache.begin()
-    recent = shas[-COUNTED_COMMITS:]
-    sample_counts = {r["id"]: len(r["samples"]) for r in store.results(
-        f"commit_sha IN ({','.join('?' * len(recent))})", tuple(recent), ("id", "samples"))} if recent else {}
+    sample_counts = {r["id"]: len(r["samples"]) for sha in shas[-COUNTED_COMMITS:]
+                     for r in store.results(("id", "samples"), commit_sha=sha)}
     columns = SERIES_COLUMNS if details or cache is not None else TIMING_COLUMNS
     out, ops, counts, last_id = [], {}, {}, 0
     for key, group in itertools.groupby(store.scan_results(columns), key=_SAME_SERIES):
@@ -354,8 +352,9 @@ _SAME_SERIES = operator.itemgetter(_VARIANT, _SHAPE, _DTYPE, _DEVICE)
 
 
 def _identity(store) -> str:
-    """Which store a points cache was built from: its URL, else its file."""
-    return str(getattr(store, "url", None) or getattr(store, "path", ""))
+    """Which store a points cache was built from: its file, or its URL without a password."""
+    where = getattr(store, "location", None)
+    return where.shown if where is not None else str(getattr(store, "path", ""))
 
 
 def _cached_fields(rows: list[tuple], pooled: Callable, sample_counts: dict) -> list[tuple[str, tuple]]:
@@ -398,21 +397,21 @@ def _from_cache(store, cache, after_id: int, line: Sequence[tuple], position: di
     """Bring `cache` up to date with the rows stored after `after_id`, then build the history
     from it. A commit that got new rows has its point recomputed from all its rows (a re-run
     pools its samples with the earlier ones)."""
-    fresh = store.results("id > ?", (after_id,), ("id", "samples"))
-    if fresh:
-        sample_counts = {r["id"]: len(r["samples"]) for r in fresh}
+    sample_counts = {row_id: _count(samples) for row_id, samples in store.scan_results(("id", "samples"), after_id)}
+    if sample_counts:
         ids = {key: sid for sid, key, *_ in cache.series()}
         cache.begin()
         for key, group in itertools.groupby(store.scan_results(SERIES_COLUMNS, after_id), key=_SAME_SERIES):
             rows = list(group)
             known = cache.keys_at(ids[key]) & {r[_SHA] for r in rows} if key in ids else set()
             if known:  # earlier rows of these commits take part in their points
-                earlier = [_as_row(r) for sha in sorted(known) for r in store.results(
-                    "commit_sha=? AND variant=? AND shape=? AND dtype=? AND device=? AND id <= ?",
-                    (sha, *key, after_id), tuple(c for c in SERIES_COLUMNS if c != "has_samples") + ("samples",))]
+                wanted = tuple(c for c in SERIES_COLUMNS if c != "has_samples") + ("samples",)
+                earlier = [_as_row(r) for sha in sorted(known)
+                           for r in store.results(wanted, commit_sha=sha, **dict(zip(_KEY_COLUMNS, key)))
+                           if r["id"] <= after_id]
                 rows = sorted(earlier + rows, key=operator.itemgetter(_ID))
             _to_cache(cache, key, rows, _cached_fields(rows, pooled, sample_counts))
-        last_id = max(r["id"] for r in fresh)
+        last_id = max(sample_counts)
         cache.set_covered(_identity(store), last_id, store.results_extent(last_id)[0])
         cache.commit()
     resources, described = cache.resources(), {sid: rest for sid, *rest in cache.series()}
@@ -426,6 +425,14 @@ def _from_cache(store, cache, after_id: int, line: Sequence[tuple], position: di
     out = [built[key] for key in sorted(built)]
     counts = cache.commit_counts(status.FAILURES)
     return History(out, ops, {sha: CommitCount(*c) for sha, c in counts.items()})
+
+
+_KEY_COLUMNS = ("variant", "shape", "dtype", "device")
+
+
+def _count(samples: str | None) -> int:
+    """How many numbers a JSON list of samples holds, without decoding it."""
+    return 0 if not samples or samples == "[]" else samples.count(",") + 1
 
 
 def _as_row(r: dict) -> tuple:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.config import load_config
 from workers.cuda import pybind_build, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,9 @@ def _build_one(folder: Path, manifest: dict, out_dir: Path, nvcc: str) -> Built:
     else:
         mode = "fatbin" if kind == "raw" else "shared-library"
         output = out_dir / (manifest["name"] + (".fatbin" if kind == "raw" else ".so"))
-        cmd = toolchain.nvcc_command(nvcc, sources, [], flags, manifest["arches"], str(output), mode)
+        # the project's shared include folders (flopwatch.toml), as a build gets them
+        includes = [str(ROOT / d) for d in load_config(ROOT).include_dirs]
+        cmd = toolchain.nvcc_command(nvcc, sources, includes, flags, manifest["arches"], str(output), mode)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, f"{manifest['name']} failed to build:\n{done.stderr[-3000:]}"
     return Built(folder, manifest, output, done.stdout + done.stderr)

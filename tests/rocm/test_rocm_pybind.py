@@ -11,6 +11,7 @@ import pytest
 from pipeline.config import load_config
 from pipeline.discovery import discover
 from workers.backends import hip as hip_backend
+from workers.build_hints import with_hints
 from workers.rocm import pybind_build
 from workers.rocm.pybind_build import HostBuildInfo
 from workers.rocm.toolchain import (
@@ -101,8 +102,9 @@ def test_flopwatch_hip_include_must_hold_hip_runtime(tmp_path: Path, monkeypatch
 
 def test_missing_rocm6_header_gets_a_hint():
     log = "base_types.cuh:13:10: fatal error: 'hip_bf16.h' file not found"
-    assert "FLOPWATCH_HIP_INCLUDE" in hip_backend.with_header_hint("1 error", log)
-    assert hip_backend.with_header_hint("1 error", "error: 'foo.h' file not found") == "1 error"
+    text = with_hints("1 error", log, "hip", "pybind11", {})
+    assert text.startswith("1 error\nhint: ") and "FLOPWATCH_HIP_INCLUDE" in text
+    assert "FLOPWATCH_HIP_INCLUDE" not in with_hints("1 error", "error: 'foo.h' file not found", "hip", "c", {})
 
 
 def _bundled(name: str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from workers.backends import cpp, cuda, hip, python, triton
+from workers.backends import builtin, cpp, cuda, hip, python, triton
 
-BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python, "cuda": cuda, "hip": hip, "triton": triton}
+BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python, "cuda": cuda, "hip": hip, "triton": triton,
+                                  "builtin": builtin}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workers import raw_symbols
 from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
+from workers.build_hints import with_hints
 from workers.cuda import pybind_build, resource_usage, sass
 from workers.cuda.toolchain import find_tools, nvcc_command
 from workers.records import Variant
@@ -53,20 +55,35 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
                                           info, str(target), [*variant.flags, *(f"-I{d}" for d in includes)])
     else:
         target = out / (FATBIN if kind == "raw" else LIBRARY)
-        cmd = nvcc_command(tc.compiler, sources, includes, list(variant.flags), arches, str(target),
+        # A raw kernel is compiled as NVRTC compiles it: as CUDA whatever the file is called
+        # (NVRTC takes a string; collections ship kernels as .cuh or .h headers).
+        flags = ["-x", "cu", *variant.flags] if kind == "raw" else list(variant.flags)
+        cmd = nvcc_command(tc.compiler, sources, includes, flags, arches, str(target),
                            "fatbin" if kind == "raw" else "shared-library")
     code, log = run_compiler(cmd, cwd=out)
     if code != 0:
-        return BuildOutput(False, log, first_errors(log))
-    return BuildOutput(True, log, analysis=analyse(log, target, tc))
+        return BuildOutput(False, log, with_hints(first_errors(log), log, "cuda", kind))
+    analysis = analyse(log, target, tc, int(variant.launch.get("dynamic_smem_bytes", 0)))
+    if kind == "raw":
+        names = resource_usage.demangle(resource_usage.mangled_names(log), tc.detail.get("demangler"))
+        kernels = {m: names.get(m, m) for m in resource_usage.mangled_names(log)}
+        symbol, problem = raw_symbols.resolve(variant.binding.entry, kernels)
+        if symbol is None:
+            return BuildOutput(False, log, problem, analysis=analysis)
+        raw_symbols.write(out, variant.binding.entry, symbol)
+    return BuildOutput(True, log, analysis=analysis)
 
 
-def analyse(log: str, binary: Path, tc: Toolchain) -> dict:
-    """Per kernel: ptxas resource use, plus SASS instruction counts where cuobjdump exists."""
+def analyse(log: str, binary: Path, tc: Toolchain, dynamic_smem_bytes: int = 0) -> dict:
+    """Per kernel: ptxas resource use (static shared memory, and the allocation a block gets
+    with the launch's dynamic shared memory), plus SASS instruction counts where cuobjdump exists."""
     names = resource_usage.demangle(resource_usage.mangled_names(log), tc.detail.get("demangler"))
     kernels: dict[str, dict] = {}
     for k in resource_usage.parse_resource_usage(log, names):
         kernels[_short(k.name)] = {"arch": k.arch, "registers": k.registers, "smem_bytes": k.smem_bytes,
+                                   "smem_alloc_bytes": resource_usage.smem_allocated_bytes(
+                                       k.smem_bytes, dynamic_smem_bytes, k.arch),
+                                   **({"smem_dynamic_bytes": dynamic_smem_bytes} if dynamic_smem_bytes else {}),
                                    "stack_bytes": k.stack_bytes, "spill_stores": k.spill_stores,
                                    "spill_loads": k.spill_loads}
     if tc.detail.get("cuobjdump"):

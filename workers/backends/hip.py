@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workers import raw_symbols
 from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
+from workers.build_hints import with_hints
 from workers.records import Variant
 from workers.rocm import pybind_build
 from workers.rocm.build import build_hip
@@ -27,22 +29,42 @@ def _launch(variant: Variant) -> dict:
     return {"*": {k: int(v) for k, v in variant.launch.items() if k in ("block_threads", "dynamic_lds_bytes")}}
 
 
+def runtime_compiler_options(flags: list[str], include_dirs: list[str], include_vars: dict) -> tuple[list[str], list[str]]:
+    """Flags and include folders of a raw kernel, compiled as hiprtc compiles it (pure): HIP's
+    runtime header included implicitly (hiprtc pre-declares blockIdx, __syncthreads, the HIP
+    types) and HIP's include folder searched (`#include <hip_fp16.h>` as hiprtc resolves it),
+    after the variant's own folders. A source that includes the header itself is unaffected."""
+    hip_dir = include_vars.get("HIP_INCLUDE_DIR")
+    extra_dirs = [hip_dir] if hip_dir and hip_dir not in include_dirs else []
+    return ["-include", "hip/hip_runtime.h", *flags], [*include_dirs, *extra_dirs]
+
+
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
     kind = variant.binding.kind
     if kind == "pybind11":
         return build_pybind11(variant, src, out, include_dirs, pybind_build.host_build_info())
     mode = "code-object" if kind == "raw" else "shared-library"
-    result = build_hip([str(src / s) for s in variant.sources], [str(d) for d in include_dirs],
-                       list(variant.flags), list(variant.arches) or ["gfx942"], str(out), mode,
-                       launch=_launch(variant), output_name="variant")
+    flags, includes = list(variant.flags), [str(d) for d in include_dirs]
+    if kind == "raw":
+        flags, includes = runtime_compiler_options(flags, includes, tc.detail.get("include_vars") or {})
+    result = build_hip([str(src / s) for s in variant.sources], includes, flags, list(variant.arches) or ["gfx942"],
+                       str(out), mode, launch=_launch(variant), output_name="variant")
     if not result.ok:
-        return BuildOutput(False, result.log, with_header_hint("\n".join(result.first_errors), result.log))
+        return BuildOutput(False, result.log, with_hints("\n".join(result.first_errors), result.log, "hip", kind,
+                                                        tc.detail.get("include_vars")))
     # Keep only what runs: the library (c) or the code objects (raw); analysis copies go.
     keep = {Path(p).name for p in result.artifacts}
     for path in out.iterdir():
         if path.name not in keep:
             path.unlink()
-    return BuildOutput(True, result.log, analysis=flatten(result.kernels))
+    analysis = flatten(result.kernels)
+    if kind == "raw":
+        names = {mangled: k.get("name") or mangled for per_arch in result.kernels.values() for mangled, k in per_arch.items()}
+        symbol, problem = raw_symbols.resolve(variant.binding.entry, names)
+        if symbol is None:
+            return BuildOutput(False, result.log, problem, analysis=analysis)
+        raw_symbols.write(out, variant.binding.entry, symbol)
+    return BuildOutput(True, result.log, analysis=analysis)
 
 
 def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Path],
@@ -64,7 +86,8 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
         reason = pybind_build.missing_dependency(device.log, info)
         if reason:
             return BuildOutput(False, device.log, skip_reason=reason)
-        return BuildOutput(False, device.log, with_header_hint("\n".join(device.first_errors), device.log))
+        return BuildOutput(False, device.log, with_hints("\n".join(device.first_errors), device.log, "hip", "pybind11",
+                                                        found.include_vars()))
     analysis = flatten(device.kernels)
     for path in (out / "device").iterdir():
         path.unlink()
@@ -87,18 +110,6 @@ def build_pybind11(variant: Variant, src: Path, out: Path, include_dirs: list[Pa
     return BuildOutput(True, log, analysis=analysis)
 
 
-_ROCM6_HEADERS = ("hip_bf16.h", "hip_fp8.h", "amd_hip_bf16.h")
-
-
-def with_header_hint(errors: str, log: str) -> str:
-    """Append what fixes a missing ROCm 6 header under the cross toolchain (pure)."""
-    if "file not found" in log and any(f"{h}' file not found" in log for h in _ROCM6_HEADERS):
-        return errors + ("\nhint: this HIP header comes with ROCm 6; the clang-19 cross toolchain has Debian's "
-                         "HIP 5.2 headers. Set FLOPWATCH_HIP_INCLUDE to a folder of ROCm 6 HIP headers "
-                         "(docs/amd.md, 'HipKittens without ROCm').")
-    return errors
-
-
 def _env(extra: dict) -> dict | None:
     if not extra:
         return None
@@ -119,7 +130,11 @@ def flatten(kernels: dict) -> dict:
                 "vgprs": rem.get("vgprs", note.get("vgpr_count")),
                 "agprs": rem.get("agprs", note.get("agpr_count")),
                 "sgprs": rem.get("sgprs", note.get("sgpr_count")),
+                # the compiler's static LDS, and what the occupancy model allocates (static +
+                # dynamic, in 512-byte granules): reports show both, labelled
+                "lds_static_bytes": note.get("group_segment_fixed_size", rem.get("lds_bytes")),
                 "lds_bytes": occ.get("lds_alloc_bytes", rem.get("lds_bytes")),
+                **({"lds_dynamic_bytes": occ["dynamic_lds_bytes"]} if occ.get("dynamic_lds_bytes") else {}),
                 "scratch_bytes": rem.get("scratch_bytes", note.get("private_segment_fixed_size")),
                 "vgpr_spill": rem.get("vgpr_spill", note.get("vgpr_spill_count")),
                 "sgpr_spill": rem.get("sgpr_spill", note.get("sgpr_spill_count")),

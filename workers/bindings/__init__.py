@@ -29,6 +29,8 @@ def load(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dim
         from workers.bindings.raw import raw_entry
 
         return raw_entry(variant, artifact, op, device_kind, dims)
+    if kind == "builtin":
+        return _builtin_peer(variant, op)
     raise ValueError(f"binding kind {kind!r} is not supported")
 
 
@@ -97,5 +99,16 @@ def _pybind11_entry(variant: Variant, artifact: Path, op: ModuleType) -> Callabl
 
     def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
         fn(*op.tensor_args(inputs, out))
+
+    return call
+
+
+def _builtin_peer(variant: Variant, op: ModuleType) -> Callable:
+    """The op's own peer (torch on the device: `op.peer`), for a repository that declares none."""
+    if not hasattr(op, "peer"):
+        raise ValueError(f"op {variant.op!r} has no peer function")
+
+    def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
+        op.peer(inputs, out, variant.layout, alpha, beta)
 
     return call

@@ -14,22 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from workers import launch_expr
+from workers import launch_expr, raw_symbols
 from workers.bindings import module_api
+from workers.ops import scalars
 from workers.records import Variant
 
 
 def argument_names(variant: Variant, op: ModuleType) -> list[str]:
     if variant.binding.args:
         return list(variant.binding.args)
-    names = [*op.INPUTS, op.OUTPUT, *op.DIMS]
+    names = [*op.INPUTS, op.OUTPUT, *op.DIMS, *getattr(op, "SCALARS", ())]
     return names + (["alpha", "beta"] if variant.alpha_beta else [])
 
 
 def arguments(names: list[str], inputs: dict, out, dims: dict, op: ModuleType, alpha: float, beta: float) -> list:
     """Values in kernel order: tensors stay tensors (the launcher passes their addresses),
-    sizes are ints, alpha and beta floats."""
+    sizes are ints; alpha, beta and the op's scalars (attention's `scale`) floats."""
     values = {**inputs, op.OUTPUT: out, **{d: int(v) for d, v in dims.items()},
+              **{k: float(v) for k, v in scalars(op, dims).items()},
               "alpha": float(alpha), "beta": float(beta)}
     return [values[name] for name in names]
 
@@ -47,7 +49,7 @@ def raw_entry(variant: Variant, artifact: Path, op: ModuleType, device_kind: str
     if not images:
         raise FileNotFoundError(f"no device code for this GPU in the build artifact "
                                 f"({sorted(p.name for p in artifact.iterdir())})")
-    kernel = module_api.load(api, images[0].read_bytes(), variant.binding.entry)
+    kernel = module_api.load(api, images[0].read_bytes(), raw_symbols.symbol_for(artifact, variant.binding.entry))
     grid = launch_expr.dims3(list(variant.binding.grid), dims)
     block = launch_expr.dims3(list(variant.binding.block), dims)
     shared = int(variant.launch.get("dynamic_lds_bytes", variant.launch.get("dynamic_smem_bytes", 0)))

@@ -116,3 +116,18 @@ def demangle(names: Iterable[str], demangler: str | None, run: Callable = subpro
     if out.returncode != 0 or len(lines) != len(names):
         return {}
     return dict(zip(names, lines))
+
+
+# Shared memory a block is allocated, as CUDA's occupancy calculator counts it (cuda_occupancy.h:
+# smemAllocatedPerCTA = roundUp(static + reservedSharedMemPerBlock + dynamic,
+# cudaOccSMemAllocationGranularity)): 128-byte granules on compute capability 8.x to 12.x, 256
+# before; the driver reserves 1 KiB per block from sm_80 on (the device's
+# reservedSharedMemPerBlock, 1024 on A100 and H100), none before.
+def smem_allocated_bytes(static_bytes: int, dynamic_bytes: int, arch: str) -> int:
+    """What one block of a kernel is allocated on `arch` (`sm_90a`) (pure)."""
+    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
+    major = int(digits[:-1] or 0) if digits else 0
+    granule = 128 if major >= 8 else 256
+    reserved = 1024 if major >= 8 else 0
+    total = static_bytes + dynamic_bytes + reserved
+    return -(-total // granule) * granule

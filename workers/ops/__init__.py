@@ -1,16 +1,28 @@
 """Op contracts: what a variant computes, how much work it is, and the torch reference.
 
 Each op is a module exposing the same functions (see `gemm.py`); the table below is the
-whole registry, written out so a newcomer sees every op in one place.
+whole registry of built-in ops, written out so a newcomer sees every op in one place. A
+benchmarked repository may declare more ops of its own (`workers/ops/repo.py`): those travel
+with their variants (`Variant.repo_op`) and are loaded only inside the job's child.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+from pathlib import Path
 from types import ModuleType
 
-from workers.ops import copy, gemm
+from workers.ops import attention, attention_causal, copy, gemm, softmax
+from workers.ops.repo import RepoOp
 
-OPS: dict[str, ModuleType] = {"gemm": gemm, "copy": copy}
+OPS: dict[str, ModuleType] = {
+    "gemm": gemm,
+    "copy": copy,
+    "attention": attention,
+    "attention_causal": attention_causal,
+    "softmax": softmax,
+}
 
 DTYPES = ("fp32", "fp16", "bf16")
 
@@ -22,7 +34,72 @@ def get_op(name: str) -> ModuleType:
         raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
 
 
+def for_variant(variant):
+    """The op a variant computes: the built-in module, or the repository's op loaded from the
+    source the variant carries. The latter runs the repository's code: call it in the job's
+    child only (the driver reads repository ops with `repo.parse_op`, never runs them)."""
+    if variant.repo_op:
+        from workers.ops import repo
+
+        return repo.load(RepoOp.from_dict(variant.repo_op))
+    return get_op(variant.op)
+
+
+BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.peers`)
+
+
+def peer_label(row: dict) -> str:
+    """How a peer row (a result or variant as a dict) is labelled on pages and in the terminal:
+    "peer", or for the one flopwatch added, "built-in peer: <what it runs>"."""
+    if row.get("backend") != BUILTIN_PEER_BACKEND:
+        return "peer"
+    module = OPS.get(row.get("op") or "")
+    return "built-in peer: " + (module.PEER_NAME if module else "the op's peer()")
+
+
 def torch_dtype(name: str):
     import torch
 
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def scalars(op, dims: dict) -> dict:
+    """The op's named scalar arguments for this shape (attention's `scale`), or none."""
+    fn = getattr(op, "scalars", None)
+    return dict(fn(dims)) if fn else {}
+
+
+def static_work(variant, dims: dict) -> tuple[float, float]:
+    """(FLOPs, bytes at 4 bytes per element) the driver may know without running anything: a
+    built-in op's count; (0, 0) for a repository op, whose count comes back from the child."""
+    if variant.repo_op:
+        return 0.0, 0.0
+    op = get_op(variant.op)
+    return float(op.flops(dims)), float(op.bytes_moved(dims, 4))
+
+
+def op_source_digest(op: str | RepoOp | dict) -> str:
+    """A digest of everything that defines an op's harness: inputs, reference, work counts,
+    tolerances, peer. For a built-in op, the text of its module and of the op modules it
+    imports (`attention_causal` is `attention` with a mask); for a repository op (a `RepoOp`,
+    or its dict as a variant carries it), the text of its `op.py` — computable on the driver
+    from the checkout, since parsing never runs it."""
+    if isinstance(op, dict):
+        op = RepoOp.from_dict(op)
+    if isinstance(op, RepoOp):
+        return "repo:" + op.digest
+    module = get_op(op)
+    h = hashlib.sha256()
+    for path in _op_files(Path(module.__file__)):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return "builtin:" + h.hexdigest()
+
+
+def _op_files(path: Path) -> list[Path]:
+    """The op module and the sibling op modules it imports (read, not run)."""
+    files = [path]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "workers.ops":
+            files += [path.parent / f"{alias.name}.py" for alias in node.names
+                      if (path.parent / f"{alias.name}.py").is_file()]
+    return sorted(set(files))

@@ -42,12 +42,12 @@ def nvidia_row(work: Path, compiled: dict, tools: dict) -> tuple[dict, str]:
     if code != 0:
         return {}, f"ptxas -v failed on Triton's PTX: {log[-800:]}"
     tc = Toolchain("triton", "ptxas", "", {"cuobjdump": tools.get("cuobjdump"), "demangler": None})
-    kernels = cuda.analyse(log, work / files["cubin"], tc)["kernels"]
+    # Triton's shared memory is dynamic (`metadata.shared`): the static figure stays ptxas's
+    kernels = cuda.analyse(log, work / files["cubin"], tc, int(compiled.get("shared") or 0))["kernels"]
     row = next(iter(kernels.values()), {})
     if not row:
         return {}, "ptxas reported no entry function"
     row = {"arch": compiled["arch"], **{k: v for k, v in row.items() if k != "arch"}}
-    row["smem_bytes"] = compiled.get("shared", 0) + int(row.get("smem_bytes") or 0)
     row["num_warps"] = compiled.get("num_warps")
     return row, ""
 

@@ -1,0 +1,28 @@
+"""flopwatch init: `flopwatch new` for every kernel source of a repository, plus a minimal CI
+workflow that runs flopwatch on pushes and pull requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline import onboard
+from pipeline.commands.common import UsageError
+from pipeline.commands.new import add_common, draft_and_report
+
+HELP = "draft variants for every kernel source of the repository and write a CI workflow"
+
+
+def add_arguments(p) -> None:
+    add_common(p)
+    p.add_argument("--no-workflow", action="store_true", help="do not write .github/workflows/flopwatch.yml")
+
+
+def main(args) -> int:
+    root = Path(args.repo).resolve()
+    files = [f for f in onboard.repository_sources(root, args.out.strip("/"))
+             if onboard.kernel_scan.find_kernels(f.read_text(errors="replace"), "")
+             or onboard.kernel_scan.find_pybind_functions(f.read_text(errors="replace"), "")]
+    if not files:
+        raise UsageError(f"no __global__ kernel or pybind11 module in the sources of {root}")
+    extra = [] if args.no_workflow else [onboard.write_workflow(root)]
+    return draft_and_report(root, files, args, extra)

@@ -1,0 +1,79 @@
+"""flopwatch new: draft a variant.toml for every kernel of the given source files, build each
+draft once here, and say what still needs the user's hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pipeline import onboard
+from pipeline.commands.common import UsageError
+from pipeline.summary import cell
+
+HELP = "draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules) and build each once"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("paths", nargs="+", help="kernel source files or folders, inside the repository")
+    add_common(p)
+
+
+def add_common(p) -> None:
+    p.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    p.add_argument("--out", default="flopwatch", help="repository-relative folder for the drafts (default: flopwatch)")
+    p.add_argument("--force", action="store_true", help="overwrite drafts that exist")
+    p.add_argument("--no-build", action="store_true", help="write the drafts without building them")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+
+def main(args) -> int:
+    root = Path(args.repo).resolve()
+    try:
+        files = onboard.source_files(root, args.paths)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    if not files:
+        raise UsageError(f"no kernel sources ({', '.join(onboard.kernel_scan.SOURCE_SUFFIXES)}) in {args.paths}")
+    return draft_and_report(root, files, args)
+
+
+def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = ()) -> int:
+    out_dir = args.out.strip("/")
+    drafts = onboard.plan(root, files, out_dir)
+    if not drafts:
+        print(f"flopwatch new: no __global__ kernel or pybind11 module in {len(files)} file(s)", file=sys.stderr)
+        return 1
+    done = onboard.write(root, drafts, args.force)
+    changes = onboard.update_config(root, out_dir, [d.include_dir for d in drafts]) if any(x.written for x in done) else []
+    if not args.no_build:
+        onboard.build_all(root, done)
+    rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
+             "detail": onboard.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo)}
+            for x in done]
+    if args.json:
+        print(json.dumps({"drafts": rows, "config": changes, "other": list(extra)}))
+    else:
+        _print(rows, [*changes, *extra])
+    return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
+
+
+def _print(rows: list[dict], changes: list[str]) -> None:
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    table = Table(title="drafted variants", title_justify="left")
+    for col in ("variant", "op", "state", "build here / what is wrong"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        style = {"built": None, "skipped": "dim"}.get(r["state"], "red")
+        table.add_row(cell(r["variant"]), cell(r["op"]), r["state"], cell(r["detail"][:300]), style=style)
+    console.print(table)
+    for change in changes:
+        console.print(cell(change))
+    todo = [(r["folder"], t) for r in rows for t in r["todo"]]
+    if todo:
+        console.print(cell("still needs your hand:"))
+        for folder, t in todo:
+            console.print(cell(f"  {folder}/variant.toml: {t}"))

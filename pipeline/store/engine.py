@@ -1,0 +1,65 @@
+"""One SQLAlchemy engine per store, with each dialect's settings for many writers.
+
+SQLite: WAL (readers never block the writer), `synchronous=NORMAL` (a committed transaction
+survives a killed process; only a power loss may undo the last ones), a 30 s busy timeout,
+and write transactions opened with `BEGIN IMMEDIATE`: a deferred transaction that reads and
+then writes can fail at once with "database is locked" when another process committed in
+between, whereas IMMEDIATE takes the write lock up front and waits for it. SQLAlchemy emits
+BEGIN itself (the sqlite3 module's own transaction handling is switched off), as its SQLite
+dialect documents for exact transaction control.
+
+PostgreSQL: psycopg 3, connections checked before use (a nightly may find the server
+restarted since the pool opened), a connect timeout so that an unreachable server fails in
+seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from pipeline.store.location import StoreLocation
+
+BUSY_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 15
+_WRITE = "flopwatch_write"
+
+
+def create(location: StoreLocation) -> sa.Engine:
+    if location.dialect == "sqlite":
+        engine = sa.create_engine(location.url, connect_args={"timeout": BUSY_TIMEOUT_S})
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return sa.create_engine(location.url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+
+def _sqlite_connect(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN (below)
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _sqlite_begin(conn: sa.Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "BEGIN")
+
+
+@contextlib.contextmanager
+def writing(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """One write transaction: committed when the block ends, rolled back if it raises."""
+    with engine.connect() as conn:
+        conn.execution_options(**{_WRITE: True})
+        with conn.begin():
+            yield conn
+
+
+@contextlib.contextmanager
+def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A read: one consistent snapshot for the block."""
+    with engine.connect() as conn:
+        yield conn

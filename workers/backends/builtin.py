@@ -1,0 +1,22 @@
+"""`builtin` back end: the op's own peer (torch on the device, `op.peer`), which flopwatch adds
+to a run when the repository declares no peer for an op (`pipeline.peers`). Nothing is
+compiled; the artifact only names the op, so the build record says what ran."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+from workers.backends.base import BuildOutput, Toolchain
+from workers.records import Variant
+
+
+def toolchain() -> Toolchain | None:
+    import torch
+
+    return Toolchain("builtin", "torch", f"python {platform.python_version()} torch {torch.__version__}")
+
+
+def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
+    (out / "peer.txt").write_text(f"built-in peer of op {variant.op}: {variant.description}\n")
+    return BuildOutput(True, f"built-in peer of {variant.op}: nothing to compile")
