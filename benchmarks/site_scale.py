@@ -84,9 +84,30 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("commits", "variants", "shapes", "devices"):
         ap.add_argument(f"--{name}", type=int)
     ap.add_argument("--threshold", help="detect's --threshold (default: per device kind, as a nightly)")
+    ap.add_argument("--postgres", action="store_true",
+                    help="start a private PostgreSQL server (tests/pg_server.py: Debian's pg_ctl on a free port) "
+                         "and keep the history in a database of it (as --store)")
+    ap.add_argument("--store", metavar="URL", help="keep the history in this store (e.g. an empty PostgreSQL "
+                                                  "database): the generated SQLite history is imported into it "
+                                                  "first (`flopwatch store import`, timed); one repeat only")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
+    if (args.store or args.postgres) and args.repeat > 1:
+        ap.error("--store/--postgres: one repeat only (the runs write into the store)")
+    if args.postgres:
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        import pg_server
+
+        if pg_server.why_not_available():
+            ap.error(f"--postgres: {pg_server.why_not_available()}")
+        server = pg_server.Server().start()
+        try:
+            with server.database("flopwatch_scale"):
+                return main([a for a in (argv if argv is not None else sys.argv[1:]) if a != "--postgres"]
+                            + ["--store", server.url("flopwatch_scale")])
+        finally:
+            server.stop()
     gen = _module("synthetic_history")
     timing = _module("page_timing")
     preset = gen.FLEET if args.fleet else {"commits": 365, "variants": 25, "shapes": 4, "devices": 1}
@@ -103,17 +124,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"history: {size['commits']} commits × {size['devices'] * size['variants'] * size['shapes']} "
                   f"series in {time.perf_counter() - t0:.0f} s", flush=True)
         source = Path(planted["repo"])
+        store_args = ("--store", args.store) if args.store else ()
+        imported = None
+        if args.store:
+            imported = _flopwatch("store", "import", str(source / ".flopwatch" / "results.db"), "--repo", str(source),
+                                  *store_args)
+            print(f"imported into {args.store.split('@')[-1]} in {imported['wall_s']} s", flush=True)
         want = sorted((s["variant"], s["shape"], s["device"], s["bad_sha"]) for s in planted["steps"])
         runs = []
         load_before = os.getloadavg()
         for i in range(args.repeat):
             repo = out / f"run{i}"
             shutil.copytree(source, repo, symlinks=True)
-            limit = ("--threshold", args.threshold) if args.threshold else ()
+            limit = (("--threshold", args.threshold) if args.threshold else ()) + store_args
             cold = _flopwatch("detect", "--repo", str(repo), "--branch", "main", "--json", *limit)
-            gen.add_night({**planted, "repo": str(repo)}, size["commits"] - 1)
+            gen.add_night({**planted, "repo": str(repo)}, size["commits"] - 1, args.store)
             nightly = _flopwatch("detect", "--repo", str(repo), "--branch", "main", "--json", *limit)
-            report = _flopwatch("report", "--repo", str(repo), "--branch", "main")
+            report = _flopwatch("report", "--repo", str(repo), "--branch", "main", *store_args)
             site = repo / ".flopwatch" / "site"
             site_bytes, files = _size(site)
             loads = [timing.load_times(site / "index.html") for _ in range(3)]
@@ -134,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"planted steps exactly: {run['found_cold'] and run['found_nightly']}", flush=True)
             shutil.rmtree(repo)
         summary = {"size": size, "series": size["devices"] * size["variants"] * size["shapes"],
+                   "store": args.store.split("@")[-1] if args.store else "sqlite (the repository's results.db)",
+                   "import_s": imported["wall_s"] if imported else None,
                    "planted_steps": len(want), "runs": runs,
                    "planted_found_exactly": all(r["found_cold"] and r["found_nightly"] for r in runs),
                    "loadavg_before": [round(x, 2) for x in load_before],

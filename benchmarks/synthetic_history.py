@@ -306,9 +306,10 @@ def write_history(out: Path, commits: int = 365, variants: int = 25, shapes: int
             "steps": steps}
 
 
-def add_night(planted: dict, night: int) -> None:
+def add_night(planted: dict, night: int, store: str | None = None) -> None:
     """Store the results of commit `night` of a history written with `nights=night`: the next
-    nightly, generated exactly as a longer history would have held it."""
+    nightly, generated exactly as a longer history would have held it. store: where the history
+    is kept when not in the repository's `.flopwatch/results.db` (a URL or a path)."""
     s = planted["settings"]
     repo = Path(planted["repo"])
     meta_rows = subprocess.run(["git", "-C", str(repo), "log", "--first-parent", "--reverse", "--format=%H%x00%s%x00"
@@ -316,8 +317,8 @@ def add_night(planted: dict, night: int) -> None:
     meta = [dict(zip(("sha", "subject", "author", "authored_at"), line.split("\x00")))
             for line in meta_rows.splitlines()]
     specs = series_specs(s["commits"], s["variants"], s["shapes"], s["devices"], planted["seed"])
-    with Store(repo / ".flopwatch" / "results.db") as store:
-        record_nights(store, repo, meta, specs, plants(s["commits"], s["fleet"]), range(night, night + 1),
+    with Store(store or repo / ".flopwatch" / "results.db") as kept:
+        record_nights(kept, repo, meta, specs, plants(s["commits"], s["fleet"]), range(night, night + 1),
                       planted["seed"])
 
 
