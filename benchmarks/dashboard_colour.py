@@ -40,12 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         planted = gen.write_history(Path(tmp), commits=args.commits)
         with Store(Path(planted["repo"]) / ".flopwatch" / "results.db") as store:
             all_series = series.load(store, planted["shas"], details=False)
-    skip = {p["variant"] for p in planted["plants"]} | {"hip_broken", "hip_wrong_tile"}
+    skip = {s["variant"] for s in planted["steps"]} | {"hip_broken", "hip_wrong_tile"}
     counts: Counter = Counter()
     for s in all_series:
         if s.variant in skip:
             continue
-        busy = set(planted["spikes"].get(f"{s.variant}|{s.shape}", ()))
+        busy = set(planted["spikes"].get("|".join(s.key), ()))
         for t in range(60, len(s.points)):
             c = dashboard.cell(dataclasses.replace(s, points=s.points[: t + 1]), args.last_n)
             night = "busy" if t in busy or t - 1 in busy else "quiet"

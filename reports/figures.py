@@ -14,6 +14,7 @@ import json
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from markupsafe import Markup
 
 from reports import metric_names
@@ -47,11 +48,83 @@ def commit_table_js(commits: Sequence[dict]) -> str:
     return f"window.FW_COMMITS={_json(rows)};\n"
 
 
-def _r(value: float | None) -> float | None:
-    """Rounded to 4 significant digits: the data is compact and any default hover is short."""
+def _r(value: float | None, digits: int = 4) -> float | None:
+    """Rounded to `digits` (at most 4) significant digits: the data is compact and any default
+    hover is short."""
     if value is None or not math.isfinite(value):
         return None
-    return round(value, 3 - math.floor(math.log10(abs(value)))) if value else 0.0
+    return round(value, digits - 1 - math.floor(math.log10(abs(value)))) if value else 0.0
+
+
+def packed(values: Sequence[float | None], digits: int = 4) -> dict:
+    """A trace's y values as {"fwD": [e, d0, d1, ...]}: each value is an integer count of 10^e
+    (e puts the largest value at `digits` significant digits, so none has more), written as the
+    difference to the previous one (null for a missing value). A series' nights differ by a few
+    units of its last digit, so a number takes 2–3 characters instead of 6; assets/flopwatch.js
+    unpacks it (fwUnpack) before plotting: an integer divided by an exact power of ten is the
+    double nearest the short decimal, so a value prints as 164.6, never 164.60000000000002."""
+    x = np.array([np.nan if v is None else v for v in values], dtype=float)
+    finite = np.isfinite(x)
+    top = float(np.max(np.abs(x[finite]))) if finite.any() else 0.0
+    e = math.floor(math.log10(top)) - (digits - 1) if top > 0 else 0
+    counts = (np.round(x[finite] / 10.0 ** e) if e >= 0 else np.round(x[finite] * 10.0 ** -e)).astype(np.int64)
+    deltas = np.diff(counts, prepend=0).tolist()
+    if finite.all():
+        return {"fwD": [e, *deltas]}
+    out: list[int | None] = [None] * x.size
+    for i, d in zip(np.flatnonzero(finite).tolist(), deltas):
+        out[i] = d
+    return {"fwD": [e, *out]}
+
+
+def unpack(encoded: dict) -> list[float | None]:
+    """The values of a `packed` trace, as the browser computes them (for checks)."""
+    e, *deltas = encoded["fwD"]
+    out, last = [], 0
+    for d in deltas:
+        if d is None:
+            out.append(None)
+            continue
+        last += d
+        out.append(last * 10.0 ** e if e >= 0 else last / 10.0 ** -e)
+    return out
+
+
+def _columns(points: Sequence) -> dict[str, list]:
+    """Each resource and counter name → its value per point (None where a point lacks it);
+    a resource beats a counter of the same name. Consecutive points usually share one resources
+    dict (the build did not change), so those are copied once per run of points, not per point."""
+    n = len(points)
+    columns: dict[str, list] = {}
+    for i, p in enumerate(points):
+        for k, v in (p.counters or {}).items():
+            column = columns.get(k)
+            if column is None:
+                column = columns[k] = [None] * n
+            column[i] = v
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and points[i].resources is points[start].resources:
+            continue
+        for k, v in (points[start].resources or {}).items():
+            column = columns.get(k)
+            if column is None:
+                column = columns[k] = [None] * n
+            column[start:i] = [v] * (i - start)
+        start = i
+    return columns
+
+
+def runs(positions: Sequence[int]) -> list[list[int]]:
+    """Increasing positions as [first, count] runs of consecutive ones: the x values of a
+    series measured every night are one run, a few bytes instead of a number per commit."""
+    out: list[list[int]] = []
+    for x in positions:
+        if out and out[-1][0] + out[-1][1] == x:
+            out[-1][1] += 1
+        else:
+            out.append([x, 1])
+    return out
 
 
 def tile_heatmap(tile_map: list[list], tile: int, title: str) -> dict:
@@ -102,13 +175,13 @@ def trend_figure(points: Sequence, position: dict[str, int], unit: str, vendor: 
     top = max((p.rate for p in points), default=0.0)
     factor, shown_unit = scale_for(top, unit)
     x = [position[p.sha] for p in points]
-    names = sorted({k for p in points for k in (p.resources or {})} | {k for p in points for k in (p.counters or {})})
-
-    def value(p, k):
-        return (p.resources or {}).get(k, (p.counters or {}).get(k))
-
+    # Every trace of the figure shares these x values: written once, as runs (`fwX` in
+    # assets/flopwatch.js), not once per trace; y values are `packed` (throughput and its band
+    # at 4 significant digits, counter panels at 3): a 3-year series' page stays near 40 KB.
+    shared = "fwX"
+    columns = _columns(points)
     # Resources (static, a step in them is news) before counters (measured, they jitter).
-    varying = sorted((k for k in names if len({value(p, k) for p in points}) > 1),
+    varying = sorted((k for k, column in columns.items() if len(set(column)) > 1),
                      key=lambda k: (not k.startswith("kernels."), k))[:MAX_PANELS]
     rows = 1 + len(varying)
     weights = [3.0] + [1.0] * len(varying)
@@ -121,12 +194,12 @@ def trend_figure(points: Sequence, position: dict[str, int], unit: str, vendor: 
         top_edge -= height + gap
     commit_hover = "%{customdata[0]}<br>%{customdata[1]}<br>%{customdata[2]} · %{customdata[3]}<br>"
     data = [
-        {"type": "scatter", "x": x, "y": [_r(p.rate_hi / factor) if p.rate_hi else None for p in points],
+        {"type": "scatter", "x": shared, "y": packed([p.rate_hi / factor if p.rate_hi else None for p in points]),
          "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False, "xaxis": "x", "yaxis": "y"},
-        {"type": "scatter", "x": x, "y": [_r(p.rate_lo / factor) if p.rate_lo else None for p in points],
+        {"type": "scatter", "x": shared, "y": packed([p.rate_lo / factor if p.rate_lo else None for p in points]),
          "mode": "lines", "line": {"width": 0}, "fill": "tonexty", "fillcolor": "rgba(31,119,180,0.2)",
          "name": "95% CI of the median", "hoverinfo": "skip", "xaxis": "x", "yaxis": "y"},
-        {"type": "scatter", "x": x, "y": [_r(p.rate / factor) for p in points], "mode": "lines+markers",
+        {"type": "scatter", "x": shared, "y": packed([p.rate / factor for p in points]), "mode": "lines+markers",
          "marker": {"size": 4}, "line": {"width": 1.5, "color": "#1f77b4"}, "name": shown_unit, "fwCommits": True,
          "hovertemplate": commit_hover + f"%{{y:.4g}} {shown_unit}<extra></extra>", "xaxis": "x", "yaxis": "y"},
     ]
@@ -145,17 +218,17 @@ def trend_figure(points: Sequence, position: dict[str, int], unit: str, vendor: 
         "legend": {"orientation": "h", "x": 0, "y": 1, "yanchor": "top", "yref": "container"},
         "hovermode": "closest", "showlegend": True, "height": 420 + 150 * len(varying),
         "yaxis": {"domain": domains[0], "title": {"text": shown_unit}, "tickformat": ".4~g"},
-        "shapes": [], "annotations": [],
+        "shapes": [], "annotations": [], "fwX": runs(x),
     }
     panels = []
     for i, k in enumerate(varying, start=2):
         kind = metric_names.unit_kind(k)
-        ys = [value(p, k) for p in points]
+        ys = columns[k]
         div, suffix = _panel_scale(kind, max((abs(v) for v in ys if v is not None), default=0.0))
         shown = metric_names.flat(k, 0.0, vendor)
         panels.append(shown)
         label = shown.label
-        data.append({"type": "scatter", "x": x, "y": [_r(v / div) if v is not None else None for v in ys],
+        data.append({"type": "scatter", "x": shared, "y": packed([v / div if v is not None else None for v in ys], 3),
                      "mode": "lines", "line": {"shape": "hv", "width": 1.5}, "name": label, "fwCommits": True,
                      "showlegend": False,
                      "hovertemplate": commit_hover + f"{label} %{{y:.4g}}{' ' if suffix != '%' else ''}{suffix}"

@@ -81,11 +81,13 @@ def write_trend_page(site: Path, s, position: dict[str, int], regressions: Seque
 
 
 def _bisect_link(site: Path):
-    """The bisect page of a regression when one was written, else None."""
+    """The bisect page of a regression when one was written, else None. `nightly` bisects a
+    range once, on its worst series (`bisected_on`), for every series that stepped there."""
     def link(r) -> str | None:
         if not r.culprit_sha:
             return None
-        name = bisect_page_name(r.variant, r.bad_sha)
+        on = (r.bisect or {}).get("bisected_on") or {}
+        name = bisect_page_name(on.get("variant") or r.variant, r.bad_sha)
         return name if (site / name).exists() else None
     return link
 
@@ -100,14 +102,15 @@ def write_pages(site: Path, inp) -> None:
         write_trend_page(site, s, position, inp.regressions, commit_pages)
     write_feed(site, inp.feed)
     trend = {s.key: trend_page_name(s) for s in inp.series}
-    render(site / "regressions.html", "regressions.html.j2", regressions=inp.regressions,
+    # Pages without a figure do not load plotly.js (4.6 MB to parse before the page shows).
+    render(site / "regressions.html", "regressions.html.j2", regressions=inp.regressions, plots=False,
            bisect_page=_bisect_link(site), trend_page=lambda r: trend.get((r.variant, r.shape, r.dtype, r.device)))
     latest = inp.commits[0] if inp.commits else None
     others = []
     for kind in ("compare", "bisect"):
         for page in sorted(site.glob(f"{kind}-*.html"), key=lambda p: -p.stat().st_mtime)[:10]:
             others.append((f"{kind} {page.stem[len(kind) + 1:]}", page.name))
-    render(site / "index.html", "dashboard.html.j2", d=inp.dashboard, latest=latest, page=trend_page_name,
+    render(site / "index.html", "dashboard.html.j2", d=inp.dashboard, latest=latest, page=trend_page_name, plots=False,
            spark=figures.sparkline, bisect_page=_bisect_link(site), commit_pages=commit_pages,
            n_regressions=len(inp.regressions), others=others, n_commits=len(inp.commits))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import plotly
 
-from reports import figures, history_pages
+from reports import figures, history_pages, roofline
 from reports.format import anchor
 from reports.templates_env import render
 from workers import status
@@ -78,15 +78,16 @@ def write_site(site: Path, inp: SiteInput) -> Path:
         if c.rows is not None:
             write_commit_page(site, c.commit, c.rows, c.run_summary)
     history_pages.write_pages(site, inp)
-    render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name)
+    render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name, plots=False)
     return site / "index.html"
 
 
 def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: dict | None = None) -> Path:
     summary = run_summary or {}
+    roofs = [(r, figures.embed(roofline.figure(r), f"roof{i}", height=460)) for i, r in enumerate(roofline.rooflines(rows))]
     return render(site / commit_page_name(commit["sha"]), "commit.html.j2", commit=commit, rows=rows,
                   failures=_failure_panels(rows), failing=status.FAILURES, devices=summary.get("devices", []),
-                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []))
+                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []), rooflines=roofs)
 
 
 def _failure_panels(rows: list[dict]) -> list[dict]:

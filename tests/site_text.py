@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from reports.figures import unpack
+
 # A decimal number as text: 50.432081, 1.5e+07, 0.0213. Integers are not floats.
 _FLOAT = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+|\d+\.|\.\d+)([eE][-+]?\d+)?(?![\w.])")
 _FIGURE = re.compile(r"var f=(\{.*?\});(?:fwPlot|Plotly\.newPlot)\(", re.DOTALL)
@@ -36,7 +38,20 @@ def page_text(markup: str) -> str:
 
 
 def figures(markup: str) -> list[dict]:
-    return [json.loads(m.group(1)) for m in _FIGURE.finditer(markup)]
+    """The figure specs of a page, with shared x runs (`fwX`) and packed y values (`fwD`)
+    expanded as assets/flopwatch.js does in the browser."""
+    out = []
+    for m in _FIGURE.finditer(markup):
+        fig = json.loads(m.group(1))
+        layout = fig.get("layout", {})
+        shared = [first + i for first, count in layout.pop("fwX", []) for i in range(count)]
+        for trace in fig.get("data", []):
+            if trace.get("x") == "fwX":
+                trace["x"] = shared
+            if isinstance(trace.get("y"), dict) and "fwD" in trace["y"]:
+                trace["y"] = unpack(trace["y"])
+        out.append(fig)
+    return out
 
 
 def figure_problems(fig: dict, limit: int = 4) -> list[str]:

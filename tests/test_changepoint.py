@@ -137,22 +137,62 @@ def test_the_bound_skips_only_series_that_cannot_show_a_step():
 
 def test_permutations_stop_once_the_split_cannot_be_significant(monkeypatch):
     # A flat series: the first test fails, and it fails long before 199 shuffles.
-    counted = []
-    real = changepoint._best_split
-    monkeypatch.setattr(changepoint, "_best_split", lambda *a: counted.append(1) or real(*a))
+    shuffles = []
+    real = changepoint._best_q_rows
+    monkeypatch.setattr(changepoint, "_best_q_rows", lambda rows, *a: shuffles.append(len(rows)) or real(rows, *a))
     assert e_divisive(np.random.default_rng(2).normal(1.0, 0.01, 60), permutations=199) == []
-    assert 10 < len(counted) < 80
+    assert 10 < sum(shuffles) < 80
     # A clear step: the p-value still comes from every shuffle (1 / 200 when none reaches it).
-    counted.clear()
+    shuffles.clear()
     values = np.concatenate([np.full(30, 1.0), np.full(30, 1.2)]) + np.random.default_rng(3).normal(0, 0.01, 60)
     first = e_divisive(values, permutations=199)[0]
-    assert first.index == 30 and first.p_value == pytest.approx(1 / 200)
+    assert first.index == 30 and first.p_value == pytest.approx(1 / 200) and sum(shuffles) >= 199
 
 
-def test_a_batch_is_detect_steps_per_series_as_plain_dicts():
+def test_batched_statistics_equal_one_row_at_a_time():
+    rows = np.random.default_rng(6).normal(size=(5, 17))
+    batched = changepoint.energy_statistics_rows(rows, 3)
+    for row, q in zip(rows, batched):
+        np.testing.assert_allclose(q, energy_statistics(row, 3), rtol=1e-12)
+
+
+def test_windows_cover_every_index_once_with_a_margin():
+    for n in (6, 64, 65, 96, 97, 130, 1095):
+        windows = changepoint.plan_windows(n, 64)
+        owned = [i for w in windows for i in range(w.owns_from, w.owns_to)]
+        assert owned == list(range(n)), n
+        for w in windows:
+            assert 0 <= w.start < w.stop <= n and w.stop - w.start == min(n, 64)
+            if n > 64:  # an owned index has a quarter window on each side, unless the series ends there
+                assert w.owns_from - w.start >= 16 or w.start == 0
+                assert w.stop - w.owns_to >= 16 or w.stop == n
+    # Aligned windows do not move when the series grows: only the last one is new.
+    assert set(changepoint.plan_windows(1095)) - set(changepoint.plan_windows(1096)) <= {
+        w for w in changepoint.plan_windows(1095) if w.stop == 1095 or w.owns_to == 1095}
+
+
+def test_a_step_in_a_long_series_is_judged_by_its_window():
+    rng = np.random.default_rng(11)
+    values = np.concatenate([rng.normal(1.0, 0.01, 700), rng.normal(1.06, 0.01, 395)])
+    [step] = detect_steps(values, commits(1095), threshold=0.03)
+    assert step.index == 700 and step.change == pytest.approx(0.06, abs=0.01)
+    # Its segments end at the window's edges: at most a window's worth of points on each side.
+    window = next(w for w in changepoint.plan_windows(1095) if w.owns_from <= 700 < w.owns_to)
+    assert step.mean_before == pytest.approx(np.mean(values[window.start:700]))
+    assert step.mean_after == pytest.approx(np.mean(values[700:window.stop]))
+
+
+def test_a_slow_drift_is_not_a_step():
+    # 8% over three years, 1% noise: every window sees less than 1% of it.
+    rng = np.random.default_rng(12)
+    values = np.linspace(1.0, 1.08, 1095) * rng.normal(1.0, 0.01, 1095)
+    assert detect_steps(values, commits(1095), threshold=0.03) == []
+
+
+def test_search_windows_is_e_divisive_per_window_as_plain_dicts():
     rng = np.random.default_rng(8)
     a = np.concatenate([rng.normal(1.0, 0.01, 15), rng.normal(1.2, 0.01, 15)])
     b = rng.normal(1.0, 0.01, 30)
-    got = changepoint.detect_batch([(list(a), commits(30), 0.03), (list(b), commits(30), 0.03)])
-    assert got[1] == [] and [s["index"] for s in got[0]] == [15]
-    assert got[0][0]["commit_after"] == "c015" and got[0][0] == vars(detect_steps(a, commits(30))[0])
+    got = changepoint.search_windows([list(a), list(b)])
+    assert got[1] == [] and 15 in [cp["index"] for cp in got[0]]
+    assert got[0] == [vars(cp) for cp in e_divisive(a)]

@@ -2,9 +2,10 @@
 the benchmark's year so that it runs in seconds): `flopwatch detect` then `flopwatch report`
 through the CLI, and the site read back as a reader sees it.
 
-Done when: the two planted regressions are the first two entries on the dashboard, each with
-its commit range; their trend pages mark the step at the right commit; no other series is
-flagged; no page or figure shows a float with more than 4 significant digits."""
+Done when: the two planted culprit commits are the two regression entries on the dashboard, each
+named as the culprit (its range holds that one commit) with the series it slowed, worst first,
+each linked to its trend; those trend pages mark the step at the right commit; no other series
+is flagged; no page or figure shows a float with more than 4 significant digits."""
 
 from __future__ import annotations
 
@@ -41,21 +42,35 @@ def site(tmp_path_factory):
 
 
 def _entries(index: str) -> list[str]:
-    return re.findall(r'<div class="regression">(.*?)</div>\s*</div>', index, re.DOTALL)
+    return re.findall(r'<div class="regression">(.*?)</table>\s*</div>', index, re.DOTALL)
 
 
-def test_planted_regressions_lead_the_dashboard_with_their_commit_range(site):
+def test_one_entry_per_culprit_commit_with_its_series_worst_first(site):
     path, planted = site
     index = (path / "index.html").read_text()
     entries = _entries(index)
+    assert len(planted["plants"]) == 2 and len(planted["steps"]) == 5  # 2 culprit commits slowed 5 series
     assert len(entries) == 2, [page_text(e)[:200] for e in entries]
-    # Larger slowdown first: the 8% one, then the 4% one.
-    for entry, plant in zip(entries, sorted(planted["plants"], key=lambda p: p["change"])):
+    assert "Open regressions (2)" in page_text(index) and "5 series slowed" in page_text(index)
+    # The cause with the larger slowdown first.
+    plants = sorted(planted["plants"], key=lambda p: min(s["change"] for s in p["steps"]))
+    for entry, plant in zip(entries, plants):
         text = " ".join(page_text(entry).split())
-        shown = float(re.search(r"([+-]\d+\.\d)%", text).group(1))
-        assert text.startswith(plant["variant"]) and abs(shown - 100 * plant["change"]) < 1.0, text
-        assert plant["good_sha"][:10] in text and plant["bad_sha"][:10] in text, text
-        assert "1 commit in the range" in text
+        assert text.startswith(f"Commit {plant['sha'][:10]} {plant['subject']}"), text
+        assert "the only commit between the last good measurement" in text and plant["good_sha"][:10] in text
+        assert "Not bisected yet" not in text
+        assert f"slowed {len(plant['steps'])} series" in text
+        # Its series, worst first, each with its step and a link to its trend page.
+        rows = re.findall(r"<tr><td>(.*?)</tr>", entry, re.DOTALL)
+        worst_first = sorted(plant["steps"], key=lambda s: s["change"])
+        assert len(rows) == len(worst_first)
+        for row, step in zip(rows, worst_first):
+            row_text = " ".join(page_text(row).split())
+            link = re.search(r'<a href="(trend-[^"]+)">', row).group(1)
+            assert (path / link).exists() and row_text.startswith(step["variant"]), row_text
+            assert step["shape"].split(",")[-1].split("=")[1] in row_text
+            shown = float(re.search(r"([+-]\d+\.\d)%", row_text).group(1))
+            assert abs(shown - 100 * step["change"]) < 1.0, row_text
     # Regressions come before failing variants and the matrix.
     assert index.index("Open regressions") < index.index("Failing variants") < index.index("Latest throughput")
 
@@ -64,7 +79,7 @@ def test_no_other_series_is_flagged(site):
     path, planted = site
     feed = json.loads((path / "regressions.json").read_text())
     got = sorted((r["variant"], r["shape"], r["good_sha"], r["bad_sha"]) for r in feed["regressions"])
-    want = sorted((p["variant"], p["shape"], p["good_sha"], p["bad_sha"]) for p in planted["plants"])
+    want = sorted((p["variant"], p["shape"], p["good_sha"], p["bad_sha"]) for p in planted["steps"])
     assert got == want
 
 
@@ -73,22 +88,22 @@ def test_trend_pages_mark_the_step_at_the_planted_commit(site):
     table = json.loads((path / "assets" / "commits.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
     position = {row[0]: i for i, row in enumerate(table)}
     assert [row[0] for row in table] == planted["shas"]  # the x axis is the first-parent line
-    for plant in planted["plants"]:
-        index = (path / "index.html").read_text()
-        link = re.search(rf'<a href="(trend-{re.escape(plant["variant"])}-[^"]+)">', index).group(1)
+    index = (path / "index.html").read_text()
+    for step in planted["steps"]:
+        shape = step["shape"].split(",")[0].replace("=", "_")
+        link = re.search(rf'<a href="(trend-{re.escape(step["variant"])}-{shape}[^"]+)">', index).group(1)
         page = (path / link).read_text()
-        assert plant["shape"].split(",")[0].replace("=", "_") in link
         [fig] = figures(page)
         marks = [s["x0"] for s in fig["layout"]["shapes"]]
-        assert marks == [position[plant["bad_sha"]] - 0.5]
+        assert marks == [position[step["bad_sha"]] - 0.5]
         [label] = [a["text"] for a in fig["layout"]["annotations"]]
-        assert label.endswith(f"% at {plant['bad_sha'][:8]}") and label.startswith("-"), label
+        assert label.endswith(f"% at {step['bad_sha'][:8]}") and label.startswith("-"), label
         assert "fwPlot(" in page and "assets/commits.js" in page
 
 
 def test_quiet_series_have_no_marks(site):
     path, planted = site
-    planted_pages = {p["variant"] for p in planted["plants"]}
+    planted_pages = {p["variant"] for p in planted["steps"]}
     pages = [p for p in path.glob("trend-*.html") if not any(p.name.startswith(f"trend-{v}-") for v in planted_pages)]
     assert len(pages) >= 20
     for page in pages:

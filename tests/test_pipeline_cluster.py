@@ -110,7 +110,7 @@ def test_report_escapes_user_strings_and_shows_the_failing_tile(first_run, tmp_p
     assert (tmp_path / "site" / "assets" / "plotly.min.js").stat().st_size > 1_000_000
 
 
-def test_detect_spreads_series_batches_over_the_cluster(two_nodes):
+def test_detect_spreads_window_batches_over_the_cluster(two_nodes):
     from pipeline.history import detect_cluster
     from pipeline.history import series as history
 
@@ -124,6 +124,7 @@ def test_detect_spreads_series_batches_over_the_cluster(two_nodes):
                          "device": "cpu:x", "status": "ok", "flops": 1e6,
                          "samples": list(seconds * (1 + 0.01 * rng.standard_normal(10)))})
     series = history.build_series(rows, commits)
-    here = history.find_regressions(series, 0.05)
-    spread = history.find_regressions(series, 0.05, steps_of=detect_cluster.detect_batches)
-    assert spread == here and [(r.variant, r.bad_sha) for r in here] == [("v2", f"{15:040x}")]
+    here = history.detect_regressions(series, 0.05)
+    spread = history.detect_regressions(series, 0.05, search=detect_cluster.search_windows)
+    assert spread == here and [(r.variant, r.bad_sha) for r in here.regressions] == [("v2", f"{15:040x}")]
+    assert here.searched >= 1

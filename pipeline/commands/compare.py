@@ -11,7 +11,7 @@ from pipeline import checkout, cluster, config, driver_clock
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import compare as cmp
-from pipeline.history import github, paired, series, unchanged
+from pipeline.history import causes, github, paired, series, unchanged
 from pipeline.runflow import PlannedCommit, Session, plan_commit, run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
@@ -35,6 +35,17 @@ def add_arguments(p) -> None:
                         "harness, op, device model) is the same at both")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
     add_measure_options(p, "compare")
+
+
+def open_regressions_section(causes_now) -> str:
+    """The open regressions of the base branch by cause, for the PR comment: a slowdown the
+    base already has is not the PR's. Trend links need the published site's address
+    ($FLOPWATCH_SITE_URL, e.g. https://org.github.io/repo/); without it the section has none."""
+    from reports.history_pages import trend_page_name
+
+    base_url = os.environ.get("FLOPWATCH_SITE_URL", "").rstrip("/")
+    section = causes.render_markdown(causes_now, lambda s: f"{base_url}/{trend_page_name(s)}" if base_url else None)
+    return "\n" + section if section else ""
 
 
 def main(args) -> int:
@@ -92,7 +103,8 @@ def main(args) -> int:
         site = site_path(args, work)
         with session.clock.phase("report"):
             write_compare_page(site, report)  # first, so that the index links it
-            publish.write_site(session.store, site, order=series.first_parent_shas(repo, head.sha))
+            shown = publish.write_site_input(session.store, site, order=series.first_parent_shas(repo, head.sha))
+        markdown += open_regressions_section(shown.dashboard.causes)
         print(f"report: {site / compare_page_name(base.sha, head.sha)}", file=sys.stderr)
     session.store.close()
     github.write_step_summary(markdown)

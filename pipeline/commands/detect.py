@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from pipeline.commands import common
-from pipeline.commands.common import add_repo_options, open_store, site_path, workdir
-from pipeline.history import series
+from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
+from pipeline.history import causes, dashboard, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.points_cache import PointsCache
+from pipeline.history.window_cache import WindowCache
 from pipeline.store import Store
 from workers import untrusted
 
@@ -22,21 +26,50 @@ def add_arguments(p) -> None:
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
     p.add_argument("--ray-address", metavar="HOST:PORT",
-                   help="spread the series over this Ray cluster, one task per batch (default: "
+                   help="search the windows over this Ray cluster, one task per batch (default: "
                         "$FLOPWATCH_RAY_ADDRESS, then $RAY_ADDRESS; without any, here, unless Ray is already up in "
                         "this process)")
 
 
-def detect(store: Store, order: list[str], threshold: float | None, steps_of=None) -> list[tuple]:
-    """Detect and store; returns (Regression as stored, is_new) per step found."""
-    found = series.find_regressions(series.load(store, order, details=False), threshold, steps_of=steps_of)
+@dataclass(frozen=True)
+class Detected:
+    """What one detection decided: recorded holds (Regression as stored, is_new) per step found
+    now; causes the open regressions of the whole history grouped by culprit commit or
+    unresolved range (`pipeline.history.causes`); work the windows searched and skipped."""
+
+    recorded: list[tuple]
+    causes: tuple
+    work: series.Detection
+    scanned: series.History
+
+
+def window_cache_path(cache_root: Path) -> Path:
+    """Where detect remembers the windows it searched: beside the builds in the cache root
+    (`--cache` / $FLOPWATCH_CACHE / <repo>/.flopwatch/cache, `common.cache_dir`)."""
+    return cache_root / "history" / "windows.sqlite"
+
+
+def detect(store: Store, order: list[str], threshold: float | None, search=None, cache=None,
+           details: bool = False, points=None) -> Detected:
+    """Detect and store the steps of every series, then group what is open by cause. search
+    and cache: see `series.detect_regressions`; details: read resources and counters too, so
+    that the site can be written from the same pass over the store (`Detected.scanned`);
+    points: a `points_cache.PointsCache` that spares reading the rows it already holds."""
+    scanned = series.scan(store, order, details=details, cache=points)
+    history = scanned.series
+    work = series.detect_regressions(history, threshold, search=search, cache=cache)
     table = RegressionStore(store)
-    return [table.record(r) for r in found]
+    recorded = [table.record(r) for r in work.regressions]
+    stored = table.all()
+    commits = {sha: store.commit(sha) or {"sha": sha}
+               for r in stored for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
+    open_now = dashboard.open_regressions(history, stored, commits, order)
+    return Detected(recorded, causes.group(open_now, commits), work, scanned)
 
 
 def _on_cluster(address: str | None):
-    """`detect_cluster.detect_batches` when a cluster is given or already joined, else None
-    (detect here: starting a local cluster costs more than it saves)."""
+    """`detect_cluster.search_windows` when a cluster is given or already joined, else None
+    (search here: starting a local cluster costs more than it saves)."""
     from pipeline.ray_access import resolve_address
 
     target = resolve_address(address)
@@ -48,7 +81,7 @@ def _on_cluster(address: str | None):
     if target is None and not cluster.ray.is_initialized():
         return None
     cluster.connect(address)
-    return detect_cluster.detect_batches
+    return detect_cluster.search_windows
 
 
 def main(args) -> int:
@@ -57,18 +90,39 @@ def main(args) -> int:
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
 
-    with open_store(args, work) as store:
-        recorded = detect(store, order, threshold, _on_cluster(args.ray_address))
+    with open_store(args, work) as store, WindowCache(window_cache_path(cache_dir(args, work))) as cache, \
+            PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
+        detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report,
+                          points=points)
+        recorded = detected.recorded
         out = site_path(args, work)
         if args.no_report:
             publish.write_feed(store, out)
         else:
-            publish.write_site(store, out, order=order)
+            publish.write_site(store, out, order=order, scanned=detected.scanned)
     if args.json:
-        print(json.dumps({"regressions": [dict(r.to_dict(), new=new) for r, new in recorded]}, default=str))
+        w = detected.work
+        print(json.dumps({"windows": {"total": w.windows, "skipped": w.skipped, "cached": w.cached,
+                                      "searched": w.searched},
+                          "regressions": [dict(r.to_dict(), new=new) for r, new in recorded],
+                          "causes": [_cause_json(c) for c in detected.causes]}, default=str))
     else:
-        for r, new in recorded:
-            print(untrusted.one_line(f"{'NEW ' if new else ''}{r.variant} {r.shape} {r.dtype} {r.device}: "
-                                     f"{r.change:+.1%} between {r.good_sha[:10]} and {r.bad_sha[:10]}"))
-        print(f"{len(recorded)} regression(s), {sum(n for _, n in recorded)} new; feed: {out / 'regressions.json'}")
+        if detected.causes:
+            print(f"open regressions by cause ({len(detected.causes)}):")
+            print(causes.render_text(detected.causes, frozenset(r.id for r, new in recorded if new)))
+        n_open = sum(len(c.slowed) for c in detected.causes)
+        w = detected.work
+        print(f"windows: {w.windows}, {w.skipped} could not hold a step, {w.cached} known from earlier runs, "
+              f"{w.searched} searched now")
+        print(f"{len(recorded)} step(s) found now, {sum(n for _, n in recorded)} new; {n_open} open regression(s) "
+              f"from {len(detected.causes)} cause(s); feed: {out / 'regressions.json'}")
     return 0
+
+
+def _cause_json(cause) -> dict:
+    """One cause for `--json`: its culprit (or range) and the ids of its regressions, worst first."""
+    return {"how": cause.how, "culprit_sha": cause.culprit["sha"] if cause.culprit else None,
+            "good_sha": cause.good.get("sha"), "bad_sha": cause.bad.get("sha"), "between": cause.between,
+            "regressions": [{"id": o.regression.id, "variant": o.regression.variant, "shape": o.regression.shape,
+                             "dtype": o.regression.dtype, "device": o.regression.device,
+                             "change": o.regression.change} for o in cause.slowed]}

@@ -7,13 +7,15 @@ import os
 import sys
 
 from pipeline import checkout, cluster
-from pipeline.commands import common
+from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import (UsageError, add_measure_options, cache_dir, open_session, run_options,
                                       site_path, store_location, workdir)
-from pipeline.commands.detect import detect
-from pipeline.history import series
+from pipeline.commands.detect import detect, window_cache_path
+from pipeline.history import causes, series
 from pipeline.history.regressions import RegressionStore
+from pipeline.history.points_cache import PointsCache
+from pipeline.history.window_cache import WindowCache
 from pipeline.runflow import run_commit
 from pipeline.store import location
 from pipeline.summary import exit_code
@@ -25,7 +27,9 @@ HELP = "nightly: run the branch head, detect change points, bisect new regressio
 def add_arguments(p) -> None:
     p.add_argument("--branch", default="HEAD", help="branch to measure (default: the current HEAD)")
     p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
-    p.add_argument("--max-bisects", type=int, default=2, help="bisect at most this many new regressions")
+    p.add_argument("--max-bisects", type=int, default=2,
+                   help="bisect at most this many commit ranges a night: one search per range serves every "
+                        "series that stepped in it; a range of one commit needs none (default 2)")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
     add_measure_options(p, "nightly")
 
@@ -40,21 +44,36 @@ def main(args) -> int:
     try:
         outcome = run_commit(session, repo, head.sha, run_options(args, "nightly"))
         print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
-        recorded = detect(session.store, order, threshold)
-        new = sorted((r for r, is_new in recorded if is_new and not r.culprit_sha), key=lambda r: r.change)
-        print(f"{len(recorded)} regression(s) in history, {len(new)} new")
+        caches = cache_dir(args, work)
+        with WindowCache(window_cache_path(caches)) as cache, PointsCache(publish.points_cache_path(caches)) as points:
+            detected = detect(session.store, order, threshold, cache=cache, details=True, points=points)
+        recorded = detected.recorded
+        new = [r for r, is_new in recorded if is_new]
+        # Every range without a culprit and never bisected: tonight's, and those an earlier
+        # night left over --max-bisects.
+        plan = causes.bisection_plan([r for r, _ in recorded if not r.culprit_sha and r.bisect is None])
+        print(f"{len(recorded)} regression(s) in history, {len(new)} new; {len(plan)} commit range(s) to resolve")
         probe = run_options(args, "bisect")
         table = RegressionStore(session.store)
-        for r in new[: args.max_bisects]:
-            _bisect_one(session, repo, r, threshold, probe, args.max_evals, table, site_path(args, work))
-        for r in new[args.max_bisects:]:
-            print(untrusted.one_line(f"not bisected (over --max-bisects): {r.variant} {r.shape} "
-                                     f"{r.good_sha[:10]}..{r.bad_sha[:10]}"))
+        searches = 0
+        for item in plan:
+            if len(checkout.first_parent_range(repo, item.good_sha, item.bad_sha)) == 1:
+                _record_culprit(table, item, item.bad_sha, {"message": "adjacent commits: the bad end is the culprit",
+                                                            "evaluations": 0})
+                print(untrusted.one_line(f"{item.bad_sha[:10]}: culprit of {len(item.ids)} series (adjacent commits)"))
+            elif searches < args.max_bisects:
+                searches += 1
+                _bisect_range(session, repo, item, threshold, probe, args.max_evals, table, site_path(args, work))
+            else:
+                print(untrusted.one_line(f"not bisected (over --max-bisects): {item.good_sha[:10]}.."
+                                         f"{item.bad_sha[:10]} ({len(item.ids)} series, worst {item.variant} "
+                                         f"{item.shape})"))
     finally:
         cluster.shutdown(session.cluster_info)
-    from pipeline.commands import publish
-
-    index = publish.write_site(session.store, site_path(args, work), order=order)
+    # Bisect probes store results: then the site reads their rows too; otherwise detect's pass serves.
+    with PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
+        index = publish.write_site(session.store, site_path(args, work), order=order,
+                                   scanned=detected.scanned if searches == 0 else None, cache=points)
     session.store.close()
     failing = exit_code([r.to_dict() for r in outcome.results])
     if args.json:
@@ -89,20 +108,29 @@ def _check_history_lasts(args, work) -> None:
               f"variant; set the repository variable FLOPWATCH_CACHE to a folder outside it", file=sys.stderr)
 
 
-def _bisect_one(session, repo, r, threshold, options, max_evals, table, site) -> None:
-    """Name the culprit of one regression: adjacent ends need no search; otherwise bisect."""
+def _record_culprit(table, item, culprit_sha: str | None, bisect: dict) -> None:
+    for regression_id in item.ids:
+        table.set_culprit(regression_id, culprit_sha, bisect)
+
+
+def _bisect_range(session, repo, item, threshold, options, max_evals, table, site) -> None:
+    """Bisect one commit range on the series that slowed most in it, and record the culprit on
+    every regression that stepped in that range."""
     from pipeline.history.bisect import bound, render_text
     from reports.history_pages import write_bisect_page
 
-    between = checkout.first_parent_range(repo, r.good_sha, r.bad_sha)
-    if len(between) == 1:
-        table.set_culprit(r.id, r.bad_sha, {"message": "adjacent commits: the bad end is the culprit",
-                                            "evaluations": 0})
-        print(untrusted.one_line(f"{r.variant} {r.shape}: culprit {r.bad_sha[:10]} (adjacent commits)"))
-        return
-    report = bisect_series(session, repo, r.good_sha, r.bad_sha, r.variant, r.shape, threshold, options, max_evals)
+    report = bisect_series(session, repo, item.good_sha, item.bad_sha, item.variant, item.shape, threshold, options,
+                           max_evals)
     write_bisect_page(site, report, bound(len(report.commits) - 1))
     o = report.outcome
-    table.set_culprit(r.id, o.first_bad, {"message": o.message, "evaluations": o.evaluations,
-                                          "candidates": list(o.candidates), "skipped": list(o.skipped)})
+    if o.first_bad:  # its subject and author for the pages, measured or not
+        c = checkout.commit_info(repo, o.first_bad)
+        session.store.record_commit(c.sha, c.subject, c.author, c.authored_at, list(c.parents))
+    _record_culprit(table, item, o.first_bad, {
+        "message": o.message, "evaluations": o.evaluations, "candidates": list(o.candidates),
+        "skipped": list(o.skipped), "bisected_on": {"variant": item.variant, "shape": item.shape},
+        "series_in_range": len(item.ids)})
     print(untrusted.terminal(render_text(report)))
+    if len(item.ids) > 1:
+        print(untrusted.one_line(f"the same culprit recorded for the {len(item.ids) - 1} other series that stepped "
+                                 f"in {item.good_sha[:10]}..{item.bad_sha[:10]}"))

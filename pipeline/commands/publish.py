@@ -13,17 +13,18 @@ from pathlib import Path
 
 from pipeline.history import dashboard
 from pipeline.history import series as history
-from pipeline.history.compare import series_key
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 from pipeline.summary import sort_rows, with_peer
 from reports import history_pages
 from reports.site import CommitView, SiteInput
 from reports.site import write_site as render_site
-from workers import status
 
-# Commit pages: the newest ones, plus every commit a regression names (its ends, its culprit).
+# Commit pages: the newest ones, as many as hold COMMIT_PAGE_ROWS results (a fleet's commit has a
+# thousand: a page of it is a megabyte), at least one, at most COMMIT_PAGES; plus the culprit of
+# every open regression, or the two ends of its range while no culprit is known.
 COMMIT_PAGES = 30
+COMMIT_PAGE_ROWS = 6000
 # Points of a dashboard sparkline, and the window of the "vs median" colour.
 LAST_N = 20
 
@@ -41,37 +42,57 @@ def write_feed(store: Store, site: Path) -> Path:
     return history_pages.write_feed(site, feed(store))
 
 
+def points_cache_path(cache_root: Path) -> Path:
+    """Where the commands that publish keep the series' points between runs
+    (`pipeline.history.points_cache`): beside the builds in the cache root (`common.cache_dir`)."""
+    return cache_root / "history" / "points.sqlite"
+
+
 def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: int = COMMIT_PAGES,
-               last_n: int = LAST_N) -> SiteInput:
-    """Everything the site shows, read from `store` once. order is the first-parent line
-    (SHAs, oldest first) that orders the history; default: author date."""
-    rows = store.results(columns=history.SERIES_COLUMNS)
-    stored = {c["sha"]: c for c in (store.commit(s) or {"sha": s} for s in dict.fromkeys(r["commit_sha"] for r in rows))}
+               last_n: int = LAST_N, scanned: history.History | None = None, cache=None) -> SiteInput:
+    """Everything the site shows, read from `store` once (one pass over the results table,
+    `history.scan`, through `cache` when given; a caller that has scanned already passes
+    `scanned`). order is the first-parent line (SHAs, oldest first) that orders the history;
+    default: author date."""
+    scanned = scanned if scanned is not None else history.scan(store, order, cache=cache)
+    stored = {sha: store.commit(sha) or {"sha": sha} for sha in scanned.commits}
     line_shas = [s for s in order if s in stored] if order is not None else history.date_order(list(stored.values()))
     line = [stored[s] for s in line_shas]
-    series = history.build_series(rows, line)
     regressions = sorted(RegressionStore(store).all(), key=lambda r: -r.id)
-    ops = {series_key(r): (r.get("op") or "", bool(r.get("peer"))) for r in rows}
-    board = dashboard.build(series, regressions, stored, line_shas, ops, last_n)
+    # A culprit need not have been measured (a bisection skips a commit whose builds equal an end's).
+    named = {sha: store.commit(sha) or {"sha": sha} for r in regressions
+             for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha and sha not in stored}
+    # A range is counted in first-parent commits, measured or not: the whole line when known.
+    board = dashboard.build(scanned.series, regressions, {**stored, **named},
+                            order if order is not None else line_shas, scanned.ops, last_n)
 
-    latest: dict[str, dict[tuple, dict]] = {}
-    last_id: dict[str, int] = {}
-    for r in rows:
-        latest.setdefault(r["commit_sha"], {})[series_key(r)] = r
-        last_id[r["commit_sha"]] = r["id"]
-    newest_first = sorted(latest, key=lambda sha: -last_id[sha])
-    wanted = set(newest_first[:commit_pages])
-    wanted |= {sha for r in regressions for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
+    newest_first = sorted(scanned.commits, key=lambda sha: -scanned.commits[sha].last_id)
+    wanted, rows_paged = set(), 0
+    for sha in newest_first[:commit_pages]:
+        rows_paged += scanned.commits[sha].n_results
+        if wanted and rows_paged > COMMIT_PAGE_ROWS:
+            break
+        wanted.add(sha)
+    for cause in board.causes:
+        wanted |= {cause.culprit["sha"]} if cause.culprit else {cause.good["sha"], cause.bad["sha"]}
     views = []
     for sha in newest_first:
-        mine = list(latest[sha].values())
-        failing = sum(r["status"] in status.FAILURES for r in mine)
+        count = scanned.commits[sha]
         page_rows = sort_rows(with_peer(store.latest_results(sha))) if sha in wanted else None
-        views.append(CommitView(stored.get(sha) or {"sha": sha}, len(mine), failing, page_rows,
+        views.append(CommitView(stored.get(sha) or {"sha": sha}, count.n_results, count.n_failing, page_rows,
                                 store.run_summary(sha) if sha in wanted else None))
-    return SiteInput(views, line, series, board, regressions, feed(store, regressions))
+    return SiteInput(views, line, scanned.series, board, regressions, feed(store, regressions))
 
 
-def write_site(store: Store, site: Path, order: Sequence[str] | None = None) -> Path:
+def write_site(store: Store, site: Path, order: Sequence[str] | None = None,
+               scanned: history.History | None = None, cache=None) -> Path:
     """(Re)write the site from the store; returns the index path."""
-    return render_site(Path(site), site_input(store, order))
+    return render_site(Path(site), site_input(store, order, scanned=scanned, cache=cache))
+
+
+def write_site_input(store: Store, site: Path, order: Sequence[str] | None = None) -> SiteInput:
+    """(Re)write the site from the store; returns what it shows (for a caller that also
+    reports it elsewhere: `compare` puts the open regressions' causes into the PR comment)."""
+    inp = site_input(store, order)
+    render_site(Path(site), inp)
+    return inp

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.commands.common import add_repo_options, open_store, site_path, workdir
+from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
+from pipeline.history.points_cache import PointsCache
 
 HELP = "write the static HTML report from stored results"
 
@@ -19,7 +20,7 @@ def main(args) -> int:
 
     repo, work = workdir(args)
     order = series.first_parent_shas(repo, args.branch) if args.branch else None
-    with open_store(args, work) as store:
-        index = publish.write_site(store, site_path(args, work), order=order)
+    with open_store(args, work) as store, PointsCache(publish.points_cache_path(cache_dir(args, work))) as cache:
+        index = publish.write_site(store, site_path(args, work), order=order, cache=cache)
     print(f"report: {index}")
     return 0

@@ -1,8 +1,9 @@
 """What the dashboard says, decided from the history series and the stored regressions.
 
 Three parts, in the order a kernel developer reads them each morning:
-1. open regressions (a stored slowdown whose series has not recovered), largest first, each
-   with its commit range and, once bisected, the culprit commit;
+1. open regressions (a stored slowdown whose series has not recovered), grouped by cause: one
+   entry per culprit commit (bisected, or the only commit in the range) or unresolved range,
+   with the series it slowed, worst first (`pipeline.history.causes`);
 2. failing series (the newest result is build_failed, incorrect, crashed, timeout, invalid);
 3. per op and device a matrix of variants × shapes: the latest throughput, % of the peer, the
    last N points, and whether the latest point moved against the previous commit and against
@@ -24,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.history import causes
 from workers import status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
 # A change is coloured beyond this many robust SDs of the series' recent points: on the
-# synthetic year 0.2-0.3% of quiet cells get a colour (docs/history.md, benchmarks/dashboard_colour.py).
+# synthetic year 0.1-0.2% of quiet cells get a colour (docs/history.md, benchmarks/dashboard_colour.py).
 BAND_SIGMAS = 3.5
 SPREAD_POINTS = 60
 
@@ -82,9 +84,12 @@ class OpenRegression:
 
 @dataclass(frozen=True)
 class Dashboard:
-    """The three parts, and the window and band settings the page explains."""
+    """The three parts, and the window and band settings the page explains. regressions are
+    the open ones, largest first; causes group them by culprit commit or unresolved range
+    (`pipeline.history.causes`), which is how the page lists them."""
 
     regressions: tuple[OpenRegression, ...]
+    causes: tuple
     failing: tuple[Cell, ...]
     matrices: tuple[Matrix, ...]
     last_n: int
@@ -144,8 +149,6 @@ def build(series: Sequence, regressions: Sequence, commits: dict[str, dict], ord
 
     commits maps SHA → commit dict; order is the first-parent line (oldest first) that counts
     the commits of a range; ops maps a series key to (op, is the peer)."""
-    by_key = {s.key: s for s in series}
-    position = {sha: i for i, sha in enumerate(order)}
     peer_rates = {}
     for s in series:
         op, is_peer = ops.get(s.key, ("", False))
@@ -158,24 +161,36 @@ def build(series: Sequence, regressions: Sequence, commits: dict[str, dict], ord
         op, is_peer = ops.get(s.key, ("", False))
         cells[s.key] = cell(s, last_n, None if is_peer else peer_rates.get((op, s.shape, s.dtype, s.device)),
                             is_peer)
-    open_regressions = []
+    open_now = open_regressions(series, regressions, commits, order)
+    failing = sorted((c for c in cells.values() if c.latest.status in status.FAILURES),
+                     key=lambda c: c.series.key)
+    return Dashboard(open_now, causes.group(open_now, commits), tuple(failing), _matrices(series, cells, ops),
+                     last_n)
+
+
+def open_regressions(series: Sequence, regressions: Sequence, commits: dict[str, dict],
+                     order: Sequence[str]) -> tuple[OpenRegression, ...]:
+    """The stored `regressions` whose series has not recovered, largest slowdown first.
+
+    Recovered: the series' newest measured point is back within half the step of the rate
+    before it. commits maps SHA → commit dict; order is the first-parent line (oldest first)
+    that counts the commits of a range."""
+    by_key = {s.key: s for s in series}
+    position = {sha: i for i, sha in enumerate(order)}
+    found = []
     for r in regressions:
         s = by_key.get((r.variant, r.shape, r.dtype, r.device))
         latest = s.measured[-1].rate if s and s.measured else None
         latest_change = latest / r.rate_before - 1 if latest and r.rate_before else None
-        # Recovered: the newest point is back within half the step of the rate before it.
         if latest_change is not None and latest_change > r.change / 2:
             continue
         between = position[r.bad_sha] - position[r.good_sha] if r.good_sha in position and r.bad_sha in position \
             else None
         culprit = (commits.get(r.culprit_sha) or {"sha": r.culprit_sha}) if r.culprit_sha else None
-        open_regressions.append(OpenRegression(r, s, commits.get(r.good_sha) or {"sha": r.good_sha},
-                                               commits.get(r.bad_sha) or {"sha": r.bad_sha}, culprit, between,
-                                               latest_change))
-    open_regressions.sort(key=lambda o: (o.regression.change, -o.regression.id))
-    failing = sorted((c for c in cells.values() if c.latest.status in status.FAILURES),
-                     key=lambda c: c.series.key)
-    return Dashboard(tuple(open_regressions), tuple(failing), _matrices(series, cells, ops), last_n)
+        found.append(OpenRegression(r, s, commits.get(r.good_sha) or {"sha": r.good_sha},
+                                    commits.get(r.bad_sha) or {"sha": r.bad_sha}, culprit, between, latest_change))
+    found.sort(key=lambda o: (o.regression.change, -o.regression.id))
+    return tuple(found)
 
 
 def _matrices(series: Sequence, cells: dict, ops: dict) -> tuple[Matrix, ...]:

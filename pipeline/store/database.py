@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -148,6 +148,43 @@ class Store:
         arguments keep the rows whose column equals the value (`results(commit_sha=sha)`)."""
         query = sa.select(*_columns(columns)).where(*_equal(equal)).order_by(t.results.c.id)
         return self._decoded(query)
+
+    def results_by_id(self, ids: Iterable[int], columns: Iterable[str] | None = None) -> list[dict]:
+        """The rows with these ids, as `results` gives them (the samples of re-runs to pool)."""
+        query = sa.select(*_columns(columns)).where(t.results.c.id.in_(list(ids))).order_by(t.results.c.id)
+        return self._decoded(query)
+
+    def scan_results(self, columns: Iterable[str], after_id: int = 0, batch: int = 5000) -> Iterator[tuple]:
+        """Every result row with an id above `after_id`, as a tuple of `columns` with JSON columns
+        left as text, streamed in series order (variant, shape, dtype, device, then oldest first):
+        a history of a million results is read one series at a time, not as a million dicts.
+        The column `has_samples` is 1 when the row has samples (without sending them)."""
+        r = t.results.c
+        picked = []
+        for name in columns:
+            if name == "has_samples":
+                empty = sa.or_(r.samples.is_(None), r.samples.in_(("", "[]")))
+                picked.append(sa.case((empty, 0), else_=1).label(name))
+            elif name in r:
+                picked.append(r[name])
+            else:
+                raise StoreError(f"no result column {name!r}")
+        query = sa.select(*picked).where(r.id > after_id).order_by(*(r[k] for k in t.SERIES_KEY), r.id)
+        with self.reading() as conn:
+            result = conn.execution_options(yield_per=batch).execute(query)
+            for rows in result.partitions():
+                yield from rows
+
+    def results_extent(self, up_to_id: int | None = None) -> tuple[int, int]:
+        """(number of result rows, highest id), of the rows up to `up_to_id` when given: results
+        are only ever added, so an unchanged count up to an id means unchanged rows up to it."""
+        r = t.results.c
+        query = sa.select(sa.func.count(), sa.func.max(r.id))
+        if up_to_id is not None:
+            query = query.where(r.id <= up_to_id)
+        with self.reading() as conn:
+            count, top = conn.execute(query).one()
+        return int(count), int(top or 0)
 
     def newest_per_series(self, columns: Iterable[str] | None = None, with_phases: bool = False) -> list[dict]:
         """The newest result of each (variant, shape, dtype, device); with_phases: the newest
