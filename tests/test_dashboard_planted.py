@@ -127,3 +127,18 @@ def test_numbers_read_as_kernel_developers_name_them(site):
     assert "l1_hit_pct=" not in text and "lds_bytes=" not in text
     # The legend gives flopwatch's name and the formula's source.
     assert "counters.l1_hit_pct" in text and "TCP_TOTAL_CACHE_ACCESSES_sum" in text
+
+
+@pytest.mark.slow
+def test_the_synthetic_year_shows_one_entry_per_culprit_commit(tmp_path):
+    """The full year of benchmarks/synthetic_history.py (365 commits × 100 series): 2 culprit
+    commits slowed 5 series; the dashboard has 2 entries, not 5."""
+    planted = _generator().write_history(tmp_path)
+    assert cli.main(["detect", "--repo", planted["repo"], "--threshold", "3%", "--json"]) == 0
+    index = (Path(planted["repo"]) / ".flopwatch" / "site" / "index.html").read_text()
+    entries = _entries(index)
+    assert len(planted["plants"]) == len(entries) == 2 and len(planted["steps"]) == 5
+    for entry, plant in zip(entries, sorted(planted["plants"], key=lambda p: min(s["change"] for s in p["steps"]))):
+        text = " ".join(page_text(entry).split())
+        assert text.startswith(f"Commit {plant['sha'][:10]} {plant['subject']}") and \
+            f"slowed {len(plant['steps'])} series" in text, text

@@ -101,7 +101,7 @@ def test_pair_worker_repeats_fresh_paired_measurements(tmp_path):
     job = next(j for j in jobs_for([v]) if j.shape.dims["M"] <= 256)
     spec = {"mode": "pair", "variants": [v.to_dict(), v.to_dict()], "device_kind": "cpu", "dims": job.shape.dims,
             "dtype": job.dtype, "artifacts": [str(tmp_path / "artifact0"), str(tmp_path / "artifact1")],
-            "timing": {"budget_s": 0.05}, "count": 3, "time_limit_s": 60}
+            "timing": {"budget_s": 0.3}, "count": 3, "time_limit_s": 60}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     assert gpu_noise.main(["--pair-worker", str(tmp_path / "spec.json"), str(tmp_path / "reps.json")]) == 0
     reps = json.loads((tmp_path / "reps.json").read_text())

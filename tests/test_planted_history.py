@@ -233,4 +233,6 @@ def test_detect_finds_the_step(history, capsys, tmp_path):
     assert [(r["good_sha"], r["bad_sha"]) for r in found] == [(shas[PLANTED - 1], shas[PLANTED])], found
     assert found[0]["change"] < -0.3
     feed = json.loads((tmp_path / "site" / "regressions.json").read_text())
-    assert feed["regressions"][0]["bad_sha"] == shas[PLANTED]
+    planted = [r for r in feed["regressions"] if r["variant"] == "cpp_blocked"]
+    assert [r["bad_sha"] for r in planted] == [shas[PLANTED]]
+    assert planted[0]["bad_subject"]  # the feed names the commit, not only its sha

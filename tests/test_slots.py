@@ -217,8 +217,14 @@ def test_jobs_spread_over_every_cpu_slot_of_every_node_in_submission_order(runs)
     assert sorted(first_four) == sorted(s.name for s in cpu_slots)
     ok = [r for r in second.results if r.status == "ok"]
     assert len(ok) == 6
-    assert {r.device_info["slot"] for r in ok} == {s.name for s in cpu_slots}
-    assert {r.device_info["ray_node_id"] for r in ok} == {s.node_id for s in cpu_slots}
+    # each result names the slot and node it was handed to (which slot ends up with the last jobs
+    # depends on which finishes first, so that is not asserted)
+    handed_to = {(j.variant, j.shape.key, j.dtype): name for name, (kind, j, *_) in dispatched if kind == "job"}
+    node_of = {s.name: s.node_id for s in cpu_slots}
+    for r in ok:
+        slot = handed_to[(r.variant, r.shape, r.dtype)]
+        assert (r.device_info["slot"], r.device_info["ray_node_id"]) == (slot, node_of[slot])
+    assert len({r.device_info["ray_node_id"] for r in ok}) >= 2
 
 
 def test_phases_and_device_busy_are_recorded(runs):

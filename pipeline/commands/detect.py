@@ -10,11 +10,10 @@ from pathlib import Path
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
 from pipeline.history import causes, dashboard, series
-from pipeline.history.regressions import RegressionStore
 from pipeline.history.points_cache import PointsCache
+from pipeline.history.regressions import RegressionStore
 from pipeline.history.window_cache import WindowCache
 from pipeline.store import Store
-from workers import untrusted
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
 

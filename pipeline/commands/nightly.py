@@ -9,12 +9,20 @@ import sys
 from pipeline import checkout, cluster
 from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
-from pipeline.commands.common import (UsageError, add_measure_options, cache_dir, open_session, run_options,
-                                      site_path, store_location, workdir)
+from pipeline.commands.common import (
+    UsageError,
+    add_measure_options,
+    cache_dir,
+    open_session,
+    run_options,
+    site_path,
+    store_location,
+    workdir,
+)
 from pipeline.commands.detect import detect, window_cache_path
 from pipeline.history import causes, series
-from pipeline.history.regressions import RegressionStore
 from pipeline.history.points_cache import PointsCache
+from pipeline.history.regressions import RegressionStore
 from pipeline.history.window_cache import WindowCache
 from pipeline.runflow import run_commit
 from pipeline.store import location

@@ -168,7 +168,7 @@ class Store:
             elif name in r:
                 picked.append(r[name])
             else:
-                raise StoreError(f"no result column {name!r}")
+                raise TypeError(f"scan_results(): no result column {name!r}")
         query = sa.select(*picked).where(r.id > after_id).order_by(*(r[k] for k in t.SERIES_KEY), r.id)
         with self.reading() as conn:
             result = conn.execution_options(yield_per=batch).execute(query)

@@ -23,6 +23,10 @@ from pipeline.store import Store
 
 pytestmark = pytest.mark.slow
 
+# rows of one run: `slow` at its 6 shapes, cpp_naive at 1, and the built-in peer at slow's 6
+# (the repository declares no peer; cpp_naive's shape is one of slow's)
+ROWS = 13
+
 # Ray's health check declares a silent node dead after period × threshold: seconds here, not
 # the production default of about 15 s.
 FAST_HEALTH_CHECK = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
@@ -88,13 +92,14 @@ def test_a_job_of_a_lost_node_runs_again_on_the_other_node_and_the_run_completes
     store = Store(base / "retry.db")
     outcome = _run_removing(c, node_a, _session(base, store), repo, RunOptions())
     statuses = {(r.variant, r.shape): r.status for r in outcome.results}
-    assert len(statuses) == 7 and set(statuses.values()) == {"ok"}, statuses  # 6 slow shapes + cpp_naive
+    # 6 slow shapes + cpp_naive, and the built-in peer (the repository declares none) at the 6 shapes
+    assert len(statuses) == ROWS and set(statuses.values()) == {"ok"}, statuses
     (lost,) = outcome.lost_nodes
     assert lost["node_id"] == node_a.node_id and lost["retried"] == 1 and lost["given_up"] == 0
     ran_on = {r.device_info["ray_node_id"] for r in outcome.results}
     assert node_b.node_id in ran_on
     assert store.run_summary(outcome.commit.sha)["lost_nodes"] == outcome.lost_nodes  # the report's record
-    assert len(store.results(commit_sha=outcome.commit.sha)) == 7
+    assert len(store.results(commit_sha=outcome.commit.sha)) == ROWS
 
 
 def test_with_no_node_left_jobs_are_lost_with_the_node_id_and_resume_fills_the_gap(two_nodes, work):
@@ -107,7 +112,7 @@ def test_with_no_node_left_jobs_are_lost_with_the_node_id_and_resume_fills_the_g
         by_status.setdefault(r.status, []).append(r)
     assert set(by_status) == {"ok", "lost"}, by_status.keys()
     assert len(by_status["ok"]) >= 2  # finished before the node went
-    assert len(outcome.results) == 7  # every job has its row: measured, or lost
+    assert len(outcome.results) == ROWS  # every job has its row: measured, or lost
     for r in by_status["lost"]:
         assert r.diagnostic.startswith("not measured: ") and node_b.node_id in r.diagnostic
     in_flight = [r for r in by_status["lost"] if r.device_info.get("ray_node_id") == node_b.node_id]
@@ -124,7 +129,7 @@ def test_with_no_node_left_jobs_are_lost_with_the_node_id_and_resume_fills_the_g
     assert {(r.variant, r.shape) for r in resumed.results} == {(r.variant, r.shape) for r in by_status["lost"]}
     assert {r.status for r in resumed.results} == {"ok"}
     latest = store.latest_results(outcome.commit.sha)
-    assert len(latest) == 7 and {r["status"] for r in latest} == {"ok"}
+    assert len(latest) == ROWS and {r["status"] for r in latest} == {"ok"}
     # nothing measured before the loss was measured again or dropped
     kept = {(r["variant"], r["shape"]): r["median_s"] for r in latest if (r["variant"], r["shape"]) in finished}
     assert kept == finished
