@@ -12,6 +12,8 @@
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
 # planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
 # ops         benchmarks/verify_ops_gpu.py, when present
+# scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
+# multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/site
@@ -37,6 +39,8 @@ for name in "$@"; do
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
+    scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
+    multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"

@@ -4,7 +4,8 @@ settings, each timed around the whole command, with device utilization sampled e
 
     python3 benchmarks/throughput.py                  # this machine: every GPU it has, or the CPU
     python3 benchmarks/throughput.py --gpus 1 --gpus 2  # the table once per GPU count
-    python3 benchmarks/throughput.py --gpu-verify     # multi-GPU checks: UUIDs, busy/wall, broken set
+    python3 benchmarks/throughput.py --gpu-verify     # multi-GPU checks: UUIDs, busy/wall, broken set,
+                                                      # one GPU slowed by a co-running load
 
 The bundled suite is copied into a fresh git repository under OUT (default ./throughput-out)
 with three commits: A (the suite), B (A plus a README edit) and C (A plus a `-D` define in one
@@ -302,10 +303,56 @@ def gpu_verify(args) -> None:
     diffs = [abs(mixed[k] - clean[k]) / clean[k] * 100 for k in clean if k in mixed]
     if diffs:
         print(f"good variants within 1%: {sum(d <= 1.0 for d in diffs)} of {len(diffs)}; largest |diff| {max(diffs):.2f}%")
-    for s in (many, broken):
+    runs = [many, broken]
+    if n >= 2:
+        # One GPU made slower on purpose: a bf16 GEMM loop of its own on the last GPU while a run
+        # goes. The peer check must flag that GPU (by UUID) and no other.
+        target = gpu_uuids()[n - 1]
+        with co_running_load(n - 1):
+            runs.append(flopwatch(repo, f"one_gpu_loaded_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n)))
+        print(f"\nGPU loaded on purpose: index {n - 1}, {target}")
+    for s in runs:
         flagged = (s.get("peer_check") or {}).get("flagged", [])
         print(f"peer check in {s['name']}: {len(flagged)} device(s) flagged "
-              + "; ".join(f"{f['slot']} {f['off_pct']}%" for f in flagged))
+              + "; ".join(f"{f['slot']} ({f['uuid']}) {f['off_pct']}%" for f in flagged))
+    if n >= 2:
+        flagged = {f["uuid"] for f in (runs[-1].get("peer_check") or {}).get("flagged", [])}
+        healthy = [f for s in runs[:2] for f in (s.get("peer_check") or {}).get("flagged", [])]
+        print(f"slowed GPU flagged: {'yes' if flagged == {target} else 'NO'} (flagged {sorted(flagged)}); "
+              f"healthy runs flag nothing: {'yes' if not healthy else 'NO'}")
+
+
+LOAD = """
+import torch
+x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+while True:
+    y = x @ x
+    torch.cuda.synchronize()
+"""
+
+
+class co_running_load:
+    """A process of its own keeping one GPU busy (CUDA_VISIBLE_DEVICES picks it) for the block."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __enter__(self):
+        # PCI order, as nvidia-smi numbers the GPUs whose UUIDs are compared
+        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=str(self.index))
+        self.proc = subprocess.Popen([sys.executable, "-c", LOAD], env=env)
+        time.sleep(5)  # its context and first launches are up before the run starts
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def gpu_uuids() -> list[str]:
+    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True,
+                         text=True, check=True).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
 def main() -> None:

@@ -62,20 +62,22 @@ def busy_line(row: dict) -> str:
 
 
 def peer_check(rows: list[dict], tolerance: float = PEER_TOLERANCE) -> dict:
-    """Per node, op peer and shape: each slot's peer median vs the node's median of them; a
-    slot more than `tolerance` off is flagged. Slots whose peer did not time are listed too."""
+    """Per node, op peer and shape: each slot's peer median against the fastest slot's; a slot
+    more than `tolerance` slower is flagged. The fastest, not the median, is the reference: on a
+    node of two cards the median is their midpoint, which would split a slow card's gap between
+    both and flag either both or neither. Slots whose peer did not time are listed too."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["node_id"], r["variant"], r["shape"], r["dtype"]), []).append(r)
     checks, flagged = [], []
     for (node, variant, shape, dtype), members in sorted(groups.items()):
         timed = [m for m in members if m["status"] == "ok" and m.get("median_s")]
-        median = statistics.median(m["median_s"] for m in timed) if timed else None
+        fastest = min(m["median_s"] for m in timed) if timed else None
         devices = []
         for m in sorted(members, key=lambda m: m["slot"]):
-            # Positive = slower than the node's median (a longer time).
-            off = (m["median_s"] / median - 1.0) if median and m.get("median_s") else None
-            bad = off is None or abs(off) > tolerance
+            # How much longer this card's peer took than the fastest card's.
+            off = (m["median_s"] / fastest - 1.0) if fastest and m.get("median_s") else None
+            bad = off is None or off > tolerance
             d = {"slot": m["slot"], "uuid": m["uuid"], "pci_bus_id": m["pci_bus_id"], "status": m["status"],
                  "median_s": m.get("median_s"), "off_pct": round(100 * off, 2) if off is not None else None,
                  "flagged": bad}
@@ -83,14 +85,14 @@ def peer_check(rows: list[dict], tolerance: float = PEER_TOLERANCE) -> dict:
             if bad:
                 flagged.append({**d, "node_id": node, "variant": variant, "shape": shape, "dtype": dtype})
         checks.append({"node_id": node, "variant": variant, "shape": shape, "dtype": dtype,
-                       "median_s": median, "devices": devices})
+                       "fastest_s": fastest, "devices": devices})
     return {"tolerance_pct": 100 * tolerance, "checks": checks, "flagged": flagged}
 
 
 def flag_lines(check: dict) -> list[str]:
     out = []
     for f in check.get("flagged", []):
-        how = (f"peer {f['off_pct']:+.1f}% vs the node's median" if f["off_pct"] is not None
+        how = (f"peer {f['off_pct']:+.1f}% vs the node's fastest card" if f["off_pct"] is not None
                else f"peer did not time ({f['status']})")
         out.append(f"peer check: {f['slot']} ({f['uuid'] or f['pci_bus_id'] or 'no uuid'}) on node "
                    f"{f['node_id'][:12]}: {how} for {f['variant']} {f['shape']} {f['dtype']} — FLAGGED")

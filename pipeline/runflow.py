@@ -385,7 +385,7 @@ class _Stream:
 
     def _peer_check(self, v: Variant, build: BuildResult) -> None:
         """Once per run and op: the peer at one shape on every slot of a node that has several
-        (a slow or throttled card shows as a peer off the node's median)."""
+        (a slow or throttled card shows as a peer slower than the node's fastest card)."""
         for kind in {j.device_kind for j in self.outcome.jobs_of(v.name)}:
             if (v.op, kind) in self.peer_checked or not self.options.peer_check:
                 continue

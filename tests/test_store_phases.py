@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
+import pytest
+
 from pipeline import accounting
 from pipeline.store import SCHEMA_VERSION, Store
 from workers.records import Result
@@ -61,18 +63,28 @@ def test_busy_is_the_gpu_work_phases_and_wall_starts_at_the_first_submission():
     assert accounting.busy_line(row) == "cuda/0 (GPU-1): device busy 6.0 s of 10.0 s wall (60%), 2 jobs"
 
 
-def test_peer_check_flags_a_card_more_than_3_percent_off_its_node_median():
+def test_peer_check_flags_a_card_more_than_3_percent_slower_than_its_nodes_fastest():
     rows = [{"slot": f"cuda/{i}", "node_id": "n1", "variant": "torch_ref", "shape": "M=4096", "dtype": "bf16",
              "status": "ok", "median_s": t, "uuid": f"GPU-{i}", "pci_bus_id": ""}
             for i, t in enumerate((1.00e-3, 1.01e-3, 0.99e-3, 1.05e-3))]
     rows.append({**rows[0], "slot": "cuda/9", "node_id": "n2", "median_s": 2e-3})  # alone on its node
     check = accounting.peer_check(rows)
     assert [f["slot"] for f in check["flagged"]] == ["cuda/3"]
-    assert check["flagged"][0]["off_pct"] == 4.48  # 1.05 / median 1.005
+    assert check["flagged"][0]["off_pct"] == 6.06  # 1.05 / fastest 0.99
     (line,) = accounting.flag_lines(check)
-    assert "cuda/3" in line and "+4.5%" in line and "FLAGGED" in line
+    assert "cuda/3" in line and "+6.1%" in line and "FLAGGED" in line
     rows[1] = {**rows[1], "status": "crashed", "median_s": None}
     assert {f["slot"] for f in accounting.peer_check(rows)["flagged"]} == {"cuda/1", "cuda/3"}
+
+
+@pytest.mark.parametrize("slower, flagged", [(1.06, ["cuda/1"]), (1.02, []), (0.94, ["cuda/0"])])
+def test_on_a_node_of_two_cards_only_the_slow_one_is_flagged(slower, flagged):
+    # Against the median of two (their midpoint) a 6% slower card would be 3% off and so would the
+    # healthy one: both flagged or neither. Against the faster card only the slow one is.
+    rows = [{"slot": f"cuda/{i}", "node_id": "n1", "variant": "torch_ref", "shape": "M=4096", "dtype": "bf16",
+             "status": "ok", "median_s": t, "uuid": f"GPU-{i}", "pci_bus_id": ""}
+            for i, t in enumerate((1.0e-3, slower * 1e-3))]
+    assert [f["slot"] for f in accounting.peer_check(rows)["flagged"]] == flagged
 
 
 def test_commit_page_shows_a_flagged_device(tmp_path):
@@ -89,4 +101,4 @@ def test_commit_page_shows_a_flagged_device(tmp_path):
                            "peer_check": {"flagged": [flagged]}})
     write_site(store, tmp_path / "site")
     html = (tmp_path / "site" / "commit-abc123.html").read_text()
-    assert "Devices off their node" in html and "+4.5%" in html and "GPU-&lt;3&gt;" in html
+    assert "Devices slower than their node" in html and "+4.5%" in html and "GPU-&lt;3&gt;" in html
