@@ -14,6 +14,7 @@
 # ops         benchmarks/verify_ops_gpu.py, when present
 # scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
+# hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/site
@@ -41,6 +42,7 @@ for name in "$@"; do
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
+    hostile) cmd=(python3 benchmarks/verify_gpu.py hostile) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"
