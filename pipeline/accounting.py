@@ -12,8 +12,6 @@ much of the run the device spent measuring, whatever the builds before it took.
 
 from __future__ import annotations
 
-import statistics
-
 from workers.records import Result
 
 BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s")

@@ -19,6 +19,15 @@ timing_budget_s = 0.2
 """
 
 
+def init_repo(path: Path, author: str = "Kernel Dev", email: str = "dev@example.com") -> git.Repo:
+    """An empty git repository on `main` at `path` whose commits are made by `author`."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", author)
+        cw.set_value("user", "email", email)
+    return repo
+
+
 def make_suite_repo(path: Path, broken: tuple[str, ...] = (), good: tuple[str, ...] = ("cpp_naive", "cpp_blocked")) -> git.Repo:
     """A git repo at `path` with the named good and broken variants; shapes from `tiny`."""
     kernels = path / "kernels" / "gemm"
@@ -30,10 +39,7 @@ def make_suite_repo(path: Path, broken: tuple[str, ...] = (), good: tuple[str, .
     for name in broken:
         shutil.copytree(ROOT / "tests" / "broken_kernels" / "gemm" / name, kernels / name)
     (path / "flopwatch.toml").write_text(CONFIG)
-    repo = git.Repo.init(path, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "Kernel Dev")
-        cw.set_value("user", "email", "dev@example.com")
+    repo = init_repo(path)
     repo.index.add([str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".git" not in p.parts])
     repo.index.commit("suite <with> & 'quotes'")
     return repo

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-import git
 import pytest
 from site_text import page_text
+from suite_repo import init_repo
 from test_planted_history import KERNEL, MANIFEST
 
 from pipeline import cli, cluster
@@ -34,10 +34,7 @@ def _kernel(i: int, entry: str) -> str:
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("nightly")
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "Nightly Tester")
-        cw.set_value("user", "email", "nightly@example.com")
+    repo = init_repo(root, "Nightly Tester", "nightly@example.com")
     (root / ".gitignore").write_text(".flopwatch/\n")
     (root / "flopwatch.toml").write_text(CONFIG)
     files = [".gitignore", "flopwatch.toml", "README.md"]

@@ -19,6 +19,7 @@ import re
 import git
 import pytest
 import yaml
+from suite_repo import init_repo
 from test_planted_history import KERNEL, MANIFEST
 
 from pipeline import cli, cluster
@@ -45,11 +46,7 @@ def _commit(repo: git.Repo, root, reps: int, note: str, subject: str) -> str:
 
 
 def _upstream(root) -> git.Repo:
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "Night Owl")
-        cw.set_value("user", "email", "owl@example.com")
-    return repo
+    return init_repo(root, "Night Owl", "owl@example.com")
 
 
 def _checkout(upstream_root, workspace) -> None:

@@ -10,8 +10,8 @@ import math
 import threading
 import typing
 
-import git
 import pytest
+from suite_repo import init_repo
 
 from pipeline import cli, cluster
 
@@ -87,10 +87,7 @@ def _kernel(i: int) -> str:
 def history(tmp_path_factory):
     """The repository and its commit SHAs, oldest first."""
     root = tmp_path_factory.mktemp("planted")
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "Planted Tester")
-        cw.set_value("user", "email", "planted@example.com")
+    repo = init_repo(root, "Planted Tester", "planted@example.com")
     (root / ".gitignore").write_text(".flopwatch/\n")
     (root / "flopwatch.toml").write_text(CONFIG)
     folder = root / "kernels" / "gemm" / "cpp_blocked"

@@ -13,6 +13,7 @@ from pathlib import Path
 import git
 import pytest
 from rich.console import Console
+from suite_repo import init_repo
 
 from pipeline import checkout, summary
 from pipeline.config import ProjectConfig, load_config
@@ -134,10 +135,7 @@ def _repo_with_symlink(path: Path, target: str) -> git.Repo:
         'name = "v"\nop = "gemm"\nbackend = "cpp"\nsources = ["k.cpp"]\ndtypes = ["fp32"]\nshapes = [[8, 8, 8]]\n'
         '[binding]\nkind = "c"\nentry = "gemm"\n')
     os.symlink(target, folder / "k.cpp")
-    repo = git.Repo.init(path, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "Dev")
-        cw.set_value("user", "email", "dev@example.com")
+    repo = init_repo(path, "Dev")
     repo.git.add(A=True)
     repo.index.commit("a symlink out of the tree")
     return repo

@@ -17,9 +17,10 @@ the last one it has seen differs).
 from __future__ import annotations
 
 import marshal
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+
+from pipeline.history.cache_file import CacheFile
 
 VERSION = "1"
 
@@ -33,28 +34,15 @@ CREATE TABLE IF NOT EXISTS resources (id INTEGER PRIMARY KEY, flat BLOB UNIQUE);
 """
 
 
-class PointsCache:
+class PointsCache(CacheFile):
     """The points of one results store, in one SQLite file. A point is kept without its commit's
     subject and author (those come from the store's commit table when the history is built):
     `fields` is the tuple of `series.Point` fields from `status` on, with the resources dict
     replaced by the id of its interned copy (a series' resources rarely change)."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(_SCHEMA)
+        super().__init__(path, _SCHEMA)
         self._resource_ids: dict[bytes, int] = {}
-
-    def close(self) -> None:
-        self.db.close()
-
-    def __enter__(self) -> PointsCache:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # -- what it covers -------------------------------------------------------------------------
 

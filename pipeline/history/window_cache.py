@@ -12,9 +12,10 @@ derived data, the store can be PostgreSQL shared by a team, and a cache must be 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+
+from pipeline.history.cache_file import CacheFile
 
 # SQLite binds at most 32,766 parameters per statement (999 before 3.32): look keys up in chunks.
 _CHUNK = 900
@@ -36,15 +37,11 @@ class MemoryCache:
         pass
 
 
-class WindowCache:
+class WindowCache(CacheFile):
     """Window key → its change points (a list of `ChangePoint` dicts), in one SQLite file."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS windows (key TEXT PRIMARY KEY, points TEXT NOT NULL)")
+        super().__init__(path, "CREATE TABLE IF NOT EXISTS windows (key TEXT PRIMARY KEY, points TEXT NOT NULL)")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, list[dict]]:
         keys = list(keys)
@@ -61,12 +58,3 @@ class WindowCache:
             self.db.execute("BEGIN")
             self.db.executemany("INSERT OR REPLACE INTO windows VALUES (?, ?)",
                                 ((k, json.dumps(v)) for k, v in found.items()))
-
-    def close(self) -> None:
-        self.db.close()
-
-    def __enter__(self) -> WindowCache:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

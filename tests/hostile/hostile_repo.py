@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import git
+from suite_repo import init_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile" / "kernels" / "gemm"
@@ -49,10 +49,7 @@ def make_repo(path: Path, hostile: tuple[str, ...] = (), broken: tuple[str, ...]
         m.write_text(m.read_text().replace('"huge_shape"', '"symlink_out"').replace("[[1000000, 1000000, 1000000]]",
                                                                                    "[[64, 64, 64]]"))
     (path / "flopwatch.toml").write_text(CONFIG)
-    repo = git.Repo.init(path, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", AUTHOR)
-        cw.set_value("user", "email", "dev@example.com")
+    repo = init_repo(path, AUTHOR)
     files = [str(p.relative_to(path)) for p in path.rglob("*") if (p.is_file() or p.is_symlink()) and ".git" not in p.parts]
     repo.index.add(files)
     repo.index.commit("the suite before")
