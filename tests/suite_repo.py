@@ -4,6 +4,7 @@ two good CPU variants, the torch peer, and a chosen subset of the broken-kernel 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import git
@@ -43,3 +44,13 @@ def make_suite_repo(path: Path, broken: tuple[str, ...] = (), good: tuple[str, .
     repo.index.add([str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".git" not in p.parts])
     repo.index.commit("suite <with> & 'quotes'")
     return repo
+
+
+def stored_results(db: Path) -> int:
+    """How many results a SQLite store holds while a run writes to it (0 before it exists, or
+    while it cannot be read yet: callers poll)."""
+    try:
+        with sqlite3.connect(db, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0  # not created yet

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from suite_repo import make_suite_repo
+from suite_repo import make_suite_repo, stored_results
 
 pytestmark = pytest.mark.slow
 
@@ -31,14 +31,6 @@ def _rows(db: Path) -> list[tuple]:
         return c.execute("SELECT variant, shape, dtype, status FROM results ORDER BY variant, shape").fetchall()
 
 
-def _count(db: Path) -> int:
-    try:
-        with sqlite3.connect(db, timeout=1) as c:
-            return c.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0  # not created yet
-
-
 def test_sigkill_then_resume_gives_the_uninterrupted_result_set(tmp_path):
     repo = tmp_path / "repo"
     make_suite_repo(repo, broken=("wrong_tile", "segfaults"))
@@ -50,12 +42,12 @@ def test_sigkill_then_resume_gives_the_uninterrupted_result_set(tmp_path):
     db = tmp_path / "killed.db"
     driver = _run(repo, db)
     deadline = time.time() + 300
-    while _count(db) < 3 and time.time() < deadline and driver.poll() is None:
+    while stored_results(db) < 3 and time.time() < deadline and driver.poll() is None:
         time.sleep(0.2)
     assert driver.poll() is None, "the run finished before it could be killed"
     driver.send_signal(signal.SIGKILL)  # the driver only; what it started must not matter
     driver.wait()
-    partial = _count(db)
+    partial = stored_results(db)
     assert 3 <= partial < len(expected)
 
     assert _run(repo, db, "--resume").wait(timeout=600) == 1

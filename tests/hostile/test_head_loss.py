@@ -5,7 +5,6 @@ every result finished before is in the store."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import uuid
 
 import pytest
 from ray.cluster_utils import Cluster
+from suite_repo import stored_results
 
 from hostile.hostile_repo import ROOT, make_repo
 from hostile.processes import survivors
@@ -21,14 +21,6 @@ from pipeline import cluster
 pytestmark = pytest.mark.slow
 
 CASE = "FLOPWATCH_HOSTILE_CASE"
-
-
-def _stored(db) -> int:
-    try:
-        with sqlite3.connect(db, timeout=1) as conn:
-            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0  # not created yet
 
 
 def test_losing_the_head_ends_the_run_with_a_clear_error_and_keeps_finished_results(tmp_path):
@@ -44,11 +36,11 @@ def test_losing_the_head_ends_the_run_with_a_clear_error_and_keeps_finished_resu
              "--no-report", "--ray-address", c.address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         deadline = time.monotonic() + 600
-        while _stored(db) < 2 and driver.poll() is None and time.monotonic() < deadline:
+        while stored_results(db) < 2 and driver.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert driver.poll() is None, f"the run ended before the head could be lost: {driver.communicate()[1][-2000:]}"
         c.head_node.kill_all_processes(check_alive=False, allow_graceful=False)
-        finished_before = _stored(db)
+        finished_before = stored_results(db)
         out, err = driver.communicate(timeout=120)
     finally:
         c.shutdown()
@@ -57,7 +49,7 @@ def test_losing_the_head_ends_the_run_with_a_clear_error_and_keeps_finished_resu
     assert len(lines) == 1, err[-3000:]
     assert "lost the Ray cluster's head" in lines[0] and f"stored in {db}" in lines[0]
     assert "flopwatch run --resume" in lines[0] and "Traceback" not in err
-    stored = _stored(db)
+    stored = stored_results(db)
     assert stored >= finished_before >= 2  # nothing finished was lost (a job in flight may have landed too)
     assert f"the {stored} result(s) this run finished" in lines[0]
     assert survivors(CASE, mark, patience_s=90.0) == []

@@ -6,7 +6,6 @@ fills the gap."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 
@@ -14,6 +13,7 @@ import git
 import pytest
 import ray
 from ray.cluster_utils import Cluster
+from suite_repo import stored_results
 
 from hostile.hostile_repo import make_repo
 from pipeline import cluster
@@ -55,11 +55,6 @@ def _session(work_dir, store: Store) -> Session:
     return Session(store, work_dir, cluster.connect(None), Progress(enabled=False))
 
 
-def _stored(db) -> int:
-    with sqlite3.connect(db, timeout=30) as conn:
-        return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-
-
 def _run_removing(c: Cluster, node, session: Session, repo, options: RunOptions, after: int = 0):
     """Run HEAD; a thread removes `node` once `after` results are stored and one of the node's
     slots is running a job."""
@@ -72,7 +67,7 @@ def _run_removing(c: Cluster, node, session: Session, repo, options: RunOptions,
                 busy = {slot.node_id for slot, _ in list(session.slots.inflight.values())}
             except RuntimeError:  # the dispatcher changed the dict meanwhile: look again
                 continue
-            if node.node_id in busy and _stored(session.store.path) >= after:
+            if node.node_id in busy and stored_results(session.store.path) >= after:
                 c.remove_node(node, allow_graceful=False)
                 removed.set()
                 return
