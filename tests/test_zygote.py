@@ -93,3 +93,25 @@ def test_spawned_and_forked_children_write_the_same_outcome_fields(zygote, tmp_p
     assert seen[0]["visible"] == seen[1]["visible"] and seen[0]["pid"] != seen[1]["pid"]
     a = run_child(["python3", "-c", "import sys; sys.stderr.write('x'); sys.exit(3)"], 60, tmp_path)
     assert a.returncode == 3 and a.stderr_tail == "x" and not a.timed_out
+
+
+def test_two_replies_that_arrive_together_are_both_read(tmp_path):
+    """A fast job's two replies (its pid, then its outcome) can reach the pipe before the slot
+    reads the first: both must be read from what arrived, not the second waited for."""
+    import subprocess
+    import sys
+    import time
+
+    zygote = Zygote(dict(os.environ))
+    script = ("import sys, time; sys.stdout.write('{\"ready\": 1}\\n{\"pid\": 5}\\n{\"returncode\": 0}\\n'); "
+              "sys.stdout.flush(); time.sleep(60)")
+    zygote.proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                                   text=True, bufsize=1)
+    try:
+        time.sleep(1.0)  # all three lines are in the pipe before the first read
+        began = time.monotonic()
+        assert [zygote._read(5.0) for _ in range(3)] == [{"ready": 1}, {"pid": 5}, {"returncode": 0}]
+        assert time.monotonic() - began < 2.0
+    finally:
+        zygote.proc.kill()
+        zygote.proc.wait()

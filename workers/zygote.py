@@ -175,11 +175,14 @@ class Zygote:
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.started = 0
+        # Bytes read from the zygote's stdout that do not yet end a line (see `_read`).
+        self._unread = b""
 
     def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "workers.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True, text=True, bufsize=1)
+        self._unread = b""
         self.started += 1
         ready = self._read(300.0)
         if "ready" not in ready:
@@ -189,12 +192,21 @@ class Zygote:
         return self.proc is not None and self.proc.poll() is None
 
     def _read(self, timeout_s: float) -> dict:
+        """The zygote's next reply line. Read from the pipe's descriptor with a buffer of our
+        own: a fast job's two replies (pid, outcome) often arrive together, and a buffered
+        `readline` would take both, leaving `select` to wait out the timeout for the second."""
         assert self.proc and self.proc.stdout
-        if not select.select([self.proc.stdout], [], [], timeout_s)[0]:
-            raise ZygoteDied(f"no answer in {timeout_s:g} s")
-        line = self.proc.stdout.readline()
-        if not line:
-            raise ZygoteDied(f"exited with code {self.proc.wait()}")
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._unread:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise ZygoteDied(f"no answer in {timeout_s:g} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ZygoteDied(f"exited with code {self.proc.wait()}")
+            self._unread += chunk
+        line, self._unread = self._unread.split(b"\n", 1)
         return json.loads(line)
 
     def run(self, args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None) -> ChildOutcome:
@@ -230,6 +242,7 @@ class Zygote:
         if self.proc:
             self.proc.wait()
         self.proc = None
+        self._unread = b""
 
     def close(self) -> None:
         if self.alive():
