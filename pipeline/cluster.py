@@ -116,6 +116,14 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
     return ClusterInfo("local", PRIVATE, ray.cluster_resources(), time.monotonic() - began)
 
 
+def starts_local_ray(address: str | None, num_gpus: int | None, reuse: bool) -> bool:
+    """Whether `connect` would start a local Ray (no cluster to join, not connected, no kept
+    head up): the start a command that may run nothing can put off (`pipeline.local_probe`)."""
+    if ray.is_initialized() or ray_access.resolve_address(address) is not None:
+        return False
+    return not reuse or local_ray.serving_head(num_gpus) is None
+
+
 def _join(address: str, name: str) -> None:
     """ray.init against a running cluster; what Ray raises becomes one line. Nothing to
     advertise is passed: Ray refuses resources from a driver that joins."""

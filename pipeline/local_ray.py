@@ -253,6 +253,14 @@ def acquire(num_gpus: int | None, idle_s: float = DEFAULT_IDLE_S, base: Path | N
         raise
 
 
+def serving_head(num_gpus: int | None, base: Path | None = None) -> HeadRecord | None:
+    """The head `acquire` would attach to, when it is up; None when `acquire` would start one.
+    Only reads: nothing is created, locked or started."""
+    key = head_key(num_gpus)
+    record = read_record((base or base_dir()) / key)
+    return record if record is not None and record.key == key and is_serving(record) else None
+
+
 def _start(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> HeadRecord:
     with open(folder / LOG, "ab") as log:
         proc = subprocess.Popen(serve_command(folder, key, num_gpus, idle_s), env=head_env(os.environ, folder),

@@ -10,12 +10,13 @@ import dataclasses
 import math
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
-from pipeline import accounting, build_cache, checkout, cluster, headwatch, slots
+from pipeline import accounting, build_cache, checkout, cluster, headwatch, local_probe, slots
 from pipeline.accounting import busy_s
 from pipeline.config import LIMITS, Limits, load_config
 from pipeline.discovery import discover
@@ -86,34 +87,64 @@ class Session:
 
     store: Store
     workdir: Path
-    cluster_info: cluster.ClusterInfo
+    # None until `ensure_cluster` starts Ray through `connect`: a command that may time nothing
+    # (`open_session(defer_ray=True)`) plans with `local_resources` (what that local Ray will
+    # advertise) and the probes of `pipeline.local_probe`, and starts Ray for its first job.
+    cluster_info: cluster.ClusterInfo | None
     progress: Progress
     toolchains: dict = field(default_factory=dict)
     devices: dict = field(default_factory=dict)
     clock: DriverClock = field(default_factory=DriverClock)
     # The build cache's root (`--cache`, FLOPWATCH_CACHE); None: `<workdir>/cache`.
     cache: Path | None = None
+    connect: Callable[[], cluster.ClusterInfo] | None = None
+    local_resources: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache is None:
             self.cache = self.workdir / "cache"
 
+    def ensure_cluster(self) -> cluster.ClusterInfo:
+        """The command's cluster, started or joined now if that was deferred."""
+        if self.cluster_info is None:
+            with self.clock.phase("ray_start"):
+                self.cluster_info = self.connect()
+        return self.cluster_info
+
+    def has_kind(self, kind: str) -> bool:
+        """Whether the cluster (or the local Ray still to be started) has a slot of `kind`."""
+        if self.cluster_info is None:
+            return slots.slot_count(self.local_resources, kind) >= 1
+        return self.cluster_info.has_kind(kind)
+
+    def shutdown(self) -> None:
+        """Stop this command's slots and leave the cluster, if one was started or joined."""
+        if self.cluster_info is not None:
+            with self.clock.phase("shutdown"):
+                cluster.shutdown(self.cluster_info)
+
     @property
     def slots(self) -> slots.SlotPool:
         """The device slots of this driver's cluster (kept across the commits of a command, and
         across commands on flopwatch's own kept local Ray)."""
-        return slots.pool(self.cluster_info.resources, persistent=self.cluster_info.kept)
+        info = self.ensure_cluster()
+        return slots.pool(info.resources, persistent=info.kept)
 
     def probe(self, kinds: set[str] | None = None) -> None:
         """Toolchains, and the identity of each device kind that has work (`kinds`; all if None).
-        The toolchain probe (a task on a build node) runs while the device slots start."""
+        The toolchain probe (a task on a build node) runs while the device slots start; before
+        a deferred Ray is started, both are asked on this machine."""
+        wanted = [k for k in ("cpu", "cuda", "rocm")
+                  if (kinds is None or k in kinds) and k not in self.devices and self.has_kind(k)]
         with self.clock.phase("probe"):
+            if self.cluster_info is None:
+                found, toolchains = local_probe.probe(wanted, with_toolchains=not self.toolchains)
+                self.devices.update(found)
+                self.toolchains = self.toolchains or toolchains
+                return
             pending = (self.slots.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
-            for kind in ("cpu", "cuda", "rocm"):
-                if kinds is not None and kind not in kinds:
-                    continue
-                if kind not in self.devices and self.cluster_info.has_kind(kind):
-                    self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
+            for kind in wanted:
+                self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
             if pending is not None:
                 self.toolchains = cluster.wait_probe(pending)
 
@@ -210,17 +241,20 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
         if not (options.resume and (bad.name, "", "", "", "") in done):
             keep(_invalid_result(bad))
     outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
-    stream = _Stream(session, options, config, outcome, keep, done)
-    try:
-        with clock.phase("builds_and_jobs"):
-            stream.go(variants, plans)
-    except headwatch.HeadLost as exc:
-        raise headwatch.HeadLost(f"{exc}; the {len(outcome.results)} result(s) this run finished are stored in "
-                                 f"{store.location.shown}; start the cluster again and run `flopwatch run --resume` "
-                                 "to measure the rest") from None
-    outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
-    outcome.peer_check = accounting.peer_check(stream.peer_rows)
-    outcome.lost_nodes = stream.lost_nodes()
+    if jobs:  # nothing to build or run (every series unchanged): no cluster needed
+        stream = _Stream(session, options, config, outcome, keep, done)
+        try:
+            with clock.phase("builds_and_jobs"):
+                stream.go(variants, plans)
+        except headwatch.HeadLost as exc:
+            raise headwatch.HeadLost(f"{exc}; the {len(outcome.results)} result(s) this run finished are stored "
+                                     f"in {store.location.shown}; start the cluster again and run `flopwatch run "
+                                     "--resume` to measure the rest") from None
+        outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
+        outcome.peer_check = accounting.peer_check(stream.peer_rows)
+        outcome.lost_nodes = stream.lost_nodes()
+    else:
+        outcome.accounting, outcome.peer_check = accounting.summarise([], None, {}), accounting.peer_check([])
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
                                   "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes})
@@ -498,7 +532,7 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason + left)
     if not build.ok:
         return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
-    if not session.cluster_info.has_kind(job.device_kind):
+    if not session.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
                       diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
                                  f"static analysis are stored)" + left)

@@ -8,6 +8,7 @@ import json
 
 import git
 import pytest
+import ray
 from suite_repo import make_suite_repo
 
 from pipeline import cli, cluster, identity
@@ -137,6 +138,34 @@ def _count(db) -> int:
     from pipeline.store import count_results
 
     return count_results(db)
+
+
+@pytest.mark.slow
+def test_a_compare_that_times_nothing_starts_no_ray(history, capsys, tmp_path):
+    """With no Ray up, a compare whose series are all unchanged plans on this machine (the
+    same toolchain and device identities a slot would give, or the stored results would not
+    match) and starts no Ray; a compare with a series to time starts one for it. Runs before
+    the tests that keep this module's Ray up."""
+    root, (c0, c1, c2, c3) = history
+    db = tmp_path / "r.db"
+    assert not ray.is_initialized(), "an earlier test left Ray connected in this process"
+    assert cli.main(["run", c0, "--repo", str(root), "--db", str(db), "--budget", "0.2", "--no-report",
+                     "--json"]) == 0  # its own local Ray, stopped at its end
+    capsys.readouterr()
+    stored = _count(db)
+
+    code, report = _compare(capsys, root, db, c0, c1)
+    assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized()
+    assert "ray_start" not in report["driver"]["phases"]
+    assert all(r["kind"] == "unchanged" and r["note"].startswith(f"same build: stored result of {c0[:10]}")
+               for r in report["rows"]), report["rows"]
+    assert _count(db) == stored
+
+    code, report = _compare(capsys, root, db, c2, c3)
+    assert report["ray"]["mode"] == cluster.PRIVATE and report["driver"]["phases"]["ray_start"] > 0
+    rows = _rows(report)
+    assert not rows["cpp_naive"]["note"] and rows["cpp_naive"]["kind"] != "unchanged"
+    assert not ray.is_initialized()  # stopped with the command
 
 
 @pytest.mark.slow

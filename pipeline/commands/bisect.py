@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 
-from pipeline import checkout, cluster, config
+from pipeline import checkout, config
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import bisect as bis
@@ -107,7 +107,7 @@ def main(args) -> int:
         report = bisect_series(session, repo, args.good, args.bad, args.variant[0], shape, threshold,
                                options, args.max_evals, args.max_repeats)
     finally:
-        cluster.shutdown(session.cluster_info)
+        session.shutdown()
     if not args.no_report:
         from pipeline.commands import publish
         from reports.history_pages import write_bisect_page

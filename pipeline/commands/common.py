@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from pipeline import checkout, cluster, config
+from pipeline import checkout, cluster, config, local_ray
 from pipeline.driver_clock import DriverClock
 from pipeline.history.verdicts import parse_threshold
 from pipeline.progress import Progress
@@ -160,16 +160,26 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
                       peer_check=not getattr(args, "no_peer_check", False))
 
 
-def open_session(args, work: Path) -> Session:
+def open_session(args, work: Path, defer_ray: bool = False) -> Session:
+    """The command's store, cluster and clock. `defer_ray`: for a command that may time nothing
+    (compare), a local Ray that would have to be started for it starts only when a job must run."""
     clock = DriverClock()
     with clock.phase("store"):
         store = open_store(args, work)
     reuse, idle_s = ray_reuse()
+    reuse = reuse and not args.no_ray_reuse
+
+    def connect() -> cluster.ClusterInfo:
+        return cluster.connect(args.ray_address, args.num_gpus, reuse=reuse, idle_s=idle_s)
+
+    progress, cache = Progress(enabled=not args.json), cache_dir(args, work)
     try:
+        if defer_ray and cluster.starts_local_ray(args.ray_address, args.num_gpus, reuse):
+            return Session(store, work, None, progress, clock=clock, cache=cache, connect=connect,
+                           local_resources=local_ray.advertised_resources(args.num_gpus)[0])
         with clock.phase("ray_start"):
-            info = cluster.connect(args.ray_address, args.num_gpus, reuse=reuse and not args.no_ray_reuse,
-                                   idle_s=idle_s)
+            info = connect()
     except BaseException:
         store.close()
         raise
-    return Session(store, work, info, Progress(enabled=not args.json), clock=clock, cache=cache_dir(args, work))
+    return Session(store, work, info, progress, clock=clock, cache=cache)

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster, config, driver_clock
+from pipeline import checkout, config, driver_clock
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import causes, github, paired, series, unchanged
@@ -60,7 +60,7 @@ def main(args) -> int:
     repo, work = workdir(args)
     base, head = checkout.commit_info(repo, args.base), checkout.commit_info(repo, args.head)
     options = run_options(args, "compare")
-    session = open_session(args, work)
+    session = open_session(args, work, defer_ray=True)
     last: dict[str, object] = {}
     once_rows: dict[tuple, dict] = {}
 
@@ -86,8 +86,7 @@ def main(args) -> int:
             pairs = paired.paired_samples(session, last[base.sha], last[head.sha],
                                           {"timing": {"budget_s": args.pair_budget}, "threads": args.threads})
     finally:
-        with session.clock.phase("shutdown"):
-            cluster.shutdown(session.cluster_info)
+        session.shutdown()
     measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
     untimed = {**decision.reuse, **once_rows}
     notes = {k: f"{unchanged.SAME_BUILD}: stored result of {str(row.get('commit_sha', ''))[:10]}"
@@ -116,11 +115,18 @@ def main(args) -> int:
             print(f"flopwatch compare: warning: {exc}", file=sys.stderr)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report), "driver": session.clock.as_dict(),
-                          "not_retimed": len(report.not_retimed)}, default=str))
+                          "not_retimed": len(report.not_retimed), "ray": _ray_use(session)}, default=str))
     else:
         print(markdown)
         print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)
+        if session.cluster_info is None:
+            print("ray: not started, nothing had to be timed", file=sys.stderr)
     return cmp.exit_status(report)
+
+
+def _ray_use(session: Session) -> dict:
+    info = session.cluster_info
+    return {"mode": info.mode, "connect_s": round(info.connect_s, 3)} if info else {"mode": "not started"}
 
 
 def _series_infos(session: Session, planned: PlannedCommit) -> dict[tuple, unchanged.SeriesInfo]:

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from pipeline import checkout, cluster
+from pipeline import checkout
 from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import (
@@ -77,7 +77,7 @@ def main(args) -> int:
                                          f"{item.bad_sha[:10]} ({len(item.ids)} series, worst {item.variant} "
                                          f"{item.shape})"))
     finally:
-        cluster.shutdown(session.cluster_info)
+        session.shutdown()
     # Bisect probes store results: then the site reads their rows too; otherwise detect's pass serves.
     with PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
         index = publish.write_site(session.store, site_path(args, work), order=order,

@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from pipeline import cluster, driver_clock
+from pipeline import driver_clock
 from pipeline.accounting import busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
@@ -33,8 +33,7 @@ def main(args) -> int:
     try:
         outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume))
     finally:
-        with clock.phase("shutdown"):
-            cluster.shutdown(session.cluster_info)
+        session.shutdown()
     rows = [r.to_dict() for r in outcome.results]
     if not args.no_report:
         from pipeline.commands import publish

@@ -24,22 +24,23 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     both sides (identical builds are paired too: that is how a no-change comparison looks)."""
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
+    both = ok_base & ok_head
+    pairable = [job for job in head.jobs if series(job, device_key(session, job.device_kind)) in both
+                and job.variant in base.artifacts]
+    if not pairable:
+        return {}  # also: a compare that timed nothing needs no cluster for this
     pool = session.slots
     settings = {"limits": LIMITS.to_dict(), **settings}
-    count = 0
-    for job in head.jobs:
+    for job in pairable:
         device = device_key(session, job.device_kind)
         key = series(job, device)
-        if key not in ok_base or key not in ok_head or job.variant not in base.artifacts:
-            continue
         variants = (base.variants[job.variant], head.variants[job.variant])
         refs = (base.artifacts[job.variant], head.artifacts[job.variant])
         # Both builds timed alternately in one child, on the job's device slot (warm runner).
         pool.submit(job.device_kind, "run_pair", (job.to_dict(), [v.to_dict() for v in variants], refs[0], refs[1],
                                                   {**settings, "device_key": device}), key)
-        count += 1
     out = {}
-    with session.progress.task("paired timing", count) as advance:
+    with session.progress.task("paired timing", len(pairable)) as advance:
         while pool.has_work():
             refs = pool.refs()
             ready = ray.wait(refs, num_returns=1, timeout=1.0)[0] if refs else []
