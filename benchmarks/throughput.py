@@ -16,6 +16,7 @@ Then, per GPU count:
   run                 `flopwatch run A`, builds cached                              target
   compare A B         in a fresh clone (no build cache), the store holding the run of A
                       (as a PR runner with a shared store finds it)                 target
+  compare A B, no Ray the same with no flopwatch Ray up (the first command on a runner) target
   compare A C         the same, C changes one variant                               target
   compare A B, empty  a fresh clone and an empty store: every series timed once    with --empty-store
 
@@ -146,12 +147,12 @@ def fresh_clone(repo: Path, name: str) -> Path:
     return target
 
 
-def flopwatch(repo: Path, name: str, db: Path, kind: str, *args: str) -> dict:
+def flopwatch(repo: Path, name: str, db: Path, kind: str, *args: str, env_extra: dict | None = None) -> dict:
     """One flopwatch command with --json at default settings; its summary plus the command's
     wall time and the utilization sampled while it ran."""
     cmd = [sys.executable, "-m", "pipeline.cli", *args, "--json", "--repo", str(repo), "--db", str(db)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               RAY_USAGE_STATS_ENABLED="0")
+               RAY_USAGE_STATS_ENABLED="0", **(env_extra or {}))
     with UtilizationSampler(kind) as util:
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env, check=False)
@@ -244,6 +245,13 @@ def table_commands(kind: str, gpus: int | None, empty_store: bool) -> list[dict]
     clone = fresh_clone(repo, f"clone_b{suffix}")
     runs.append((flopwatch(clone, f"compare_readme{suffix}", shared, kind, "compare", shas["A"], shas["B"], *extra),
                  shared))
+    # The same as the first command on a fresh runner: no flopwatch Ray up (a folder of heads
+    # of its own, empty).
+    clone, no_heads = fresh_clone(repo, f"clone_b_no_ray{suffix}"), OUT / f"no_heads{suffix}"
+    shutil.rmtree(no_heads, ignore_errors=True)
+    no_heads.mkdir(mode=0o700, parents=True)
+    runs.append((flopwatch(clone, f"compare_readme_no_ray_up{suffix}", shared, kind, "compare", shas["A"],
+                           shas["B"], *extra, env_extra={"FLOPWATCH_LOCAL_RAY_DIR": str(no_heads)}), shared))
     clone = fresh_clone(repo, f"clone_c{suffix}")
     runs.append((flopwatch(clone, f"compare_define{suffix}", shared, kind, "compare", shas["A"], shas["C"], *extra),
                  shared))
