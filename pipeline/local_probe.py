@@ -19,14 +19,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workers import build, device
+from workers import build, device, runner
 
 PROBE_TIMEOUT_S = 300.0
 
 
 def _gpu_probe(kind: str, folder: Path) -> subprocess.Popen:
+    # The environment a job child gets (this checkout's workers first, no secrets).
     return subprocess.Popen([sys.executable, "-m", "workers.child", "--probe", kind, f"{kind}.json"], cwd=folder,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=runner.child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def probe(kinds: list[str], with_toolchains: bool) -> tuple[dict, dict]:
