@@ -176,7 +176,7 @@ def _build(variant: dict, bundle: dict, build_hash: str, include_dirs: list,
 
 
 def probe_toolchains(timeout: float = 120) -> dict:
-    return ray.get(_probe_toolchains.remote(), timeout=timeout)
+    return wait_probe(_probe_toolchains.remote(), timeout)
 
 
 def probe_toolchains_async():
@@ -185,13 +185,23 @@ def probe_toolchains_async():
 
 
 def wait_probe(ref, timeout: float = 120) -> dict:
-    return ray.get(ref, timeout=timeout)
+    return _answer(ref, timeout, "the toolchain probe on a build node")
 
 
 def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
     """Identity of the first device of `kind`, asked by its slot (which holds the device)."""
     pool = slots.pool(info.resources, persistent=info.kept)
-    return ray.get(pool.slots_of(kind)[0].actor.probe.remote(), timeout=timeout)
+    slot = pool.slots_of(kind)[0]
+    return _answer(slot.actor.probe.remote(), timeout, f"the device probe of slot {slot.name}")
+
+
+def _answer(ref, timeout: float, what: str):
+    """A probe's answer; one line instead of Ray's traceback when none comes in time."""
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        raise ClusterError(f"{what} did not answer in {timeout:g} s (the node may be overloaded or its "
+                           f"worker stuck: `flopwatch doctor` shows the cluster)") from None
 
 
 def submit_build(variant: Variant, bundle: dict, build_hash: str, include_dirs: tuple[str, ...],

@@ -128,3 +128,16 @@ def test_detect_spreads_window_batches_over_the_cluster(two_nodes):
     spread = history.detect_regressions(series, 0.05, search=detect_cluster.search_windows)
     assert spread == here and [(r.variant, r.bad_sha) for r in here.regressions] == [("v2", f"{15:040x}")]
     assert here.searched >= 1
+
+
+def test_a_probe_without_an_answer_is_one_line(monkeypatch):
+    """A probe that does not answer in time is a ClusterError naming what did not answer, not
+    Ray's GetTimeoutError traceback."""
+    from pipeline.ray_access import ClusterError
+
+    def never(ref, timeout):
+        raise ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+
+    monkeypatch.setattr(cluster.ray, "get", never)
+    with pytest.raises(ClusterError, match=r"the toolchain probe on a build node did not answer in 7 s"):
+        cluster.wait_probe(object(), timeout=7)
