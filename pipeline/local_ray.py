@@ -361,6 +361,13 @@ def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
     return resources, gpus
 
 
+def planned_resources(num_gpus: int | None) -> dict:
+    """What `ray.cluster_resources()` will show once a local Ray is up, as far as device slots
+    are counted (`slots.slot_count`): the flopwatch resources and Ray's own GPU count."""
+    resources, gpus = advertised_resources(num_gpus)
+    return {**resources, "GPU": float(gpus or 0)}
+
+
 def wait_until_idle(folder: Path, idle_s: float, stop: threading.Event, healthy: Callable[[], bool],
                     on_idle: Callable[[], None], clock: Callable[[], float] = time.monotonic,
                     poll_s: float = POLL_S) -> str:

@@ -161,3 +161,42 @@ def test_attached_reports_a_holder(tmp_path):
     assert local_ray.attached(tmp_path)
     held.close()
     assert not local_ray.attached(tmp_path)
+
+
+def test_serving_head_finds_only_a_live_server_of_this_commands_key(tmp_path):
+    """What `compare` asks before it decides to put off starting Ray: no folder, a stale
+    record, another key's server are all "no head up"; a live server of its key is one."""
+    key = local_ray.head_key(None)
+    assert local_ray.serving_head(None, base=tmp_path) is None  # nothing there
+    (tmp_path / key).mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)",
+                             local_ray.MODULE, "serve", "--key", key], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"
+        record = HeadRecord(key, proc.pid, "127.0.0.1:1", 600, 0, {})
+        (tmp_path / key / local_ray.RECORD).write_text(record.to_json())
+        assert local_ray.serving_head(None, base=tmp_path) == record
+        assert local_ray.serving_head(1, base=tmp_path) is None  # --num-gpus 1 is another head
+        (tmp_path / key / local_ray.RECORD).write_text(HeadRecord("other", proc.pid, "h:1", 1, 0, {}).to_json())
+        assert local_ray.serving_head(None, base=tmp_path) is None
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_planned_resources_count_the_slots_the_local_ray_will_have(monkeypatch):
+    """Before a deferred local Ray starts, its slots are counted from what it will advertise;
+    a GPU slot needs Ray's own GPU count too, or a GPU machine would plan no GPU work."""
+    import torch
+
+    from pipeline import slots
+    from workers import device
+
+    monkeypatch.setattr(device, "gpu_kind", lambda: "cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    planned = local_ray.planned_resources(None)
+    assert slots.slot_count(planned, "cuda") == 2 and slots.slot_count(planned, "cpu") == 1
+    assert slots.slot_count(local_ray.planned_resources(1), "cuda") == 1
+    monkeypatch.setattr(device, "gpu_kind", lambda: None)
+    assert slots.slot_count(local_ray.planned_resources(None), "cuda") == 0

@@ -176,7 +176,7 @@ def open_session(args, work: Path, defer_ray: bool = False) -> Session:
     try:
         if defer_ray and cluster.starts_local_ray(args.ray_address, args.num_gpus, reuse):
             return Session(store, work, None, progress, clock=clock, cache=cache, connect=connect,
-                           local_resources=local_ray.advertised_resources(args.num_gpus)[0])
+                           local_resources=local_ray.planned_resources(args.num_gpus))
         with clock.phase("ray_start"):
             info = connect()
     except BaseException:
