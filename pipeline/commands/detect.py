@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
-from pipeline.history import causes, dashboard, series
+from pipeline.history import causes, dashboard, same_build, series
 from pipeline.history.points_cache import PointsCache
 from pipeline.history.regressions import RegressionStore
 from pipeline.history.window_cache import WindowCache
@@ -34,12 +34,14 @@ def add_arguments(p) -> None:
 class Detected:
     """What one detection decided: recorded holds (Regression as stored, is_new) per step found
     now; causes the open regressions of the whole history grouped by culprit commit or
-    unresolved range (`pipeline.history.causes`); work the windows searched and skipped."""
+    unresolved range (`pipeline.history.causes`); work the windows searched and skipped;
+    same_build the steps found within an unchanged build, not recorded (`history.same_build`)."""
 
     recorded: list[tuple]
     causes: tuple
     work: series.Detection
     scanned: series.History
+    same_build: tuple = ()
 
 
 def window_cache_path(cache_root: Path) -> Path:
@@ -57,13 +59,14 @@ def detect(store: Store, order: list[str], threshold: float | None, search=None,
     scanned = series.scan(store, order, details=details, cache=points)
     history = scanned.series
     work = series.detect_regressions(history, threshold, search=search, cache=cache)
+    steps, machine = same_build.split(store, work.regressions)
     table = RegressionStore(store)
-    recorded = [table.record(r) for r in work.regressions]
+    recorded = [table.record(r) for r in steps]
     stored = table.all()
     commits = {sha: store.commit(sha) or {"sha": sha}
                for r in stored for sha in (r.good_sha, r.bad_sha, r.culprit_sha) if sha}
     open_now = dashboard.open_regressions(history, stored, commits, order)
-    return Detected(recorded, causes.group(open_now, commits), work, scanned)
+    return Detected(recorded, causes.group(open_now, commits), work, scanned, tuple(machine))
 
 
 def _on_cluster(address: str | None):
@@ -104,6 +107,7 @@ def main(args) -> int:
         print(json.dumps({"windows": {"total": w.windows, "skipped": w.skipped, "cached": w.cached,
                                       "searched": w.searched},
                           "regressions": [dict(r.to_dict(), new=new) for r, new in recorded],
+                          "same_build_steps": [r.to_dict() for r in detected.same_build],
                           "causes": [_cause_json(c) for c in detected.causes]}, default=str))
     else:
         if detected.causes:
@@ -115,7 +119,17 @@ def main(args) -> int:
               f"{w.searched} searched now")
         print(f"{len(recorded)} step(s) found now, {sum(n for _, n in recorded)} new; {n_open} open regression(s) "
               f"from {len(detected.causes)} cause(s); feed: {out / 'regressions.json'}")
+        if detected.same_build:
+            print(same_build_line(detected.same_build))
     return 0
+
+
+def same_build_line(steps) -> str:
+    """The steps left out because their build did not change, named for the reader."""
+    named = "; ".join(f"{r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]} {r.change:+.1%}" for r in steps[:5])
+    more = f" and {len(steps) - 5} more" if len(steps) > 5 else ""
+    return (f"{len(steps)} step(s) within an unchanged build, not recorded (the same measurement identity on "
+            f"both sides: the machine moved, not the code): {named}{more}")
 
 
 def _cause_json(cause) -> dict:

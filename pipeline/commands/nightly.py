@@ -19,7 +19,7 @@ from pipeline.commands.common import (
     store_location,
     workdir,
 )
-from pipeline.commands.detect import detect, window_cache_path
+from pipeline.commands.detect import detect, same_build_line, window_cache_path
 from pipeline.history import causes, series
 from pipeline.history.points_cache import PointsCache
 from pipeline.history.regressions import RegressionStore
@@ -61,6 +61,8 @@ def main(args) -> int:
         # night left over --max-bisects.
         plan = causes.bisection_plan([r for r, _ in recorded if not r.culprit_sha and r.bisect is None])
         print(f"{len(recorded)} regression(s) in history, {len(new)} new; {len(plan)} commit range(s) to resolve")
+        if detected.same_build:
+            print(same_build_line(detected.same_build))
         probe = run_options(args, "bisect")
         table = RegressionStore(session.store)
         searches = 0
