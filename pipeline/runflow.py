@@ -138,10 +138,14 @@ class Session:
                   if (kinds is None or k in kinds) and k not in self.devices and self.has_kind(k)]
         with self.clock.phase("probe"):
             if self.cluster_info is None:
-                found, toolchains = local_probe.probe(wanted, with_toolchains=not self.toolchains)
-                self.devices.update(found)
-                self.toolchains = self.toolchains or toolchains
-                return
+                try:
+                    found, toolchains = local_probe.probe(wanted, with_toolchains=not self.toolchains)
+                except RuntimeError:  # asked as before, by the slots, which report what fails
+                    self.ensure_cluster()
+                else:
+                    self.devices.update(found)
+                    self.toolchains = self.toolchains or toolchains
+                    return
             pending = (self.slots.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
             for kind in wanted:
                 self.devices[kind] = cluster.probe_device(self.cluster_info, kind)

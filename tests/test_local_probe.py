@@ -24,3 +24,25 @@ def test_a_gpu_probe_that_fails_names_the_kind_and_says_why():
     with pytest.raises(RuntimeError, match=r"device probe of cuda on this machine failed \(exit [1-9]") as caught:
         local_probe.probe(["cuda"], with_toolchains=False)
     assert "Error" in str(caught.value)  # the child's traceback tail is in the message
+
+
+def test_a_local_probe_that_fails_falls_back_to_the_clusters_slots(monkeypatch, tmp_path):
+    """Where this machine cannot answer (a GPU probe child failing), the session starts its
+    cluster and asks the slots, as a command that does not defer Ray does."""
+    from pipeline.progress import Progress
+    from pipeline.runflow import Session
+
+    class Connected(Exception):
+        pass
+
+    def failing(kinds, with_toolchains):
+        raise RuntimeError("device probe of cuda on this machine failed (exit 1)")
+
+    def connect():
+        raise Connected
+
+    monkeypatch.setattr(local_probe, "probe", failing)
+    session = Session(None, tmp_path, None, Progress(enabled=False), connect=connect,
+                      local_resources={"flopwatch_cpu": 1})
+    with pytest.raises(Connected):
+        session.probe({"cpu"})
