@@ -245,7 +245,9 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
         if not (options.resume and (bad.name, "", "", "", "") in done):
             keep(_invalid_result(bad))
     outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
-    if jobs:  # nothing to build or run (every series unchanged): no cluster needed
+    # Without jobs (a compare whose series are all unchanged) nothing is built or run, and no
+    # cluster is needed: the run records its broken manifests only.
+    if jobs:
         stream = _Stream(session, options, config, outcome, keep, done)
         try:
             with clock.phase("builds_and_jobs"):
