@@ -117,6 +117,12 @@ class Session:
             return slots.slot_count(self.local_resources, kind) >= 1
         return self.cluster_info.has_kind(kind)
 
+    def ray_use(self) -> dict:
+        """How this command used Ray, for `--json`: its mode and what connecting cost, or that
+        it was never started (a deferred local Ray that nothing needed)."""
+        info = self.cluster_info
+        return {"mode": info.mode, "connect_s": round(info.connect_s, 3)} if info else {"mode": "not started"}
+
     def shutdown(self) -> None:
         """Stop this command's slots and leave the cluster, if one was started or joined."""
         if self.cluster_info is not None:

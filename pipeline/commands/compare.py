@@ -115,18 +115,13 @@ def main(args) -> int:
             print(f"flopwatch compare: warning: {exc}", file=sys.stderr)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report), "driver": session.clock.as_dict(),
-                          "not_retimed": len(report.not_retimed), "ray": _ray_use(session)}, default=str))
+                          "not_retimed": len(report.not_retimed), "ray": session.ray_use()}, default=str))
     else:
         print(markdown)
         print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)
         if session.cluster_info is None:
             print("ray: not started, nothing had to be timed", file=sys.stderr)
     return cmp.exit_status(report)
-
-
-def _ray_use(session: Session) -> dict:
-    info = session.cluster_info
-    return {"mode": info.mode, "connect_s": round(info.connect_s, 3)} if info else {"mode": "not started"}
 
 
 def _series_infos(session: Session, planned: PlannedCommit) -> dict[tuple, unchanged.SeriesInfo]:

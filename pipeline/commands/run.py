@@ -47,7 +47,7 @@ def main(args) -> int:
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
             "jobs_wall_s": run_wall_s(outcome.accounting), "devices": outcome.accounting,
             "peer_check": outcome.peer_check, "lost_nodes": outcome.lost_nodes, "driver": clock.as_dict(),
-            "ray": {"mode": session.cluster_info.mode, "connect_s": round(session.cluster_info.connect_s, 3)},
+            "ray": session.ray_use(),
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
                         for r in with_peer(rows)],
         }, default=str))

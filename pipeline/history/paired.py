@@ -25,15 +25,14 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
     both = ok_base & ok_head
-    pairable = [job for job in head.jobs if series(job, device_key(session, job.device_kind)) in both
-                and job.variant in base.artifacts]
+    keyed = ((job, device_key(session, job.device_kind)) for job in head.jobs)
+    pairable = [(job, device, key) for job, device in keyed
+                if (key := series(job, device)) in both and job.variant in base.artifacts]
     if not pairable:
         return {}  # also: a compare that timed nothing needs no cluster for this
     pool = session.slots
     settings = {"limits": LIMITS.to_dict(), **settings}
-    for job in pairable:
-        device = device_key(session, job.device_kind)
-        key = series(job, device)
+    for job, device, key in pairable:
         variants = (base.variants[job.variant], head.variants[job.variant])
         refs = (base.artifacts[job.variant], head.artifacts[job.variant])
         # Both builds timed alternately in one child, on the job's device slot (warm runner).
