@@ -9,6 +9,8 @@
 #   bash benchmarks/device_run.sh throughput fidelity planted
 #
 # throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
+# verdicts    the same on issue 15's suite (gemm and copy), then `run` with spares off and on
+# planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
 # planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
 # ops         benchmarks/verify_ops_gpu.py, when present
@@ -36,6 +38,8 @@ for name in "$@"; do
   [ -f "$work/shas.json" ] && reuse=(--reuse)
   case $name in
     throughput) cmd=(python3 benchmarks/throughput.py) ;;
+    verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
+    planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;

@@ -108,13 +108,18 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
+# --ops: the ops of the bundled suite to copy (all when empty); its shared headers always.
+OPS: list[str] = []
+
+
 def suite_repo(kind: str, extra: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
     """The bundled suite (and `extra` folders) as a fresh repository with commits A, B, C."""
     repo = OUT / "suite"
     if repo.exists():
         shutil.rmtree(repo)
     repo.mkdir(parents=True)
-    for name in ("kernels", "flopwatch.toml", *extra):
+    kernels = [f"kernels/{op}" for op in OPS] + ["kernels/include"] if OPS else ["kernels"]
+    for name in (*kernels, "flopwatch.toml", *extra):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / name)
     (repo / ".gitignore").write_text(".flopwatch/\n")
@@ -172,12 +177,23 @@ def flopwatch(repo: Path, name: str, db: Path, kind: str, *args: str, env_extra:
 
 
 def stored_results(db: Path, start: float, end: float) -> list[dict]:
-    """Results a command stored (created within its window), with their phases."""
+    """Results a command stored (created within its window), with their phases and medians."""
     from pipeline.store import Store
 
     with Store(db) as store:
-        rows = store.results(columns=("variant", "status", "device", "phases", "created_at"))
+        rows = store.results(columns=("variant", "shape", "dtype", "status", "device", "phases", "median_s",
+                                      "created_at"))
     return [r for r in rows if start <= r["created_at"] <= end]
+
+
+def phase_totals(rows: list[dict]) -> dict[str, float]:
+    """Each phase summed over the device's results (where the jobs' time went)."""
+    totals: dict[str, float] = {}
+    for r in rows:
+        for k, v in (r.get("phases") or {}).items():
+            if k.endswith("_s") and k != "queue_s":
+                totals[k] = round(totals.get(k, 0.0) + float(v or 0.0), 1)
+    return dict(sorted(totals.items()))
 
 
 def jobs_window(results: list[dict]) -> tuple[float, float] | None:
@@ -206,7 +222,9 @@ def figures(s: dict, db: Path, kind: str, n_devices: int) -> dict:
            "util_command": util.mean(), "util_jobs": util.mean(*window) if window else {},
            "driver_outside_jobs_s": round(sum(v for k, v in phases.items()
                                               if k not in ("builds_and_jobs", "paired")), 1),
-           "driver": phases}
+           "driver": phases, "device_phases": phase_totals(device_rows),
+           "medians": {f"{r['variant']} {r['shape']} {r['dtype']}": r["median_s"] for r in device_rows
+                       if r["status"] == "ok" and r.get("median_s")}}
     if "rows" in s:  # a compare
         kinds: dict[str, int] = {}
         for r in s["rows"]:
@@ -282,6 +300,34 @@ def print_table(rows: list[dict]) -> None:
     print("\ndriver phases (s):")
     for f in rows:
         print(f"  {f['name']:32} " + " ".join(f"{k}={v:.1f}" for k, v in f["driver"].items()))
+    print("\njob phases on the device, summed (s):")
+    for f in rows:
+        if f.get("device_phases"):
+            print(f"  {f['name']:32} " + " ".join(f"{k}={v:.1f}" for k, v in f["device_phases"].items()))
+
+
+def spare_ab(kind: str, gpus: int, table: list[dict]) -> list[dict]:
+    """`run A` with spares off, then on, each on a private Ray the command starts and stops
+    (FLOPWATCH_RAY_REUSE=0: the slots' runners take the setting at their start): what the
+    spares save, and whether they move any median. The table's cached run (spares on) is a
+    third run, to tell run-to-run noise from an effect."""
+    shas = json.loads((OUT / "shas.json").read_text())
+    repo, db = OUT / "suite", OUT / f"shared_{gpus}gpu.db"
+    rows = []
+    for name, spares in (("run_spares_off", "0"), ("run_spares_on", "")):
+        s = flopwatch(repo, f"{name}_{gpus}gpu", db, kind, "run", shas["A"], "--num-gpus", str(gpus),
+                      env_extra={"FLOPWATCH_RAY_REUSE": "0", "FLOPWATCH_SPARE": spares})
+        rows.append(figures(s, db, kind, gpus))
+    print_table(rows)
+    off, on = rows[0]["medians"], rows[1]["medians"]
+    cached = next((r["medians"] for r in table if r["name"] == f"run_{gpus}gpu"), {})
+    print("\nmedians, spares off vs on (and the table's cached run, on, vs this on: run-to-run noise):")
+    print(f"  {'series':48} {'off ms':>10} {'on ms':>10} {'on/off':>8} {'on/on':>8}")
+    for key in sorted(set(off) & set(on)):
+        again = f"{100 * (on[key] / cached[key] - 1):+.2f}%" if key in cached else "—"
+        print(f"  {key:48} {off[key] * 1e3:>10.4f} {on[key] * 1e3:>10.4f} {100 * (on[key] / off[key] - 1):+7.2f}% "
+              f"{again:>8}")
+    return rows
 
 
 # -- multi-GPU verification (UUIDs, busy/wall, broken set beside good variants) ----------------
@@ -370,7 +416,12 @@ def main() -> None:
     p.add_argument("--gpu-verify", action="store_true", help="the multi-GPU verification instead of the table")
     p.add_argument("--empty-store", action="store_true",
                    help="also compare A B in a fresh clone with an empty store (every series timed once)")
+    p.add_argument("--ops", default="", help="only these ops of the bundled suite, comma-separated "
+                                             "(e.g. gemm,copy: the suite of issue 15's table); default all")
+    p.add_argument("--spare-ab", action="store_true",
+                   help="after the table, `run A` with the slots' spare processes off and on (GPU machines)")
     args = p.parse_args()
+    OPS[:] = [op for op in args.ops.split(",") if op]
     OUT.mkdir(parents=True, exist_ok=True)
     if args.gpu_verify:
         gpu_verify(args)
@@ -384,8 +435,11 @@ def main() -> None:
     for n in counts:
         rows += table_commands(kind, n, args.empty_store)
     (OUT / "figures.json").write_text(json.dumps(rows, indent=1))
-    print(f"\nmachine: {kind}, GPU counts {counts}; OUT {OUT}")
+    print(f"\nmachine: {kind}, GPU counts {counts}; suite: {', '.join(OPS) or 'all ops'}; OUT {OUT}")
     print_table(rows)
+    if args.spare_ab and kind != "cpu":
+        ab = spare_ab(kind, counts[0], rows)
+        (OUT / "figures.json").write_text(json.dumps(rows + ab, indent=1))
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float) ->
     return rows
 
 
-def planted(repo: Path, shas: dict, db: Path) -> list[dict]:
+def planted(repo: Path, shas: dict, db: Path, default_only: bool = False) -> list[dict]:
     """Commit P (1% spin before cuda_wmma) and the two compares."""
     import gpu_noise
 
@@ -152,7 +152,8 @@ def planted(repo: Path, shas: dict, db: Path) -> list[dict]:
     shas["P"] = throughput.git(repo, "rev-parse", "HEAD")
     throughput.git(repo, "checkout", "-q", "main")
     out = []
-    for name, extra in (("planted_all", ("--all",)), ("planted_default", ())):
+    compares = (("planted_all", ("--all",)), ("planted_default", ()))
+    for name, extra in compares[1:] if default_only else compares:
         s = throughput.flopwatch(repo, name, db, "cuda", "compare", shas["A"], shas["P"], *extra)
         rows = [r for r in s["rows"] if r["device"].startswith("cuda")]
         hit = [r for r in rows if (r["variant"], r["shape"]) == PLANTED]
@@ -180,6 +181,8 @@ def main() -> int:
                         "about 20 launches on them: 24 s a round for a 1.2 s kernel)")
     p.add_argument("--skip-planted", action="store_true")
     p.add_argument("--skip-fidelity", action="store_true", help="only the run and the planted compares")
+    p.add_argument("--default-only", action="store_true", help="the planted compare at default settings only "
+                                                                 "(not also with --all)")
     p.add_argument("--reuse", action="store_true",
                    help="use the suite, build cache and run of throughput.py in the same OUT")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -199,7 +202,7 @@ def main() -> int:
             old.unlink()
         throughput.flopwatch(repo, "fidelity_run", db, "cuda", "run", shas["A"])
     rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest)
-    plants = [] if args.skip_planted else planted(repo, shas, db)
+    plants = [] if args.skip_planted else planted(repo, shas, db, args.default_only)
     (OUT / "fidelity.json").write_text(json.dumps({"series": rows, "planted": plants}, indent=1))
     print(f"\n{'variant':22} {'shape':24} {'dtype':5} {'fixed ms':>10} {'adaptive ms':>11} {'diff':>7} "
           f"{'fixed vs itself':>15} {'rounds':>6} {'fixed s':>7} {'adapt s':>7} {'n fixed':>7} {'n adapt':>7} {'batch':>5}")

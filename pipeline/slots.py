@@ -73,9 +73,11 @@ class DeviceSlot:
         if not self.warm or settings.get("spawn_per_job"):
             return runner.spawn
         if self.zygote is None:
+            from workers.spare import ENV_KIND
             from workers.zygote import Zygote
 
-            self.zygote = Zygote(runner.child_env())
+            # A GPU slot's runner prepares each next job's process while a job runs (`workers.spare`).
+            self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
         return self.zygote.run
 
     def describe(self, prewarm: bool = True) -> dict:

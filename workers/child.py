@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from workers import bindings, correctness, device, fit
-from workers.ops import for_variant, torch_dtype
+from workers import bindings, correctness, device, device_lock, fit
+from workers.ops import for_variant, get_op, torch_dtype
 from workers.ops.repo import OpCodeError
 from workers.records import Variant
 from workers.timing import TimingSettings, time_cpu, time_gpu
@@ -110,6 +110,39 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
     return {"status": "ok", "profiled": True}
 
 
+PREPARED = False  # whether this process was prepared ahead of its job (a spare's, `prepare`)
+
+
+def prepare(kind: str) -> None:
+    """What every GPU job does before its own kernel runs, done on a tiny problem by a spare
+    process ahead of its job (`workers.spare`): the device's context, the cuBLAS handle of the
+    reference, and the first use of torch's kernels that draw inputs, guard and check outputs
+    and record events. Nothing of the job's variant runs here. (On the CPU it warms the same
+    host kernels; spares are kept for GPU slots only, unless asked for.)"""
+    global PREPARED
+    dev = "cpu" if kind == "cpu" else "cuda"
+    if dev == "cuda":
+        torch.cuda.set_device(0)
+    op = get_op("gemm")
+    dims = {"M": 64, "N": 64, "K": 64}
+    for name in ("bf16", "fp16", "fp32"):
+        inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
+        ref = op.reference(inputs, "nt")
+        g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
+        g.out.copy_(ref)
+        correctness.evaluate(g, ref, *op.TOLERANCE[name])
+        correctness.moved_elements(g.out, g.out.clone())
+    if dev == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
+        end.record()
+        end.synchronize()
+        start.elapsed_time(end)
+        torch.cuda.empty_cache()  # the job, not the spare, decides what its memory holds
+    PREPARED = True
+
+
 def pair(spec: dict) -> dict:
     """Time two builds of one variant (base and head) alternately in this one process: sample
     i of A and sample i of B run back to back, in a random order, so whatever the machine does
@@ -151,20 +184,21 @@ def pair(spec: dict) -> dict:
 
     rng = random.Random(spec["seeds"][1])
     budget = float(spec.get("timing", {}).get("budget_s", 2.0))
-    warm_until = time.perf_counter() + min(0.5, budget / 4)
-    while time.perf_counter() < warm_until:
-        for side in sides:
-            sample(side)
     samples: list[list[float]] = [[], []]
-    deadline = time.perf_counter() + budget
-    # At least PAIR_MIN_SAMPLES pairs: enough for a signed-rank test to reach p < 0.05, and
-    # no more than that for a kernel of a second per launch when the budget is spent.
-    while time.perf_counter() < deadline or len(samples[0]) < PAIR_MIN_SAMPLES:
-        order = [0, 1] if rng.random() < 0.5 else [1, 0]
-        for i in order:
-            samples[i].append(sample(sides[i]))
-        if len(samples[0]) >= 5000:
-            break
+    with device_lock.timing():  # no next job prepares on this GPU meanwhile
+        warm_until = time.perf_counter() + min(0.5, budget / 4)
+        while time.perf_counter() < warm_until:
+            for side in sides:
+                sample(side)
+        deadline = time.perf_counter() + budget
+        # At least PAIR_MIN_SAMPLES pairs: enough for a signed-rank test to reach p < 0.05, and
+        # no more than that for a kernel of a second per launch when the budget is spent.
+        while time.perf_counter() < deadline or len(samples[0]) < PAIR_MIN_SAMPLES:
+            order = [0, 1] if rng.random() < 0.5 else [1, 0]
+            for i in order:
+                samples[i].append(sample(sides[i]))
+            if len(samples[0]) >= 5000:
+                break
     return {"status": "ok", "pair_samples": samples}
 
 
@@ -230,10 +264,15 @@ def run(spec: dict) -> dict:
     if kind == "cpu":
         timing = time_cpu(timed, settings)
     else:
-        # The correctness launches ran just before on this device: they count as warm-up.
-        keep_first = None if variant.alpha_beta else (lambda: first.append(out.clone()))
-        timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
-                          after_first=keep_first)
+        # No next job prepares on this GPU while this one warms up and times (`workers.spare`);
+        # the wait for one still preparing is its own phase, not warm-up.
+        with device_lock.timing() as waited:
+            if waited:
+                phases["lock_wait_s"] = round(waited, 4)
+            # The correctness launches ran just before on this device: they count as warm-up.
+            keep_first = None if variant.alpha_beta else (lambda: first.append(out.clone()))
+            timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
+                              after_first=keep_first)
     lap("timing_s")
     if first:
         torch.cuda.synchronize()
@@ -246,7 +285,7 @@ def run(spec: dict) -> dict:
                 f"the first and the last launch of the timing loop differ"))
             return result
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
-    phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s, 4)
+    phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
     return result
@@ -256,7 +295,8 @@ def main(argv: list[str]) -> int:
     if argv[1] == "--env":  # what this process sees of its devices (a slot's self-test)
         from workers.smi import visible_devices
 
-        Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ))}))
+        Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ)),
+                                             "prepared": PREPARED}))
         return 0
     if argv[1] == "--probe":  # the identity of this slot's device (KIND OUT.json)
         Path(argv[3]).write_text(json.dumps(device.info(argv[2]).to_dict()))

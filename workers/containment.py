@@ -166,6 +166,16 @@ class Scope:
         self._killed_before = _killed_in_process
         self._left: int | None = None  # set by end()
 
+    def adopt(self, pid: int) -> None:
+        """`pid`, already below this process when the scope opened, is the scope's from now on
+        (a warm runner's prepared child handed this job), with whatever it starts."""
+        self.before = self.before - {pid}
+
+    def exclude(self, pid: int) -> None:
+        """`pid`, started while the scope is open, is not the scope's, nor is anything it starts
+        (the prepared child of the next job)."""
+        self.before = self.before | {pid}
+
     def members(self) -> set[int]:
         found = descendants(self.me, prune=self.before)
         if self._skip_session is None:

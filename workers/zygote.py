@@ -29,15 +29,18 @@ import sys
 import time
 from pathlib import Path
 
+from workers import device_lock, spare
 from workers.containment import Scope, become_subreaper
 from workers.sandbox import WRITE_POLL_S, ChildOutcome, outcome_from, tail
 
 # -- zygote side -------------------------------------------------------------------------------
 
-def _child(cwd: str, args: list[str]) -> None:
-    """In the forked child: a new session, stdio to the job folder, then `workers.child.main`."""
+def _child(cwd: str, args: list[str], new_session: bool = True) -> None:
+    """In the forked child: a new session (a spare has one already), stdio to the job folder,
+    then `workers.child.main`."""
     try:
-        os.setsid()
+        if new_session:
+            os.setsid()
         os.chdir(cwd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -140,25 +143,79 @@ def serve() -> None:
     import workers.correctness
     import workers.timing  # noqa: F401
 
+    if os.environ.get(spare.ENV_KIND, "cpu") != "cpu":
+        _import_triton()
     # Orphans of the jobs (a daemon a kernel double-forked) become this process's children, so
     # each job's scope can find and end them (`workers.containment`).
     become_subreaper()
+    spare_kind = spare.wanted(dict(os.environ))
+    lock = _device_lock() if spare_kind else None
     proto.write(json.dumps({"ready": os.getpid()}) + "\n")
-    while True:
-        line = sys.stdin.readline()  # not `for line in sys.stdin`: its read-ahead would hide EOF from select
-        if not line:
-            break
-        req = json.loads(line)
-        start = time.monotonic()
-        with Scope(own_session=True) as scope:
-            pid = os.fork()
-            if pid == 0:
-                _child(req["cwd"], req["args"])
-            proto.write(json.dumps({"pid": pid}) + "\n")
-            code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
-            left = scope.end()
-        proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
-                                "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)}) + "\n")
+    prepared: spare.Spare | None = None
+    try:
+        while True:
+            if prepared is not None and not select.select([sys.stdin], [], [], spare.IDLE_S)[0]:
+                prepared.discard()  # nobody needs it soon: free its GPU context
+                prepared = None
+            line = sys.stdin.readline()  # not `for line in sys.stdin`: its read-ahead would hide EOF from select
+            if not line:
+                break
+            req = json.loads(line)
+            start = time.monotonic()
+            with Scope(own_session=True) as scope:
+                pid = None
+                if prepared is not None:
+                    if prepared.ready() and prepared.hand(req["cwd"], req["args"]):
+                        pid = prepared.pid
+                        scope.adopt(pid)
+                    else:
+                        if prepared.failed:
+                            spare_kind = None  # this GPU will not take a second context: no more spares
+                        prepared.discard()
+                    prepared = None
+                if pid is None:
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(req["cwd"], req["args"])
+                proto.write(json.dumps({"pid": pid}) + "\n")
+                if spare_kind:
+                    # The next job's process prepares while this one runs; not this job's.
+                    prepared = spare.fork(spare_kind, _handed, close_fds=(proto.fileno(),))
+                    scope.exclude(prepared.pid)
+                code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
+                left = scope.end()
+            proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
+                                    "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)})
+                        + "\n")
+    finally:
+        if prepared is not None:
+            prepared.discard()
+        if lock:
+            Path(lock).unlink(missing_ok=True)
+
+
+def _handed(cwd: str, args: list[str]) -> None:
+    """What a spare does with its job: what a freshly forked child does, in the session it has."""
+    _child(cwd, args, new_session=False)
+
+
+def _import_triton() -> None:
+    """Triton's import (about a second) paid once here rather than by every Triton job. It
+    creates no GPU context: its driver starts at the first launch."""
+    try:
+        import triton  # noqa: F401
+    except Exception:  # noqa: BLE001 — not installed, or broken: a Triton job reports it itself
+        pass
+
+
+def _device_lock() -> str:
+    """The file of this runner's device lock (`workers.device_lock`), named to its children."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="flopwatch-device-lock-")
+    os.close(fd)
+    os.environ[device_lock.ENV] = path
+    return path
 
 
 # -- slot side ---------------------------------------------------------------------------------
