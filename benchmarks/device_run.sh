@@ -11,6 +11,7 @@
 # throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
 # verdicts    the same on issue 15's suite (gemm and copy), then `run` with spares off and on
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
+# spare_prep  benchmarks/spare_prep.py (what a spare's preparation costs; does it move medians beside it)
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
 # planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
 # ops         benchmarks/verify_ops_gpu.py, when present
@@ -43,6 +44,7 @@ for name in "$@"; do
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
+    spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from workers import child
@@ -58,3 +60,50 @@ def test_inputs_are_drawn_on_the_generators_device_and_depend_on_the_seed():
     assert a["A"].dtype == torch.bfloat16 and a["A"].device.type == "cpu"
     assert torch.equal(a["A"], b["A"]) and not torch.equal(a["A"], c["A"])
     assert 0.05 < float(a["A"].float().std()) < 0.2  # randn/10, never zeros
+
+
+def _python_job(tmp: Path, body: str):
+    from workers.bundle import pack
+    from workers.records import BuildResult, Job, Shape
+
+    (tmp / "k.py").write_text(body)
+    v = Variant(name="k", op="gemm", backend="python", folder="k", sources=("k.py",), dtypes=("fp32",),
+                shapes=(Shape({"M": 64, "N": 64, "K": 64}),), devices=("cpu",), timeout_s=60.0,
+                binding=Variant.from_dict({"name": "x", "op": "gemm", "backend": "python", "folder": "k",
+                                           "sources": [], "dtypes": [], "shapes": [],
+                                           "binding": {"kind": "python", "entry": "k.py:gemm"}}).binding)
+    return Job(v.name, v.op, v.shapes[0], "fp32", "cpu"), v, BuildResult(v.name, "h", True, "python"), pack(tmp)
+
+
+# Right for its first three calls (the first check, its repeat, the timing loop's first call),
+# then one element moves: only the timing loop's first-against-last comparison can see it.
+DRIFTS_LATER = """
+calls = [0]
+def gemm(a, b, c):
+    calls[0] += 1
+    c.copy_(a @ b.T)
+    if calls[0] > 3:
+        c[0, 0] += 1.0
+"""
+
+
+def test_the_second_check_is_the_timing_loops_first_call_and_its_last_call_must_agree(tmp_path):
+    from workers import runner
+
+    job, v, build, files = _python_job(tmp_path, DRIFTS_LATER)
+    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1})
+    assert r.status == "incorrect"
+    assert "the first and the last launch of the timing loop differ" in r.diagnostic
+    first, second = r.correctness["checks"]
+    assert first["passed"] and first["repeat_mismatch"] == 0
+    assert second["repeat_mismatch"] == 1 and not second["passed"]
+    assert second["rel_fro_err"] < 1e-5  # the first timed call was right: the figures are of it
+
+    good = "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n"
+    (tmp_path / "g").mkdir()
+    job, v, build, files = _python_job(tmp_path / "g", good)
+    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1})
+    assert r.status == "ok", r.diagnostic
+    seeds = [c["seed"] for c in r.correctness["checks"]]
+    assert len(seeds) == 2 and seeds[0] != seeds[1]
+    assert r.correctness["checks"][1]["repeat_mismatch"] == 0 and r.correctness["checks"][1]["unwritten"] == 0

@@ -61,14 +61,13 @@ def test_each_next_job_runs_in_the_spare_prepared_meanwhile_and_nothing_counts_i
         assert len({a["pid"], b["pid"], c["pid"]}) == 3  # a process per job, as before
         for o in (first, second, third):
             assert o.returncode == 0 and not o.timed_out and o.left_behind == 0
-        # The spare for the fourth job waits beside the runner, in a session of its own.
+        # The spares of the next jobs wait beside the runner, each in a session of its own.
         waiting = _children(z.proc.pid)
-        assert len(waiting) == 1
-        (pid,) = waiting
-        assert os.getsid(pid) == pid
+        assert len(waiting) == spare.IN_FLIGHT
+        assert all(os.getsid(pid) == pid for pid in waiting)
     finally:
         z.close()
-    assert _gone(pid), "the spare outlived its runner"
+    assert all(_gone(pid) for pid in waiting), "a spare outlived its runner"
 
 
 def test_a_failing_job_in_a_spare_is_classified_and_the_next_spare_serves_the_next_job(tmp_path):
@@ -162,3 +161,34 @@ def test_without_a_lock_file_named_both_holds_are_free(monkeypatch):
     monkeypatch.delenv(device_lock.ENV, raising=False)
     with device_lock.timing() as waited, device_lock.preparing() as also:
         assert waited is None and also is None
+
+
+def test_a_waiting_timing_loop_goes_before_any_later_preparation_step(tmp_path, monkeypatch):
+    """The gate: once a loop waits for the step in progress, no new step starts before it."""
+    monkeypatch.setenv(device_lock.ENV, str(tmp_path / "lock"))
+    order: list[str] = []
+    first_step = threading.Event()
+
+    def step(name: str, hold_s: float) -> None:
+        with device_lock.preparing():
+            first_step.set()
+            time.sleep(hold_s)
+            order.append(name)
+
+    def loop() -> None:
+        with device_lock.timing() as waited:
+            assert waited is not None
+            time.sleep(0.2)
+            order.append("timed")
+
+    a = threading.Thread(target=step, args=("step in progress", 0.4))
+    a.start()
+    first_step.wait(5)
+    t = threading.Thread(target=loop)
+    t.start()
+    time.sleep(0.1)  # the loop now waits for the step in progress
+    b = threading.Thread(target=step, args=("later step", 0.0))
+    b.start()
+    for th in (a, t, b):
+        th.join(10)
+    assert order == ["step in progress", "timed", "later step"]

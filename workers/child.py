@@ -7,12 +7,14 @@ from the exit status and the stderr tail; this file only reports what it measure
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -37,43 +39,72 @@ def generator(seed: int, dev: str) -> torch.Generator:
     return torch.Generator(device=dev).manual_seed(seed)
 
 
-def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None,
-          repeat: bool = True) -> dict:
-    """One correctness check with fresh random inputs from `seed`. `previous` holds the
-    output and seed of the check before (other inputs): an output equal to it bit for bit does
-    not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
-    as an output that moves). The output is left in figures["_out"] for the next check."""
+@dataclass
+class Armed:
+    """One check's inputs (from its seed) and its poisoned, guarded output, before the call."""
+    seed: int
+    inputs: dict
+    g: correctness.GuardedOutput
+    before: dict
+    alpha: float = 1.0
+    beta: float = 0.0
+    c_init: torch.Tensor | None = None
+
+
+def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -> Armed:
+    """Fresh random inputs from `seed`, the output poisoned inside guard bands, and a snapshot
+    of the inputs (untrusted code: inputs are read-only)."""
     dev = "cpu" if kind == "cpu" else "cuda"
     gen = generator(seed, dev)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
     out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
     g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
-    alpha, beta, c_init = 1.0, 0.0, None
+    armed = Armed(seed, inputs, g, {})
     if variant.alpha_beta:
-        alpha, beta = ALPHA, BETA
-        c_init = torch.randn(op.output_shape(dims), generator=gen, device=gen.device).to(out_dtype)
-        g.out.copy_(c_init)
-    before = correctness.snapshot_inputs(inputs)
-    call(inputs, g.out, alpha, beta)
+        armed.alpha, armed.beta = ALPHA, BETA
+        armed.c_init = torch.randn(op.output_shape(dims), generator=gen, device=gen.device).to(out_dtype)
+        g.out.copy_(armed.c_init)
+    armed.before = correctness.snapshot_inputs(inputs)
+    return armed
+
+
+def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict | None) -> dict:
+    """The figures of an armed check whose call has run: inputs unchanged, output against the
+    fp64 reference (`correctness.evaluate`), and, when it failed, whether it equals the previous
+    check's output bit for bit (other inputs: it does not depend on them). The output is left
+    in figures["_out"] for the next check."""
     _sync(kind)
-    changed = correctness.changed_inputs(inputs, before)  # untrusted code: inputs are read-only
+    inputs, g = armed.inputs, armed.g
+    changed = correctness.changed_inputs(inputs, armed.before)
     if changed:
-        inputs = before  # the reference is of what the kernel was given
-    ref = op.reference(inputs, variant.layout, alpha, beta, c_init)
+        inputs = armed.before  # the reference is of what the kernel was given
+    ref = op.reference(inputs, variant.layout, armed.alpha, armed.beta, armed.c_init)
     rtol_default, atol_default = op.TOLERANCE[_dtype_name(dtype)]
     figures = correctness.evaluate(g, ref, variant.rtol if variant.rtol is not None else rtol_default,
                                    variant.atol if variant.atol is not None else atol_default)
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
-    figures["seed"] = seed
+    figures["seed"] = armed.seed
     if changed:
         figures.update(inputs_changed=changed, passed=False)
     if (not figures["passed"] and not figures["unwritten"] and previous
             and correctness.same_output(g.out, previous["out"])):
         figures["output_ignores_inputs"] = previous["seed"]
     figures["_out"] = g.out
+    return figures
+
+
+def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None,
+          repeat: bool = True) -> dict:
+    """One correctness check with fresh random inputs from `seed`. `previous` holds the
+    output and seed of the check before (other inputs): an output equal to it bit for bit does
+    not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
+    as an output that moves). The output is left in figures["_out"] for the next check."""
+    armed = arm(op, variant, dims, dtype, kind, seed)
+    call(armed.inputs, armed.g.out, armed.alpha, armed.beta)
+    figures = judge(armed, op, variant, dtype, kind, previous)
     if figures["passed"] and repeat and not variant.alpha_beta:
-        figures["repeat_mismatch"] = _repeat_mismatch(call, inputs, g, kind)
+        figures["repeat_mismatch"] = _repeat_mismatch(call, armed.inputs, armed.g, kind)
         figures["passed"] = figures["repeat_mismatch"] == 0
     return figures
 
@@ -113,33 +144,45 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
 PREPARED = False  # whether this process was prepared ahead of its job (a spare's, `prepare`)
 
 
-def prepare(kind: str) -> None:
+def prepare(kind: str, step=contextlib.nullcontext) -> None:
     """What every GPU job does before its own kernel runs, done on a tiny problem by a spare
-    process ahead of its job (`workers.spare`): the device's context, the cuBLAS handle of the
-    reference, and the first use of torch's kernels that draw inputs, guard and check outputs
-    and record events. Nothing of the job's variant runs here. (On the CPU it warms the same
-    host kernels; spares are kept for GPU slots only, unless asked for.)"""
+    process ahead of its job (`workers.spare`): the driver, the device's context, the cuBLAS
+    handle of the reference, and the first use of torch's kernels that draw inputs, guard and
+    check outputs and record events. Nothing of the job's variant runs here. Each use of the
+    device runs inside `step()` (the spare's device lock, `workers.device_lock.preparing`); the
+    driver's start touches no device. On an H200 (benchmarks/spare_prep.py): driver 0.12 s,
+    context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
+    the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
     global PREPARED
     dev = "cpu" if kind == "cpu" else "cuda"
     if dev == "cuda":
-        torch.cuda.set_device(0)
+        torch.cuda.init()
+        with step():
+            torch.cuda.set_device(0)
+            torch.empty(1, device="cuda")
+            torch.cuda.synchronize()
     op = get_op("gemm")
     dims = {"M": 64, "N": 64, "K": 64}
     for name in ("bf16", "fp16", "fp32"):
-        inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
-        ref = op.reference(inputs, "nt")
-        g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
-        g.out.copy_(ref)
-        correctness.evaluate(g, ref, *op.TOLERANCE[name])
-        correctness.moved_elements(g.out, g.out.clone())
+        with step():
+            inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
+            ref = op.reference(inputs, "nt")
+            _sync(kind)
+        with step():
+            g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
+            g.out.copy_(ref)
+            correctness.evaluate(g, ref, *op.TOLERANCE[name])
+            correctness.moved_elements(g.out, g.out.clone())
+            _sync(kind)
     if dev == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
-        end.record()
-        end.synchronize()
-        start.elapsed_time(end)
-        torch.cuda.empty_cache()  # the job, not the spare, decides what its memory holds
+        with step():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
+            end.record()
+            end.synchronize()
+            start.elapsed_time(end)
+            torch.cuda.empty_cache()  # the job, not the spare, decides what its memory holds
     PREPARED = True
 
 
@@ -230,12 +273,15 @@ def run(spec: dict) -> dict:
     with ThreadPoolExecutor(1) as pool:
         identity = pool.submit(device.info, kind)
         lap("load_s")
+        # The second check is the timing loop's first call, on its own seed's inputs in a
+        # poisoned, guarded output, judged after the loop (a GPU kernel of a second per launch
+        # spent a launch per job on a check of its own). The race check (same inputs twice, the
+        # output must not move) is that loop's first against its last call; on the CPU also a
+        # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
+        # twice before timing.
+        timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1
         checks, previous = [], None
-        for i, seed in enumerate(spec["seeds"]):
-            # The race check (the same inputs twice, the output must not move): on the CPU a
-            # repeat of the first check; on a GPU the timing loop's first and last launches,
-            # which run on the same inputs anyway (a kernel of a second per launch spent a
-            # quarter of its job on repeats).
+        for i, seed in enumerate(spec["seeds"][:1] if timed_check else spec["seeds"]):
             checks.append(check(call, op, variant, dims, dtype, kind, seed, previous, repeat=i == 0 and kind == "cpu"))
             previous = {"out": checks[-1].pop("_out"), "seed": seed}
         lap("correctness_s")
@@ -245,24 +291,24 @@ def run(spec: dict) -> dict:
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if not all(c["passed"] for c in checks):
-        result["status"] = "incorrect"
-        bad = next(c for c in checks if not c["passed"])
-        result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, op.output_shape(dims))
-                                + (f"; output changed between two runs on the same inputs at "
-                                   f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
-        return result
+        return _incorrect(result, checks, op, dims)
     dev = "cpu" if kind == "cpu" else "cuda"
-    inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
-    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
-                      device=dev)
+    armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1]) if timed_check else None
+    if armed is not None:
+        inputs, out = armed.inputs, armed.g.out
+    else:
+        inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
+        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
+                          device=dev)
     settings = TimingSettings(**spec.get("timing", {}))
 
     def timed() -> None:
         call(inputs, out)
 
     first: list = []
+    keep_first = (lambda: first.append(out.clone())) if armed is not None else None
     if kind == "cpu":
-        timing = time_cpu(timed, settings)
+        timing = time_cpu(timed, settings, after_first=keep_first)
     else:
         # No next job prepares on this GPU while this one warms up and times (`workers.spare`);
         # the wait for one still preparing is its own phase, not warm-up.
@@ -270,24 +316,41 @@ def run(spec: dict) -> dict:
             if waited:
                 phases["lock_wait_s"] = round(waited, 4)
             # The correctness launches ran just before on this device: they count as warm-up.
-            keep_first = None if variant.alpha_beta else (lambda: first.append(out.clone()))
             timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
                               after_first=keep_first)
     lap("timing_s")
-    if first:
-        torch.cuda.synchronize()
-        moved = correctness.moved_elements(first[0], out)
-        checks[0]["repeat_mismatch"] = moved
+    if armed is not None:
+        moved = correctness.moved_elements(first[0], out) if first else 0
+        if first:
+            out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
+        figures = judge(armed, op, variant, dtype, kind, previous)
+        figures.pop("_out")
+        figures["repeat_mismatch"] = moved
         if moved:
-            checks[0]["passed"] = False
-            result.update(status="incorrect", diagnostic=(
-                f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
-                f"the first and the last launch of the timing loop differ"))
-            return result
+            figures["passed"] = False
+        checks.append(figures)
+        lap("correctness_s")
+        if not figures["passed"]:
+            if moved:
+                result.update(status="incorrect", diagnostic=(
+                    f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
+                    f"the first and the last launch of the timing loop differ"))
+                return result
+            return _incorrect(result, checks, op, dims)
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
+    return result
+
+
+def _incorrect(result: dict, checks: list[dict], op, dims: dict) -> dict:
+    """The result of a job whose check failed, with the first failing check's diagnosis."""
+    bad = next(c for c in checks if not c["passed"])
+    result["status"] = "incorrect"
+    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, op.output_shape(dims))
+                            + (f"; output changed between two runs on the same inputs at "
+                               f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
     return result
 
 

@@ -1,14 +1,18 @@
 """Who may use a slot's GPU while a job times on it.
 
-A slot's warm runner prepares the next job's process (a GPU context, first-use kernels) while
-the current job runs (`workers.spare`). Two processes on one GPU share it by time slices, so
-the preparation must never overlap the timing loop (warm-up and samples): the preparing process
-holds this lock shared, the timing loop holds it exclusively. The correctness checks take no
-lock: they are not timed, and that is where the preparation hides.
+A slot's warm runner prepares the next jobs' processes while the current job runs
+(`workers.spare`). Two processes on one GPU share it by time slices, so a preparation must never
+overlap a timing loop (warm-up and samples). A preparation is a few short steps (the context,
+the first use of a few kernels); each step holds the device lock shared, and a timing loop holds
+it exclusively. A second lock, the gate, gives timing loops the right of way: a timing loop
+takes the gate first, so no step starts once a loop is waiting, and the loop waits only for the
+step in progress (≤ 0.2 s on an H200). The correctness checks take no lock: they are not timed,
+and that is where the preparation hides.
 
-The lock is a file named by FLOPWATCH_DEVICE_LOCK (set by the warm runner for its children),
-locked with flock(2): the kernel releases it when its holder dies, so a crashed preparation
-never blocks a job. Without the variable (a spawned child, a CPU slot) both are no-ops.
+The locks are files named by FLOPWATCH_DEVICE_LOCK (and that name + ".gate"), set by the warm
+runner for its children, locked with flock(2): the kernel releases a lock when its holder dies,
+so a crashed preparation never blocks a job. Without the variable (a spawned child, a CPU slot)
+both holds are no-ops.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import time
 from collections.abc import Iterator
 
 ENV = "FLOPWATCH_DEVICE_LOCK"
-# How long a timing loop waits for a preparation to end before it times anyway: a preparation
-# takes about a second; one that hangs must not cost the job (its own timeout is far longer).
+# How long a timing loop waits for a preparation step to end before it times anyway: a step
+# takes at most a few tenths of a second; one that hangs must not cost the job.
 MAX_WAIT_S = 30.0
 
 
@@ -30,14 +34,10 @@ def path() -> str | None:
 
 
 @contextlib.contextmanager
-def _held(mode: int, max_wait_s: float | None) -> Iterator[float | None]:
-    """Hold the lock in `mode`; yields the seconds waited for it (None: no lock here, or it
-    could not be had within `max_wait_s` and the caller goes on without it). `max_wait_s`
-    None: wait as long as it takes."""
-    where = path()
-    if where is None:
-        yield None
-        return
+def _held(where: str, mode: int, max_wait_s: float | None) -> Iterator[float | None]:
+    """Hold the lock file `where` in `mode`; yields the seconds waited for it (None: it could
+    not be had within `max_wait_s` and the caller goes on without it). `max_wait_s` None: wait
+    as long as it takes."""
     try:
         fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
@@ -53,7 +53,6 @@ def _held(mode: int, max_wait_s: float | None) -> Iterator[float | None]:
             try:
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 got = True
-                break
             except BlockingIOError:
                 if time.perf_counter() - began > max_wait_s:
                     break
@@ -63,12 +62,34 @@ def _held(mode: int, max_wait_s: float | None) -> Iterator[float | None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def timing(max_wait_s: float = MAX_WAIT_S):
-    """The timing loop's hold: no preparation runs on the GPU meanwhile."""
-    return _held(fcntl.LOCK_EX, max_wait_s)
+@contextlib.contextmanager
+def timing(max_wait_s: float = MAX_WAIT_S) -> Iterator[float | None]:
+    """The timing loop's hold: no preparation step runs on the GPU meanwhile. Yields the
+    seconds waited (None: no lock here, or not had within `max_wait_s`)."""
+    where = path()
+    if where is None:
+        yield None
+        return
+    began = time.perf_counter()
+    with _held(where + ".gate", fcntl.LOCK_EX, max_wait_s) as gate:
+        left = max(0.0, max_wait_s - (time.perf_counter() - began))
+        with _held(where, fcntl.LOCK_EX, left) as device:
+            yield None if gate is None or device is None else time.perf_counter() - began
 
 
-def preparing(max_wait_s: float | None = None):
-    """A preparation's hold: it waits while a job times (however long that takes: nobody needs
-    it before the job ends), and a job's timing loop waits for it to end."""
-    return _held(fcntl.LOCK_SH, max_wait_s)
+@contextlib.contextmanager
+def preparing() -> Iterator[float | None]:
+    """One preparation step's hold: it waits while a timing loop waits or runs (however long
+    that takes: nobody needs the step before the loop ends), and the loop waits for it."""
+    where = path()
+    if where is None:
+        yield None
+        return
+    began = time.perf_counter()
+    with _held(where + ".gate", fcntl.LOCK_SH, None):
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # before the gate is let go: a loop behind it waits for this step
+    try:
+        yield time.perf_counter() - began
+    finally:
+        os.close(fd)

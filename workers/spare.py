@@ -26,6 +26,10 @@ import select
 import signal
 from collections.abc import Callable
 
+# Spares preparing or waiting at a time. Preparing takes ~0.4 s under the device lock on an H200
+# while a fast job leaves ~0.15 s outside its timing loop: one spare made each such job wait for
+# it; two have the windows of two jobs. Each holds a GPU context (~0.5 GiB) while it waits.
+IN_FLIGHT = 2
 # A spare nobody asked for in this long is dropped (its context freed).
 IDLE_S = 30.0
 # How long a job request waits for a spare still preparing before it takes a fresh child.
@@ -137,8 +141,7 @@ def _prepare(kind: str) -> bool:
     from workers import child, device_lock
 
     try:
-        with device_lock.preparing():
-            child.prepare(kind)
+        child.prepare(kind, step=device_lock.preparing)
         return True
     except Exception:  # noqa: BLE001 — any failure means: not a usable spare
         import traceback

@@ -220,15 +220,25 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
                    warmup_reason=warmup_reason, warmup_launches=launches)
 
 
-def time_cpu(call: Callable[[], None], settings: TimingSettings) -> Timing:
-    """Wall-clock samples of a host call (CPU kernels and the CPU torch peer)."""
+def time_cpu(call: Callable[[], None], settings: TimingSettings,
+             after_first: Callable[[], None] | None = None) -> Timing:
+    """Wall-clock samples of a host call (CPU kernels and the CPU torch peer). `after_first()`
+    runs once, after the first call and outside any sample (as in `time_gpu`)."""
+    pending = [after_first] if after_first is not None else []
+
+    def warm() -> None:
+        call()
+        if pending:
+            pending.pop()()
 
     def once() -> float:
+        if pending:  # no warm-up call ran: the first call is kept, not sampled
+            warm()
         t0 = time.perf_counter()
         call()
         return time.perf_counter() - t0
 
-    return measure(once, call, settings)
+    return measure(once, warm, settings)
 
 
 def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0,

@@ -151,12 +151,11 @@ def serve() -> None:
     spare_kind = spare.wanted(dict(os.environ))
     lock = _device_lock() if spare_kind else None
     proto.write(json.dumps({"ready": os.getpid()}) + "\n")
-    prepared: spare.Spare | None = None
+    prepared: list[spare.Spare] = []  # oldest first
     try:
         while True:
-            if prepared is not None and not select.select([sys.stdin], [], [], spare.IDLE_S)[0]:
-                prepared.discard()  # nobody needs it soon: free its GPU context
-                prepared = None
+            if prepared and not select.select([sys.stdin], [], [], spare.IDLE_S)[0]:
+                _drop(prepared)  # nobody needs them soon: free their GPU contexts
             line = sys.stdin.readline()  # not `for line in sys.stdin`: its read-ahead would hide EOF from select
             if not line:
                 break
@@ -164,34 +163,40 @@ def serve() -> None:
             start = time.monotonic()
             with Scope(own_session=True) as scope:
                 pid = None
-                if prepared is not None:
-                    if prepared.ready() and prepared.hand(req["cwd"], req["args"]):
-                        pid = prepared.pid
+                if prepared:
+                    oldest = prepared.pop(0)
+                    if oldest.ready() and oldest.hand(req["cwd"], req["args"]):
+                        pid = oldest.pid
                         scope.adopt(pid)
                     else:
-                        if prepared.failed:
-                            spare_kind = None  # this GPU will not take a second context: no more spares
-                        prepared.discard()
-                    prepared = None
+                        if oldest.failed:
+                            spare_kind = None  # this GPU will not take another context: no more spares
+                            _drop(prepared)
+                        oldest.discard()
                 if pid is None:
                     pid = os.fork()
                     if pid == 0:
                         _child(req["cwd"], req["args"])
                 proto.write(json.dumps({"pid": pid}) + "\n")
-                if spare_kind:
-                    # The next job's process prepares while this one runs; not this job's.
-                    prepared = spare.fork(spare_kind, _handed, close_fds=(proto.fileno(),))
-                    scope.exclude(prepared.pid)
+                # The next jobs' processes prepare while this one runs; they are not this job's.
+                while spare_kind and len(prepared) < spare.IN_FLIGHT:
+                    prepared.append(spare.fork(spare_kind, _handed, close_fds=(proto.fileno(),)))
+                    scope.exclude(prepared[-1].pid)
                 code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
                 left = scope.end()
             proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
                                     "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)})
                         + "\n")
     finally:
-        if prepared is not None:
-            prepared.discard()
+        _drop(prepared)
         if lock:
-            Path(lock).unlink(missing_ok=True)
+            for name in (lock, lock + ".gate"):
+                Path(name).unlink(missing_ok=True)
+
+
+def _drop(spares: list[spare.Spare]) -> None:
+    while spares:
+        spares.pop().discard()
 
 
 def _handed(cwd: str, args: list[str]) -> None:
