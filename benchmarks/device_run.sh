@@ -9,7 +9,8 @@
 #   bash benchmarks/device_run.sh throughput fidelity planted
 #
 # throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
-# verdicts    the same on issue 15's suite (gemm and copy), then `run` with spares off and on
+# verdicts    the same on issue 15's suite (gemm and copy)
+# verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
 # spare_prep  benchmarks/spare_prep.py (what a spare's preparation costs; does it move medians beside it)
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
@@ -39,7 +40,8 @@ for name in "$@"; do
   [ -f "$work/shas.json" ] && reuse=(--reuse)
   case $name in
     throughput) cmd=(python3 benchmarks/throughput.py) ;;
-    verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
+    verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy) ;;
+    verdicts_ab) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
     planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;

@@ -250,10 +250,17 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     for bad in invalid:
         if not (options.resume and (bad.name, "", "", "", "") in done):
             keep(_invalid_result(bad))
-    outcome.variants, outcome.jobs = {v.name: v for v in variants}, jobs
+    outcome.variants = {v.name: v for v in variants}
+    # Before a deferred Ray is started, the jobs no slot could run and that need no build (no
+    # toolchain here; no device of their kind and the build in the cache) are recorded here:
+    # HIP series on an NVIDIA runner must not start Ray for a compare that times nothing.
+    settled = _settled_without_cluster(session, variants, plans, jobs) if session.cluster_info is None else {}
+    for r in settled.values():
+        keep(r)
+    outcome.jobs = [j for j in jobs if id(j) not in settled]
     # Without jobs (a compare whose series are all unchanged) nothing is built or run, and no
     # cluster is needed: the run records its broken manifests only.
-    if jobs:
+    if outcome.jobs:
         stream = _Stream(session, options, config, outcome, keep, done)
         try:
             with clock.phase("builds_and_jobs"):
@@ -267,6 +274,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
         outcome.lost_nodes = stream.lost_nodes()
     else:
         outcome.accounting, outcome.peer_check = accounting.summarise([], None, {}), accounting.peer_check([])
+    outcome.jobs = jobs
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
                                   "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes})
@@ -528,6 +536,28 @@ def device_key(session: Session, kind: str) -> str:
 def _timing(config, options: RunOptions) -> dict:
     return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s,
             "method": options.timing_method}
+
+
+def _settled_without_cluster(session: Session, variants: list[Variant], plans: dict[str, BuildPlan],
+                             jobs: list[Job]) -> dict[int, Result]:
+    """{id(job): its result} for the jobs `_precheck` answers without a slot or a build task:
+    their variant has no toolchain here, or no slot of their device kind would exist and their
+    build is in the cache."""
+    by_name = {v.name: v for v in variants}
+    cache = build_cache.builds_dir(session.cache)
+    out: dict[int, Result] = {}
+    for job in jobs:
+        v, plan = by_name[job.variant], plans.get(job.variant)
+        if plan is None:
+            out[id(job)] = _precheck(session, v, job, None)
+        elif not session.has_kind(job.device_kind):
+            with session.clock.phase("cache"):
+                found = build_cache.load(cache / plan.build_hash)
+            if found:
+                record, _files = found
+                build = BuildResult.from_dict({**record.to_dict(), "cached": True, "variant": v.name})
+                out[id(job)] = _precheck(session, v, job, build)
+    return out
 
 
 def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None) -> Result | None:

@@ -168,6 +168,45 @@ def test_a_compare_that_times_nothing_starts_no_ray(history, capsys, tmp_path):
     assert not ray.is_initialized()  # stopped with the command
 
 
+def test_series_no_slot_here_could_run_start_no_ray_either(tmp_path, capsys, monkeypatch):
+    """A HIP variant on a runner without HIP's toolchain (an NVIDIA runner): its series have
+    no identity there and are 'measured' at both commits, but only as rows that say so, from
+    the toolchain probe alone. No Ray is started for them. (This machine has a HIP compiler:
+    the compare's own probe, on this machine before any Ray, is told it has none.)"""
+    import shutil
+
+    from suite_repo import ROOT
+
+    root = tmp_path / "repo"
+    repo = make_suite_repo(root, good=("cpp_naive",))
+    shutil.copytree(ROOT / "kernels" / "gemm" / "hip_naive", root / "kernels" / "gemm" / "hip_naive")
+    shutil.copytree(ROOT / "kernels" / "include", root / "kernels" / "include")
+    manifest = root / "kernels" / "gemm" / "hip_naive" / "variant.toml"
+    manifest.write_text(manifest.read_text().replace('shapes = "gemm_gpu"', 'shapes = "tiny"'))
+    config = root / "flopwatch.toml"
+    config.write_text(config.read_text().replace('kernels = ["kernels"]', 'kernels = ["kernels"]\ninclude_dirs = ["kernels/include"]'))
+    c0 = _commit(repo, "a HIP variant beside the CPU one")
+    (root / "README.md").write_text("# kernels\n")
+    c1 = _commit(repo, "docs only")
+    db = tmp_path / "r.db"
+    assert not ray.is_initialized()
+    assert cli.main(["run", c0, "--repo", str(root), "--db", str(db), "--budget", "0.2", "--no-report",
+                     "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    hip = [r for r in run["results"] if r["variant"] == "hip_naive"]
+    assert hip and all(r["status"] == "skipped" for r in hip), hip  # built, no AMD GPU to run it
+
+    from workers import build
+
+    real = build.toolchains
+    monkeypatch.setattr(build, "toolchains", lambda: {**real(), "hip": {"ident": None, "reason": "not found"}})
+    code, report = _compare(capsys, root, db, c0, c1)
+    assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized(), report["ray"]
+    rows = [r for r in report["rows"] if r["variant"] == "hip_naive"]
+    assert rows and all(r["kind"] == "same" and not r["note"] for r in rows), [(r["kind"], r["note"]) for r in rows]
+    assert all(r["kind"] == "unchanged" for r in report["rows"] if r["variant"] == "cpp_naive")
+
+
 @pytest.mark.slow
 def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, tmp_path, monkeypatch):
     root, (c0, c1, c2, c3) = history
