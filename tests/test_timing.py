@@ -115,9 +115,18 @@ def test_batch_size_follows_the_kernel_duration(launch_s, flush_s, expected):
 def test_a_long_kernel_is_timed_a_few_times_within_the_budget():
     t, dev = adaptive(constant(1.2))
     assert t.batch == 1
-    assert t.warmup_reason == "stable" and t.warmup_launches == 1  # the probe; the next launch agreed with it
+    # The probe and the next launch agreed: both are samples, no launch went to warm-up alone.
+    assert t.warmup_reason == "stable" and t.warmup_launches == 0 and t.warmup_s == 0.0
     assert t.stop_reason == "budget" and len(t.samples_s) == timing.BUDGET_MIN_SAMPLES
-    assert dev.launches == 1 + timing.BUDGET_MIN_SAMPLES
+    assert dev.launches == timing.BUDGET_MIN_SAMPLES
+
+
+def test_a_long_kernel_whose_first_launch_is_off_keeps_it_out_of_the_samples():
+    t, dev = adaptive(itertools.chain([1.3], constant(1.2)))
+    # The probe was 8% off the next launch: no agreement within MAX_WARMUP_S, both were warm-up.
+    assert t.warmup_reason == "max_warmup" and t.warmup_launches == 2
+    assert 1.3 not in t.samples_s and len(t.samples_s) == timing.BUDGET_MIN_SAMPLES
+    assert dev.launches == 2 + timing.BUDGET_MIN_SAMPLES
 
 
 def test_a_long_steady_kernel_with_more_budget_stops_at_the_ci_target_with_few_samples():

@@ -26,7 +26,11 @@ GPU, adaptive (the default, `method="adaptive"`):
    correctness check's launches ran just before on the same device and count as warm-up time
    (`warmed_s`), so warm-up only needs the two batches, at least `MIN_WARMUP_S` in all, and at
    most `MAX_WARMUP_S` (the former fixed warm-up). The batch that showed the stability was
-   itself run on a settled device, so its samples are the first timed ones.
+   itself run on a settled device, so its samples are the first timed ones. A kernel timed
+   one launch per batch (≥ `BATCH_TARGET_S` long) keeps the launch before it too: that launch
+   is itself within `stable_rel` of a settled one (a batch of many launches may agree by its
+   median while holding a few unsettled ones, so it is not kept). A 1.2 s kernel spent a
+   launch per job on warm-up alone.
 4. *Sampling* by the rule above. A long kernel has little relative noise: its CI is tight after
    a few samples, and with the budget clause it is timed `BUDGET_MIN_SAMPLES` times rather than
    a fixed 50.
@@ -186,7 +190,7 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
     start = clock()
     launch_s, flush_s = probe()
     batch = batch_size(launch_s, flush_s)
-    previous = [launch_s]
+    previous, previous_start = [launch_s], start
     launches = 1
     samples: list[float] = []
     warmup_reason = "max_warmup"
@@ -198,12 +202,14 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
         warm_for = clock() - start + warmed_s
         if warm_for >= MIN_WARMUP_S and stable(previous, current, settings.stable_rel):
             samples, sampling_start, warmup_reason = list(current), batch_start, "stable"
-            launches -= len(current)
+            if batch == 1:  # one launch each: the launch before is within stable_rel of a settled one
+                samples, sampling_start = previous + samples, previous_start
+            launches -= len(samples)
             break
         if clock() - start >= MAX_WARMUP_S:
             sampling_start = clock()
             break
-        previous = current
+        previous, previous_start = current, batch_start
     warmup_s = sampling_start - start
     reason = "max_samples"
     while len(samples) < settings.max_samples:
