@@ -54,6 +54,18 @@ def test_the_peer_of_another_device_kind_is_not_dragged_in():
     assert plan_series(base, head, no_store).measure == {("a", "cuda")}
 
 
+def test_a_series_without_identity_at_either_commit_does_not_drag_its_ops_peer():
+    """HIP series on an NVIDIA runner (no HIP toolchain): they are 'measured' (their rows say
+    why nothing ran), but there is no number to set beside the rocm peer, so it is not timed."""
+    base = {("hip",): info("", kind="rocm"), ("peer",): info("p", peer=True, kind="rocm")}
+    head = {("hip",): info("", kind="rocm"), ("peer",): info("p", peer=True, kind="rocm")}
+    plan = plan_series(base, head, no_store)
+    assert plan.measure == {("hip",)} and plan.unchanged == {("peer",)}
+    # one side with an identity: something is timed there, so the peer is too
+    head[("hip",)] = info("h", kind="rocm")
+    assert plan_series(base, head, no_store).measure == {("hip",), ("peer",)}
+
+
 def test_series_on_one_side_only_or_without_identity_are_measured():
     plan = plan_series({("gone",): info("g"), ("x",): info("")}, {("new",): info("n"), ("x",): info("")}, no_store)
     assert plan.measure == {("gone",), ("new",), ("x",)}

@@ -8,8 +8,9 @@ none, it is timed once (at head) and that result stands for both sides.
 
 Everything else is timed at both commits as before: a series whose identity differs, a series
 on one side only, one without an identity (no toolchain here), and the peer of an op on a
-device kind where any other series of that op changed, so "% of peer" and the peer's own row
-are measured beside the change. `force` (`compare --all`) times every series at both commits.
+device kind where any other series of that op changed (and can be timed: not one without an
+identity at both commits), so "% of peer" and the peer's own row are measured beside the
+change. `force` (`compare --all`) times every series at both commits.
 """
 
 from __future__ import annotations
@@ -65,11 +66,14 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
             reasons[key] = "changed" if h.identity and b.identity else "no identity (no toolchain here)"
         else:
             same.add(key)
-    # The peer is timed beside any change of its op on its device kind.
+    # The peer is timed beside any change of its op on its device kind that can be timed: a
+    # series with no identity at either commit (no toolchain here) yields no number to set
+    # beside the peer's (HIP series on an NVIDIA runner must not re-time the rocm peer).
     changed_ops = set()
     for key in measure:
         info = head.get(key) or base.get(key)
-        if not info.peer:
+        timeable = any(side is not None and side.identity for side in (base.get(key), head.get(key)))
+        if not info.peer and (timeable or force):
             changed_ops.add((info.op, info.device_kind))
     for key in sorted(same):
         info = head[key]
