@@ -73,10 +73,14 @@ class DeviceSlot:
         if not self.warm or settings.get("spawn_per_job"):
             return runner.spawn
         if self.zygote is None:
+            from workers import device_lock
             from workers.spare import ENV_KIND
             from workers.zygote import Zygote
 
-            # A GPU slot's runner prepares each next job's process while a job runs (`workers.spare`).
+            # A GPU slot's runner prepares each next job's process while a job runs (`workers.spare`);
+            # the device lock keeps that out of timing loops and, held here, out of the profiler's run.
+            if self.kind != "cpu" and not device_lock.path():
+                os.environ[device_lock.ENV] = device_lock.new_path()
             self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
         return self.zygote.run
 

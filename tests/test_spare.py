@@ -192,3 +192,27 @@ def test_a_waiting_timing_loop_goes_before_any_later_preparation_step(tmp_path, 
     for th in (a, t, b):
         th.join(10)
     assert order == ["step in progress", "timed", "later step"]
+
+
+def test_the_runner_uses_its_slots_device_lock_and_removes_only_one_of_its_own(tmp_path):
+    """The slot names the lock (it holds it while a profiler runs on the device); a runner
+    started without one makes its own and removes it when it ends."""
+    given = str(tmp_path / "slot.lock")
+    Path(given).touch()
+    z = Zygote({**runner.child_env(), spare.ENV_KIND: "cpu", spare.ENV_OFF: "1", device_lock.ENV: given})
+    try:
+        _, seen = _env_job(z, tmp_path / "a")
+        _, seen_by_spare = _env_job(z, tmp_path / "b")
+    finally:
+        z.close()
+    assert seen["device_lock"] == given and seen_by_spare["device_lock"] == given
+    assert Path(given).exists()
+
+    env = {k: v for k, v in runner.child_env().items() if k != device_lock.ENV}
+    z = Zygote({**env, spare.ENV_KIND: "cpu", spare.ENV_OFF: "1"})
+    try:
+        _, seen = _env_job(z, tmp_path / "c")
+    finally:
+        z.close()
+    own = seen["device_lock"]
+    assert own and own != given and not Path(own).exists()

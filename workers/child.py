@@ -359,7 +359,7 @@ def main(argv: list[str]) -> int:
         from workers.smi import visible_devices
 
         Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ)),
-                                             "prepared": PREPARED}))
+                                             "prepared": PREPARED, "device_lock": device_lock.path()}))
         return 0
     if argv[1] == "--probe":  # the identity of this slot's device (KIND OUT.json)
         Path(argv[3]).write_text(json.dumps(device.info(argv[2]).to_dict()))

@@ -33,6 +33,16 @@ def path() -> str | None:
     return os.environ.get(ENV) or None
 
 
+def new_path() -> str:
+    """A fresh lock file for one device (its slot names it to the warm runner and to the
+    profiler's child, which both run on that device)."""
+    import tempfile
+
+    fd, where = tempfile.mkstemp(prefix="flopwatch-device-lock-")
+    os.close(fd)
+    return where
+
+
 @contextlib.contextmanager
 def _held(where: str, mode: int, max_wait_s: float | None) -> Iterator[float | None]:
     """Hold the lock file `where` in `mode`; yields the seconds waited for it (None: it could

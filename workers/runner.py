@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers import containment, status
+from workers import containment, device_lock, status
 from workers.bundle import unpack
 from workers.ops import get_op, torch_dtype
 from workers.records import BuildResult, Job, Result, Variant
@@ -68,7 +68,9 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
         phases = dict((data or {}).get("phases") or {})
         if data and data.get("status") == status.OK and settings.get("profile") and job.device_kind != "cpu":
             t0 = time.perf_counter()
-            data["counters"] = _profile(work, spec, job.device_kind, timeout, data.get("device_info", {}))
+            # No next job's process prepares on the GPU while the profiler counts (`workers.spare`).
+            with device_lock.timing():
+                data["counters"] = _profile(work, spec, job.device_kind, timeout, data.get("device_info", {}))
             phases["profile_s"] = round(time.perf_counter() - t0, 4)
     if data is None:
         # A child that hung or died reported no phases: the device was held for all of it.

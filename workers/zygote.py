@@ -213,14 +213,14 @@ def _import_triton() -> None:
         pass
 
 
-def _device_lock() -> str:
-    """The file of this runner's device lock (`workers.device_lock`), named to its children."""
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="flopwatch-device-lock-")
-    os.close(fd)
-    os.environ[device_lock.ENV] = path
-    return path
+def _device_lock() -> str | None:
+    """The file of this runner's device lock (`workers.device_lock`), named to its children:
+    the slot's (it holds the lock itself while a profiler runs), or one of its own, which it
+    returns to be removed at its end."""
+    if device_lock.path():
+        return None
+    os.environ[device_lock.ENV] = device_lock.new_path()
+    return os.environ[device_lock.ENV]
 
 
 # -- slot side ---------------------------------------------------------------------------------
