@@ -19,6 +19,7 @@
 # scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 # hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
+# profile     benchmarks/verify_gpu.py suite --shape 4096x4096x4096 (ncu counters beside TFLOP/s, spares on)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/site
@@ -51,6 +52,7 @@ for name in "$@"; do
     scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
     hostile) cmd=(python3 benchmarks/verify_gpu.py hostile) ;;
+    profile) cmd=(python3 benchmarks/verify_gpu.py suite --shape 4096x4096x4096 --budget 0.5) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"
