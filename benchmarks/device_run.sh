@@ -12,6 +12,7 @@
 # verdicts    the same on issue 15's suite (gemm and copy)
 # verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
+# settled     timing_fidelity.py on gemm+copy with a third rule: 3 s of sampling, the reference both are held to
 # spare_prep  benchmarks/spare_prep.py (what a spare's preparation costs; does it move medians beside it)
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
 # planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
@@ -48,6 +49,7 @@ for name in "$@"; do
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
+    settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
