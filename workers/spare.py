@@ -1,20 +1,21 @@
-"""A GPU slot's next job process, prepared while the current job runs.
+"""A GPU slot's next job processes, prepared while the current job runs.
 
 Every job runs in a process of its own (a fault must kill only its job), and a fresh process
-on a GPU first pays for its context, cuBLAS handle and the first use of torch's kernels that
-draw inputs, compute the reference and check the output: 0.25–0.65 s per job on an H200, with
-the GPU idle meanwhile. A *spare* is a child the warm runner (`workers.zygote`) forks as soon
-as a job has started: it makes that context and runs those kernels once on a tiny problem
-(`workers.child.prepare`), then waits. The next job request is handed to it, and from there it
-is exactly a forked job child: its own session, its stdio in the job folder, the job's scope,
-timeout and write limit. Isolation is unchanged: the spare has run no kernel of the suite.
+on a GPU first pays for the driver, its context, the cuBLAS handle and the first use of torch's
+kernels that draw inputs, compute the reference and check the output: 0.5 s per job on an H200
+(`benchmarks/spare_prep.py`), with the GPU idle meanwhile. A *spare* is a child the warm runner
+(`workers.zygote`) forks ahead of its job: it does all that once on a tiny problem
+(`workers.child.prepare`), then waits. A job request is handed to the oldest spare, and from
+there it is exactly a forked job child: its own session, its stdio in the job folder, the job's
+scope, timeout and write limit. Isolation is unchanged: a spare has run no code of the suite.
 
-The preparation runs beside the current job on the same GPU, so it holds the device lock
-shared (`workers.device_lock`): the current job's timing loop waits until it is done, and a
-preparation that starts while a job times waits until the timing ends. A spare that failed to
-prepare (a GPU in exclusive-process mode refuses a second context) is dropped, the job gets a
-freshly forked child as before, and this runner keeps no spares from then on. An idle spare is
-dropped after `IDLE_S`: a slot kept between commands does not hold a GPU context for nothing.
+The preparation shares the GPU with the running job, so each of its steps holds the device lock
+shared (`workers.device_lock`) and no step runs while a timing loop runs or waits. Preparing
+takes ~0.4 s under the lock while a fast job leaves ~0.15 s outside its timing loop, so
+`IN_FLIGHT` spares prepare across the windows of as many jobs. A spare that failed to prepare
+(a GPU in exclusive-process mode refuses a second context) is dropped, the job gets a freshly
+forked child as before, and the runner keeps no spares from then on. Idle spares are dropped
+after `IDLE_S`: a slot kept between commands does not hold GPU contexts for nothing.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import select
 import signal
 from collections.abc import Callable
 
-# Spares preparing or waiting at a time. Preparing takes ~0.4 s under the device lock on an H200
-# while a fast job leaves ~0.15 s outside its timing loop: one spare made each such job wait for
-# it; two have the windows of two jobs. Each holds a GPU context (~0.5 GiB) while it waits.
+# Spares preparing or waiting at a time: with one, jobs waited 5.2 s in all for preparations on
+# an H200 (docs/benchmarks.md); two have the windows of two jobs. Each holds a GPU context
+# (~0.5 GiB) while it waits.
 IN_FLIGHT = 2
 # A spare nobody asked for in this long is dropped (its context freed).
 IDLE_S = 30.0

@@ -8,7 +8,9 @@ exactly what a spawned child did: it creates its own GPU context, checks, times,
 group) with its stdout/stderr in the job folder, so a segfault, an abort on a GPU memory fault
 or a hang kills only that child, and the parent classifies it from the exit status like a
 spawned child's. The zygote itself must never initialise CUDA/HIP (a context does not survive
-fork): it imports modules only, and answers one request at a time.
+fork): it imports modules only, and answers one request at a time. On a GPU slot the child is
+usually forked ahead of its request and has made its context while the job before ran
+(`workers.spare`); it is handed the request and goes on exactly as a freshly forked child.
 
 Protocol (the zygote side runs as `python -m workers.zygote`): one JSON request per line on
 stdin, `{"cwd", "args", "timeout_s", "max_write_bytes"}`; the replies on the zygote's original
