@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from python_kernel import python_variant
 
 from workers import child
 from workers.ops import get_op
@@ -63,16 +64,10 @@ def test_inputs_are_drawn_on_the_generators_device_and_depend_on_the_seed():
 
 
 def _python_job(tmp: Path, body: str):
-    from workers.bundle import pack
-    from workers.records import BuildResult, Job, Shape
+    from workers.records import BuildResult, Job
 
-    (tmp / "k.py").write_text(body)
-    v = Variant(name="k", op="gemm", backend="python", folder="k", sources=("k.py",), dtypes=("fp32",),
-                shapes=(Shape({"M": 64, "N": 64, "K": 64}),), devices=("cpu",), timeout_s=60.0,
-                binding=Variant.from_dict({"name": "x", "op": "gemm", "backend": "python", "folder": "k",
-                                           "sources": [], "dtypes": [], "shapes": [],
-                                           "binding": {"kind": "python", "entry": "k.py:gemm"}}).binding)
-    return Job(v.name, v.op, v.shapes[0], "fp32", "cpu"), v, BuildResult(v.name, "h", True, "python"), pack(tmp)
+    v, files = python_variant(tmp, body, timeout_s=60.0)
+    return Job(v.name, v.op, v.shapes[0], "fp32", "cpu"), v, BuildResult(v.name, "h", True, "python"), files
 
 
 # Right for its first three calls (the first check, its repeat, the timing loop's first call),

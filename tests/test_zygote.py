@@ -11,10 +11,10 @@ import signal
 from pathlib import Path
 
 import pytest
+from python_kernel import python_variant
 
 from workers import runner
-from workers.bundle import pack
-from workers.records import BuildResult, Job, Shape, Variant
+from workers.records import BuildResult, Job, Variant
 from workers.sandbox import run_child
 from workers.zygote import Zygote
 
@@ -29,13 +29,7 @@ def zygote():
 
 
 def _python_variant(tmp: Path, body: str) -> tuple[Variant, dict]:
-    (tmp / "k.py").write_text(body)
-    v = Variant(name="k", op="gemm", backend="python", folder="k", sources=("k.py",), dtypes=("fp32",),
-                shapes=(Shape({"M": 64, "N": 64, "K": 64}),), devices=("cpu",), timeout_s=5.0,
-                binding=Variant.from_dict({"name": "x", "op": "gemm", "backend": "python", "folder": "k",
-                                           "sources": [], "dtypes": [], "shapes": [],
-                                           "binding": {"kind": "python", "entry": "k.py:gemm"}}).binding)
-    return v, pack(tmp)
+    return python_variant(tmp, body, timeout_s=5.0)
 
 
 GOOD = "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n"
