@@ -5,7 +5,9 @@ Phases of one result (seconds; `workers.runner` and `workers.child` measure them
 queue_s (runnable → its slot started it), start_s (the slot's overhead: unpacking, process
 start, result IO), load_s (GPU context, library load), correctness_s, warmup_s, timing_s,
 profile_s. A device's *busy* time is the sum of its jobs' load + correctness + warm-up +
-timing + profile: the time the device was in use by a job. A device's *wall* is the run's wall
+timing + profile: the time the device was in use by a job. A GPU slot's next job starts while
+the one before finishes (`workers.handoff`): where two jobs' spans overlap (`began_at` to
+`ended_at`, epoch marks of the child), the overlap counts once. A device's *wall* is the run's wall
 from the first job submission to the last result that device returned; so busy/wall says how
 much of the run the device spent measuring, whatever the builds before it took.
 """
@@ -22,6 +24,26 @@ def busy_s(phases: dict) -> float:
     return sum(float(phases.get(k) or 0.0) for k in BUSY_PHASES)
 
 
+def job_span(phases: dict) -> tuple[float, float] | None:
+    """(start, end), epoch seconds, of a job's busy phases: from its child's start to its end
+    (a job that ended early: its start plus its busy phases); None without the marks."""
+    began = phases.get("began_at")
+    if not began:
+        return None
+    return float(began), float(phases.get("ended_at") or began + busy_s(phases))
+
+
+def overlap_s(spans: list[tuple[float, float]]) -> float:
+    """How much of the spans' summed length is covered twice or more (what a union would not count)."""
+    total, union, reach = 0.0, 0.0, float("-inf")
+    for start, end in sorted(spans):
+        total += end - start
+        if end > reach:
+            union += end - max(start, reach)
+            reach = end
+    return max(0.0, total - union)
+
+
 def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
               last_result: dict[str, float]) -> list[dict]:
     """One row per device slot that ran something: jobs, busy, wall, busy %, the device's
@@ -36,11 +58,13 @@ def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
         row["node_id"] = row["node_id"] or info.get("ray_node_id", "")
         row["jobs"] += 1
         row["busy_s"] += busy_s(r.phases)
+        row.setdefault("spans", []).append(job_span(r.phases))
         for k, v in r.phases.items():
             if k.endswith("_s"):
                 row["phases"][k] = round(row["phases"].get(k, 0.0) + float(v or 0.0), 3)
     out = []
     for slot, row in sorted(rows.items()):
+        row["busy_s"] -= overlap_s([s for s in row.pop("spans") if s is not None])
         wall = max(0.0, last_result.get(slot, 0.0) - (first_submit or 0.0))
         out.append({**row, "busy_s": round(row["busy_s"], 3), "wall_s": round(wall, 3),
                     "busy_pct": round(100.0 * row["busy_s"] / wall, 1) if wall else None})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -290,6 +291,9 @@ class _Stream:
         self.session, self.options, self.config, self.outcome = session, options, config, outcome
         self.keep, self.done = keep, done
         self.pool = session.slots
+        # The profiler runs in the slot after its job's child has ended, holding the GPU: the
+        # next job must not start beside it. A spawned child per job has no runner to queue at.
+        self.pool.overlap = slots.overlap_wanted(dict(os.environ)) and not (options.profile or options.spawn_per_job)
         self.cache = build_cache.builds_dir(session.cache)
         self.first_submit: float | None = None
         self.last_result: dict[str, float] = {}  # slot -> driver time of its last result

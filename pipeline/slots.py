@@ -23,6 +23,7 @@ import heapq
 import itertools
 import json
 import os
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -68,10 +69,15 @@ class DeviceSlot:
         # its device does not change, and its node's toolchains only with their fingerprint.
         self._identity: dict | None = None
         self._toolchains: tuple[str, dict] | None = None
+        self._making = threading.Lock()  # two calls run at once (`_Actor`): one makes the runner
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
             return runner.spawn
+        with self._making:
+            return self._zygote().run
+
+    def _zygote(self):
         if self.zygote is None:
             from workers import device_lock
             from workers.spare import ENV_KIND
@@ -82,7 +88,7 @@ class DeviceSlot:
             if self.kind != "cpu" and not device_lock.path():
                 os.environ[device_lock.ENV] = device_lock.new_path()
             self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
-        return self.zygote.run
+        return self.zygote
 
     def describe(self, prewarm: bool = True) -> dict:
         """Where this slot is and what its processes see (the test of the visible-devices path).
@@ -91,9 +97,8 @@ class DeviceSlot:
             import torch  # noqa: F401  (the runner's dtype sizes: not on the first job's clock; no device touched)
 
             if self.warm:
-                self._launcher({})
-                if not self.zygote.alive():
-                    self.zygote.start()
+                with self._making:
+                    self._zygote().ensure_started()
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0}
@@ -175,7 +180,14 @@ class DeviceSlot:
             self.zygote.close()
 
 
-_Actor = ray.remote(max_restarts=-1, max_task_retries=0)(DeviceSlot)
+# Two calls at a time: a GPU slot's runner holds the next job while one runs (`SlotPool.depth`).
+_Actor = ray.remote(max_restarts=-1, max_task_retries=0, max_concurrency=2)(DeviceSlot)
+
+OVERLAP_ENV = "FLOPWATCH_OVERLAP"  # "0": one job per GPU slot at a time (to measure what overlap saves)
+
+
+def overlap_wanted(env: dict) -> bool:
+    return env.get(OVERLAP_ENV) != "0"
 
 
 # A slot whose actor failed while its node still looks alive is given this long to answer
@@ -191,7 +203,7 @@ class Slot:
     actor: object
     node_id: str = ""
     visible: dict = field(default_factory=dict)
-    busy: bool = False
+    running: int = 0  # calls handed to it and not yet finished
     pinned: deque = field(default_factory=deque)
     # Set when a call on this slot failed in Ray (not in the job): no work is handed to it
     # until `settle` knows whether its node is gone or the actor is back.
@@ -251,6 +263,9 @@ class SlotPool:
         # "retried", "given_up"}; a run reports the ones lost while it ran.
         self.lost_nodes: list[dict] = []
         self.view = view or RayView()
+        # Whether GPU slots hold a second call (`depth`); a command turns it off where a job's
+        # end must not overlap the next job's start (the profiler runs after its job's child).
+        self.overlap = overlap_wanted(dict(os.environ))
 
     def _ray_actor(self, kind: str, name: str, warm: bool):
         if self.persistent:
@@ -315,7 +330,7 @@ class SlotPool:
         failed in Ray itself (its actor died or cannot be reached), the call is parked and the
         tag returned is None: `settle` decides later whether it runs again elsewhere."""
         slot, pending = self.inflight.pop(ref)
-        slot.busy = False
+        slot.running -= 1
         if self.view.call_failed(ref):
             slot.suspect_since = slot.suspect_since or time.monotonic()
             slot.parked.append(pending)
@@ -393,24 +408,34 @@ class SlotPool:
     def _dispatch(self, kind: str) -> None:
         if self._held:
             return
-        for slot in self.slots_of(kind):
-            if slot.busy or slot.suspect_since is not None:
-                continue
-            if slot.pinned:
-                pending = slot.pinned.popleft()
-            elif self.queues[kind]:
-                pending = heapq.heappop(self.queues[kind])[-1]
-            else:
-                continue
-            slot.busy = True
-            ref = getattr(slot.actor, pending.method).remote(*pending.args)
-            self.inflight[ref] = (slot, pending)
-            self.dispatched.append((slot.name, pending.tag))
+        depth = self.depth(kind)
+        # Round by round, so that two idle slots each get one of the longest jobs before either
+        # gets its second.
+        for _ in range(depth):
+            for slot in self.slots_of(kind):
+                if slot.running >= depth or slot.suspect_since is not None:
+                    continue
+                if slot.pinned:
+                    pending = slot.pinned.popleft()
+                elif self.queues[kind]:
+                    pending = heapq.heappop(self.queues[kind])[-1]
+                else:
+                    continue
+                slot.running += 1
+                ref = getattr(slot.actor, pending.method).remote(*pending.args)
+                self.inflight[ref] = (slot, pending)
+                self.dispatched.append((slot.name, pending.tag))
+
+    def depth(self, kind: str) -> int:
+        """Calls in flight per slot of `kind`: a GPU slot holds the next job while one runs
+        (`workers.handoff`: its runner starts it when the running job has timed), unless
+        `overlap` is off; a CPU slot runs one job at a time (CPU timings share the host's cores)."""
+        return 2 if self.overlap and kind != "cpu" else 1
 
     def idle_while_queued(self) -> list[str]:
-        """Slots that are idle although work of their kind waits (always empty: the invariant)."""
+        """Slots that have room although work of their kind waits (always empty: the invariant)."""
         return [s.name for kind, slots in self.slots.items() for s in slots
-                if not s.busy and s.suspect_since is None and (s.pinned or self.queues[kind])]
+                if s.running < self.depth(kind) and s.suspect_since is None and (s.pinned or self.queues[kind])]
 
     def close(self) -> None:
         """Stop the slots of this command; persistent ones stay for the next command."""

@@ -160,22 +160,50 @@ def test_longest_first_balances_two_slots_better_than_arrival_order():
 
     def makespan(order_by_cost: bool) -> float:
         pool = slots.SlotPool({"flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor)
-        clock, ends = 0.0, {}
+        clock, ends, free_at = 0.0, {}, {}
+
+        def started(ref) -> None:
+            # A slot runs its calls one after the other (the second waits in its runner's queue).
+            slot, pending = pool.inflight[ref]
+            ends[ref] = free_at[slot.name] = max(clock, free_at.get(slot.name, 0.0)) + pending.tag
+
         with pool.held():
             for i, c in enumerate(costs):
                 pool.submit("cuda", "run", (), c, cost_s=c if order_by_cost else 0.0)
         for ref in pool.refs():
-            ends[ref] = clock + pool.inflight[ref][1].tag
+            started(ref)
         while ends:
             ref = min(ends, key=ends.get)
             clock = ends.pop(ref)
             pool.finished(ref)
             for new in pool.refs():
-                ends.setdefault(new, clock + pool.inflight[new][1].tag)
+                if new not in ends and new != ref:
+                    started(new)
         return clock
 
     total = sum(costs)
     assert makespan(True) <= total / 2 * 1.01 < makespan(False)
+
+
+def test_a_gpu_slot_holds_the_next_job_while_one_runs_and_a_cpu_slot_one_job():
+    pool = slots.SlotPool({"flopwatch_cpu": 1, "flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor)
+    pool.overlap = True
+    with pool.held():
+        for i in range(5):
+            pool.submit("cuda", "run", (), f"gpu{i}", cost_s=10.0 - i)
+        for i in range(3):
+            pool.submit("cpu", "run", (), f"cpu{i}")
+    a, b = pool.slots_of("cuda")
+    (c,) = pool.slots_of("cpu")
+    # Round by round: each GPU slot one of the two longest, then each its second; the CPU slot one.
+    assert [(s, t) for s, t in pool.dispatched if s.startswith("cuda")] == \
+        [("cuda/0", "gpu0"), ("cuda/1", "gpu1"), ("cuda/0", "gpu2"), ("cuda/1", "gpu3")]
+    assert (a.running, b.running, c.running) == (2, 2, 1) and pool.idle_while_queued() == []
+    pool.finished(_on(pool, a))
+    assert pool.dispatched[-1] == ("cuda/0", "gpu4") and a.running == 2
+    pool.overlap = False  # a command that profiles: one call per GPU slot
+    assert pool.depth("cuda") == 1 and pool.depth("cpu") == 1
+    assert slots.overlap_wanted({slots.OVERLAP_ENV: "0"}) is False and slots.overlap_wanted({}) is True
 
 
 @pytest.fixture(scope="module")

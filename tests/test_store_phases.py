@@ -63,6 +63,18 @@ def test_busy_is_the_gpu_work_phases_and_wall_starts_at_the_first_submission():
     assert accounting.busy_line(row) == "cuda/0 (GPU-1): device busy 6.0 s of 10.0 s wall (60%), 2 jobs"
 
 
+def test_two_jobs_of_one_slot_that_overlap_count_their_common_time_once():
+    """A GPU slot starts the next job while the one before finishes (`workers.handoff`)."""
+    first = _result(load_s=0.1, correctness_s=0.4, timing_s=1.5, began_at=100.0, ended_at=102.0)
+    second = _result(correctness_s=0.5, timing_s=1.0, began_at=101.5, ended_at=103.0)  # 0.5 s beside the first
+    failed = _result(correctness_s=0.3, began_at=103.0)  # no end mark: its start plus its busy phases
+    (row,) = accounting.summarise([("cuda/0", first), ("cuda/0", second), ("cuda/0", failed)], first_submit=100.0,
+                                  last_result={"cuda/0": 104.0})
+    assert row["busy_s"] == 2.0 + 1.5 + 0.3 - 0.5
+    assert "began_at" not in row["phases"] and row["phases"]["timing_s"] == 2.5
+    assert accounting.overlap_s([(0.0, 2.0), (1.0, 3.0), (1.5, 2.5), (4.0, 5.0)]) == 1.0 + 1.0
+
+
 def test_peer_check_flags_a_card_more_than_3_percent_slower_than_its_nodes_fastest():
     rows = [{"slot": f"cuda/{i}", "node_id": "n1", "variant": "torch_ref", "shape": "M=4096", "dtype": "bf16",
              "status": "ok", "median_s": t, "uuid": f"GPU-{i}", "pci_bus_id": ""}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from workers import bindings, correctness, device, device_lock, fit
+from workers import bindings, correctness, device, device_lock, fit, handoff
 from workers.ops import for_variant, get_op, torch_dtype
 from workers.ops.repo import OpCodeError
 from workers.records import Variant
@@ -242,6 +242,8 @@ def pair(spec: dict) -> dict:
                 samples[i].append(sample(sides[i]))
             if len(samples[0]) >= 5000:
                 break
+    if kind != "cpu":
+        handoff.timing_done()
     return {"status": "ok", "pair_samples": samples}
 
 
@@ -249,7 +251,10 @@ def run(spec: dict) -> dict:
     """Check, then time; `phases` says where the child's time went (load = GPU context, inputs
     of the binding and the library load; correctness; warm-up; timing)."""
     clock = time.perf_counter()
-    phases: dict[str, float] = {}
+    # Durations end in `_s`; epoch marks end in `_at` (where the timing loop sat in the slot's
+    # timeline: what the next job's process may overlap, and what a benchmark lines up with
+    # nvidia-smi's samples).
+    phases: dict[str, float] = {"began_at": time.time()}
 
     def lap(name: str) -> None:
         nonlocal clock
@@ -307,6 +312,7 @@ def run(spec: dict) -> dict:
 
     first: list = []
     keep_first = (lambda: first.append(out.clone())) if armed is not None else None
+    phases["loop_began_at"] = time.time()
     if kind == "cpu":
         timing = time_cpu(timed, settings, after_first=keep_first)
     else:
@@ -319,11 +325,16 @@ def run(spec: dict) -> dict:
             timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
                               after_first=keep_first)
     lap("timing_s")
+    phases["loop_ended_at"] = time.time()
+    if kind != "cpu":
+        handoff.timing_done()  # the next job's process may start its checks beside what follows
     if armed is not None:
-        moved = correctness.moved_elements(first[0], out) if first else 0
-        if first:
-            out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
-        figures = judge(armed, op, variant, dtype, kind, previous)
+        # Held shared: the next job's timing loop waits for this step as for a spare's.
+        with device_lock.preparing() if kind != "cpu" else contextlib.nullcontext():
+            moved = correctness.moved_elements(first[0], out) if first else 0
+            if first:
+                out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
+            figures = judge(armed, op, variant, dtype, kind, previous)
         figures.pop("_out")
         figures["repeat_mismatch"] = moved
         if moved:
@@ -340,6 +351,7 @@ def run(spec: dict) -> dict:
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
+    phases["ended_at"] = time.time()
     result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
     return result
 

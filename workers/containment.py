@@ -34,7 +34,9 @@ _killed_in_process = 0
 # Whose a process is can only be told from its place in the tree, and an orphan has lost it:
 # so scopes of one process never overlap in time. A scope opened in another thread waits for
 # the open one to end (the selftest builds in threads while it runs jobs: they take turns); a
-# scope opened inside another in the same thread is part of it.
+# scope opened inside another in the same thread is part of it (or its sibling, `nested=False`:
+# a warm runner's overlapping jobs, each a subreaper of its own tree while it runs, so that an
+# orphan appears in the runner's tree only once its job has ended).
 _one_at_a_time = threading.RLock()
 
 
@@ -149,12 +151,16 @@ class Scope:
     and build tasks run anyway, one job or build each.
     """
 
-    def __init__(self, own_session: bool = False):
+    def __init__(self, own_session: bool = False, nested: bool = True):
         """`own_session`: the scope's processes all run outside this process's session (a job
         child starts a new session, and nothing can join a session from outside it), so a
         process another thread of this one starts meanwhile, in its session, is never taken
-        for the job's. A build's compilers run in this session: a build scope takes all."""
+        for the job's. A build's compilers run in this session: a build scope takes all.
+        `nested`: scopes this thread opens while this one is open are part of it (their kills
+        count as its own); False for a warm runner's scopes of jobs that overlap in time, each
+        a sibling of the others, which `exclude` each other's processes."""
         _one_at_a_time.acquire()
+        self._nested = nested
         self.me = os.getpid()
         self._skip_session = os.getsid(0) if own_session else None
         # A process that is a subreaper for good (a slot's warm runner) stays one; any other
@@ -216,7 +222,7 @@ class Scope:
             while True:
                 members = self.members()
                 if not members or time.monotonic() > deadline:
-                    inner = _killed_in_process - self._killed_before
+                    inner = _killed_in_process - self._killed_before if self._nested else 0
                     _killed_in_process += len(killed)
                     self._left = len(killed) + inner
                     return self._left

@@ -75,7 +75,8 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     if data is None:
         # A child that hung or died reported no phases: the device was held for all of it.
         phases = {"timing_s": outcome.seconds}
-    phases["start_s"] = round(max(0.0, time.perf_counter() - began - sum(phases.values())), 4)
+    spent = sum(v for k, v in phases.items() if k.endswith("_s"))  # durations, not the `_at` epoch marks
+    phases["start_s"] = round(max(0.0, time.perf_counter() - began - spent), 4)
     base["phases"] = phases
     notes = [containment.note(outcome.left_behind)]
     if build.left_behind:

@@ -69,10 +69,17 @@ class Spare:
         try:
             os.write(self._command_fd, (json.dumps({"cwd": cwd, "args": args}) + "\n").encode())
         except OSError:
-            return False
-        finally:
             self._close()
+            return False
+        os.close(self._command_fd)
+        self._command_fd = -1
         return True
+
+    def take_status_fd(self) -> int:
+        """After `hand`: the pipe on which the job now says that its timing loop is over
+        (`workers.handoff`); the caller closes it."""
+        fd, self._status_fd = self._status_fd, -1
+        return fd
 
     def discard(self) -> None:
         """Kill it and reap it."""
@@ -98,10 +105,11 @@ class Spare:
         self._command_fd = self._status_fd = -1
 
 
-def fork(kind: str, run_job: Callable[[str, list[str]], None], close_fds: tuple[int, ...] = ()) -> Spare:
-    """Fork a spare for a `kind` GPU. `run_job(cwd, args)` is what it does with the job it is
-    handed (never returns); `close_fds`: the runner's descriptors it must not keep open (the
-    reply pipe to the slot, whose end of file tells the slot that the runner is gone)."""
+def fork(kind: str, run_job: Callable[..., None], close_fds: tuple[int, ...] = ()) -> Spare:
+    """Fork a spare for a `kind` GPU. `run_job(cwd, args, handoff_fd)` is what it does with the
+    job it is handed (never returns; `handoff_fd`: its `workers.handoff` pipe, the one it said
+    it was ready on); `close_fds`: the runner's descriptors it must not keep open (the reply
+    pipe to the slot, whose end of file tells the slot that the runner is gone)."""
     command_r, command_w = os.pipe()
     status_r, status_w = os.pipe()
     runner = os.getpid()
@@ -120,13 +128,15 @@ def fork(kind: str, run_job: Callable[[str, list[str]], None], close_fds: tuple[
     return Spare(pid, command_w, status_r)
 
 
-def _serve(kind: str, command_fd: int, status_fd: int, run_job: Callable[[str, list[str]], None],
-           runner: int) -> None:
-    """In the spare: a session of its own (as a job child has), prepare, say so, wait."""
+def _serve(kind: str, command_fd: int, status_fd: int, run_job: Callable[..., None], runner: int) -> None:
+    """In the spare: a session of its own (as a job child has), prepare, say so, wait. The
+    status pipe stays open: the job it is handed says on it when its timing loop is over."""
     os.setsid()
     _die_with(runner)
-    os.write(status_fd, b"R" if _prepare(kind) else b"F")
-    os.close(status_fd)
+    ok = _prepare(kind)
+    os.write(status_fd, b"R" if ok else b"F")
+    if not ok:
+        os.close(status_fd)
     request = b""
     while not request.endswith(b"\n"):
         chunk = os.read(command_fd, 65536)
@@ -135,7 +145,7 @@ def _serve(kind: str, command_fd: int, status_fd: int, run_job: Callable[[str, l
         request += chunk
     os.close(command_fd)
     job = json.loads(request)
-    run_job(job["cwd"], job["args"])
+    run_job(job["cwd"], job["args"], status_fd)
 
 
 def _prepare(kind: str) -> bool:

@@ -8,41 +8,58 @@ exactly what a spawned child did: it creates its own GPU context, checks, times,
 group) with its stdout/stderr in the job folder, so a segfault, an abort on a GPU memory fault
 or a hang kills only that child, and the parent classifies it from the exit status like a
 spawned child's. The zygote itself must never initialise CUDA/HIP (a context does not survive
-fork): it imports modules only, and answers one request at a time. On a GPU slot the child is
-usually forked ahead of its request and has made its context while the job before ran
-(`workers.spare`); it is handed the request and goes on exactly as a freshly forked child.
+fork): it imports modules only. On a GPU slot the child is usually forked ahead of its request
+and has made its context while the job before ran (`workers.spare`); it is handed the request
+and goes on exactly as a freshly forked child.
+
+Requests may queue: a GPU slot sends the next job while one runs, and the zygote starts it once
+every running job has said that its timing loop is over (`workers.handoff`), so a finished
+job's last check and exit overlap the next job's start, and no job's kernel or check runs
+beside another's timing loop. A CPU job never says so: CPU jobs run one at a time.
 
 Protocol (the zygote side runs as `python -m workers.zygote`): one JSON request per line on
-stdin, `{"cwd", "args", "timeout_s", "max_write_bytes"}`; the replies on the zygote's original
-stdout are `{"pid": N}` when the child is forked, then `{"returncode", "timed_out",
-"left_behind", "write_limit_hit", "seconds"}`. The zygote is a child subreaper: processes a job
-leaves behind, daemons included, are killed when the job ends and counted in `left_behind`.
-End of file on stdin (the slot is gone) ends a running job and the zygote.
+stdin, `{"id", "cwd", "args", "timeout_s", "max_write_bytes"}`; the replies on the zygote's
+original stdout are `{"id", "pid"}` when the job's child starts (its timeout counts from
+then), then `{"id", "returncode", "timed_out", "left_behind", "write_limit_hit", "seconds"}`.
+The zygote is a child subreaper, and so is each job's child: processes a job leaves behind,
+daemons included, stay in its own tree while it runs and are killed when it ends, counted in
+its `left_behind`. End of file on stdin (the slot is gone) ends the running jobs and the zygote.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
-from workers import device_lock, spare
+from workers import device_lock, handoff, spare
 from workers.containment import Scope, become_subreaper
 from workers.sandbox import WRITE_POLL_S, ChildOutcome, outcome_from, tail
 
 # -- zygote side -------------------------------------------------------------------------------
 
-def _child(cwd: str, args: list[str], new_session: bool = True) -> None:
+def _child(cwd: str, args: list[str], new_session: bool = True, handoff_fd: int | None = None) -> None:
     """In the forked child: a new session (a spare has one already), stdio to the job folder,
-    then `workers.child.main`."""
+    then `workers.child.main`. `handoff_fd`: where it says that its timing loop is over
+    (`workers.handoff`; a spare was given its own)."""
     try:
         if new_session:
             os.setsid()
+        # Orphans of whatever the job starts stay in its own tree while it runs, so that each of
+        # two overlapping jobs keeps its own (`Scope` in the runner counts them per job).
+        become_subreaper()
+        if handoff_fd is not None:
+            os.environ[handoff.ENV_FD] = str(handoff_fd)
         os.chdir(cwd)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -91,46 +108,171 @@ def _end_group(pid: int) -> None:
         pass
 
 
-def _parent_gone(fd: int) -> bool:
-    """The slot writes nothing while a job runs: stdin readable then means end of file, the
-    slot (or its whole node) is gone, and the job must not run on with nobody to report to."""
-    try:
-        return os.read(fd, 1) == b""
-    except OSError:
+# Jobs alive at once in one runner: the one that may still time, and the one before it, ending.
+MAX_RUNNING = 2
+# How long a job waits for a spare still preparing while another job runs (the runner's loop
+# serves that job's end meanwhile only after the wait): a fresh fork does the same work.
+READY_WAIT_BUSY_S = 2.0
+
+
+@dataclass
+class _Running:
+    """A job the runner started and has not yet reported."""
+
+    req_id: object
+    pid: int
+    pidfd: int
+    scope: Scope
+    started: float
+    deadline: float
+    max_write_bytes: int | None
+    handoff_fd: int | None  # read end of the job's `workers.handoff` pipe
+    released: bool = False  # it said its timing loop is over (or can no longer say so)
+
+
+class _Runner:
+    """The zygote's loop: requests in on stdin, replies out on `proto`, jobs started one after
+    the other as `workers.handoff` allows, each in a scope of its own."""
+
+    def __init__(self, proto, spare_kind: str | None):
+        self.proto, self.spare_kind = proto, spare_kind
+        self.stdin = sys.stdin.fileno()
+        self.inbox = b""
+        self.waiting: deque[dict] = deque()
+        self.running: dict[int, _Running] = {}
+        self.prepared: list[spare.Spare] = []  # oldest first
+        self.idle_since = time.monotonic()
+        self.next_write_poll = 0.0
+
+    def loop(self) -> None:
+        while True:
+            while self.waiting and self._may_start():
+                self._start(self.waiting.popleft())
+            fds = [self.stdin] + [j.pidfd for j in self.running.values()] + \
+                  [j.handoff_fd for j in self.running.values() if j.handoff_fd is not None]
+            ready = select.select(fds, [], [], self._timeout())[0]
+            if self.stdin in ready and not self._read_requests():
+                self._parent_gone()
+                return
+            for job in list(self.running.values()):
+                if job.handoff_fd is not None and job.handoff_fd in ready:
+                    self._heard(job)
+                if job.pidfd in ready:
+                    self._finish(job)
+            self._enforce_limits()
+            if self.prepared and not self.running and not self.waiting \
+                    and time.monotonic() - self.idle_since >= spare.IDLE_S:
+                _drop(self.prepared)  # nobody needs them soon: free their GPU contexts
+
+    def _may_start(self) -> bool:
+        """A job starts when every running job has finished timing (a job's kernel and checks
+        never run beside another job's timing loop) and fewer than MAX_RUNNING run."""
+        return len(self.running) < MAX_RUNNING and all(j.released for j in self.running.values())
+
+    def _timeout(self) -> float | None:
+        now = time.monotonic()
+        waits = [j.deadline - now for j in self.running.values()]
+        if any(j.max_write_bytes is not None for j in self.running.values()):
+            waits.append(self.next_write_poll - now)
+        if self.prepared and not self.running:
+            waits.append(self.idle_since + spare.IDLE_S - now)
+        return max(0.0, min(waits)) if waits else None
+
+    def _read_requests(self) -> bool:
+        """Take what arrived on stdin; False at end of file (the slot is gone)."""
+        try:
+            chunk = os.read(self.stdin, 65536)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        self.inbox += chunk
+        while b"\n" in self.inbox:
+            line, self.inbox = self.inbox.split(b"\n", 1)
+            if line.strip():
+                self.waiting.append(json.loads(line))
         return True
 
+    def _start(self, req: dict) -> None:
+        scope = Scope(own_session=True, nested=False)  # what already runs (other jobs, spares) is not its
+        pid, handoff_fd = None, None
+        if self.prepared:
+            oldest = self.prepared.pop(0)
+            wait_s = READY_WAIT_BUSY_S if self.running else spare.READY_WAIT_S
+            if oldest.ready(wait_s) and oldest.hand(req["cwd"], req["args"]):
+                pid, handoff_fd = oldest.pid, oldest.take_status_fd()
+                scope.adopt(pid)
+            else:
+                if oldest.failed:
+                    self.spare_kind = None  # this GPU will not take another context: no more spares
+                    _drop(self.prepared)
+                oldest.discard()
+        if pid is None:
+            handoff_fd, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(handoff_fd)
+                _child(req["cwd"], req["args"], handoff_fd=write_end)
+            os.close(write_end)
+            self._exclude_from_others(pid)
+        self.proto.write(json.dumps({"id": req.get("id"), "pid": pid}) + "\n")
+        now = time.monotonic()
+        self.running[pid] = _Running(req.get("id"), pid, os.pidfd_open(pid), scope, now,
+                                     now + float(req["timeout_s"]), req.get("max_write_bytes"), handoff_fd)
+        self.next_write_poll = now + WRITE_POLL_S
+        # The next jobs' processes prepare while this one runs; they are no job's.
+        while self.spare_kind and len(self.prepared) < spare.IN_FLIGHT:
+            self.prepared.append(spare.fork(self.spare_kind, _handed, close_fds=(self.proto.fileno(),)))
+            self._exclude_from_others(self.prepared[-1].pid)
 
-def _wait(pid: int, timeout_s: float, scope: Scope, max_write_bytes: int | None) -> tuple[int, bool, bool]:
-    """Wait for `pid` up to `timeout_s`; at the timeout, when the job's processes have written
-    more than `max_write_bytes`, or when the slot is gone, kill its process group. Returns (wait
-    status as a returncode, timed_out, write_limit_hit); the caller ends the rest of the scope."""
-    deadline = time.monotonic() + timeout_s
-    fd = os.pidfd_open(pid)
-    stdin = sys.stdin.fileno()
-    timed_out = over_limit = False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready = select.select([fd, stdin], [], [], min(left, WRITE_POLL_S))[0]
-            if fd in ready:
-                break  # exited; not reaped yet
-            if stdin in ready and _parent_gone(stdin):
-                _end_group(pid)
-                os.waitpid(pid, 0)
-                scope.end()
-                os._exit(0)
-            if max_write_bytes is not None and scope.written_bytes() > max_write_bytes:
-                over_limit = True
-                break
+    def _exclude_from_others(self, pid: int) -> None:
+        """`pid` appeared below the runner while these jobs' scopes are open; it is none of theirs."""
+        for job in self.running.values():
+            job.scope.exclude(pid)
+
+    def _heard(self, job: _Running) -> None:
+        try:
+            said = os.read(job.handoff_fd, 16)
+        except OSError:
+            said = b""
+        if handoff.TIMING_DONE in said or not said:  # said so, or the pipe's writer is gone
+            job.released = True
+            os.close(job.handoff_fd)
+            job.handoff_fd = None
+
+    def _finish(self, job: _Running, timed_out: bool = False, over_limit: bool = False) -> None:
         if timed_out or over_limit:
-            _end_group(pid)
-        _, st = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(st), timed_out, over_limit
-    finally:
-        os.close(fd)
+            _end_group(job.pid)
+        _, st = os.waitpid(job.pid, 0)
+        left = job.scope.end()
+        for fd in (job.pidfd, job.handoff_fd):
+            if fd is not None:
+                os.close(fd)
+        del self.running[job.pid]
+        self.idle_since = time.monotonic()
+        self.proto.write(json.dumps({"id": job.req_id, "returncode": os.waitstatus_to_exitcode(st),
+                                     "timed_out": timed_out, "left_behind": left, "write_limit_hit": over_limit,
+                                     "seconds": round(time.monotonic() - job.started, 3)}) + "\n")
+
+    def _enforce_limits(self) -> None:
+        """Kill a job at its timeout, or when its processes wrote more than its limit."""
+        now = time.monotonic()
+        poll = now >= self.next_write_poll
+        if poll:
+            self.next_write_poll = now + WRITE_POLL_S
+        for job in list(self.running.values()):
+            if now >= job.deadline:
+                self._finish(job, timed_out=True)
+            elif poll and job.max_write_bytes is not None and job.scope.written_bytes() > job.max_write_bytes:
+                self._finish(job, over_limit=True)
+
+    def _parent_gone(self) -> None:
+        """The slot (or its whole node) is gone: no job may run on with nobody to report to."""
+        for job in list(self.running.values()):
+            _end_group(job.pid)
+            os.waitpid(job.pid, 0)
+            job.scope.end()
+        self.running.clear()
 
 
 def serve() -> None:
@@ -150,47 +292,13 @@ def serve() -> None:
     # Orphans of the jobs (a daemon a kernel double-forked) become this process's children, so
     # each job's scope can find and end them (`workers.containment`).
     become_subreaper()
-    spare_kind = spare.wanted(dict(os.environ))
-    lock = _device_lock() if spare_kind else None
+    lock = _device_lock() if spare.wanted(dict(os.environ)) else None
     proto.write(json.dumps({"ready": os.getpid()}) + "\n")
-    prepared: list[spare.Spare] = []  # oldest first
+    runner = _Runner(proto, spare.wanted(dict(os.environ)))
     try:
-        while True:
-            if prepared and not select.select([sys.stdin], [], [], spare.IDLE_S)[0]:
-                _drop(prepared)  # nobody needs them soon: free their GPU contexts
-            line = sys.stdin.readline()  # not `for line in sys.stdin`: its read-ahead would hide EOF from select
-            if not line:
-                break
-            req = json.loads(line)
-            start = time.monotonic()
-            with Scope(own_session=True) as scope:
-                pid = None
-                if prepared:
-                    oldest = prepared.pop(0)
-                    if oldest.ready() and oldest.hand(req["cwd"], req["args"]):
-                        pid = oldest.pid
-                        scope.adopt(pid)
-                    else:
-                        if oldest.failed:
-                            spare_kind = None  # this GPU will not take another context: no more spares
-                            _drop(prepared)
-                        oldest.discard()
-                if pid is None:
-                    pid = os.fork()
-                    if pid == 0:
-                        _child(req["cwd"], req["args"])
-                proto.write(json.dumps({"pid": pid}) + "\n")
-                # The next jobs' processes prepare while this one runs; they are not this job's.
-                while spare_kind and len(prepared) < spare.IN_FLIGHT:
-                    prepared.append(spare.fork(spare_kind, _handed, close_fds=(proto.fileno(),)))
-                    scope.exclude(prepared[-1].pid)
-                code, timed_out, over_limit = _wait(pid, float(req["timeout_s"]), scope, req.get("max_write_bytes"))
-                left = scope.end()
-            proto.write(json.dumps({"returncode": code, "timed_out": timed_out, "left_behind": left,
-                                    "write_limit_hit": over_limit, "seconds": round(time.monotonic() - start, 3)})
-                        + "\n")
+        runner.loop()
     finally:
-        _drop(prepared)
+        _drop(runner.prepared)
         if lock:
             for name in (lock, lock + ".gate"):
                 Path(name).unlink(missing_ok=True)
@@ -201,9 +309,9 @@ def _drop(spares: list[spare.Spare]) -> None:
         spares.pop().discard()
 
 
-def _handed(cwd: str, args: list[str]) -> None:
+def _handed(cwd: str, args: list[str], handoff_fd: int | None = None) -> None:
     """What a spare does with its job: what a freshly forked child does, in the session it has."""
-    _child(cwd, args, new_session=False)
+    _child(cwd, args, new_session=False, handoff_fd=handoff_fd)
 
 
 def _import_triton() -> None:
@@ -232,8 +340,10 @@ class ZygoteDied(RuntimeError):
 
 
 class Zygote:
-    """Client of one zygote process; restarts it when it has died. Not thread-safe: one job at
-    a time, which is what a device slot runs."""
+    """Client of one zygote process; restarts it when it has died. Thread-safe: a GPU slot
+    keeps its next job queued at the runner (`workers.handoff`), so two threads of the slot
+    wait here at once, each for the replies to its own request (a reader thread sorts the
+    replies by request id)."""
 
     def __init__(self, env: dict):
         self.env = env
@@ -241,6 +351,10 @@ class Zygote:
         self.started = 0
         # Bytes read from the zygote's stdout that do not yet end a line (see `_read`).
         self._unread = b""
+        self._lock = threading.Lock()  # starting the zygote, writing requests, the reply queues
+        self._ids = itertools.count(1)
+        self._replies: dict[int, queue.SimpleQueue] = {}
+        self._timeouts: dict[int, float] = {}  # timeout of each request in flight
 
     def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "workers.zygote"], stdin=subprocess.PIPE,
@@ -251,20 +365,30 @@ class Zygote:
         ready = self._read(300.0)
         if "ready" not in ready:
             raise ZygoteDied(f"unexpected first line {ready}")
+        threading.Thread(target=self._sort_replies, args=(self.proc,), daemon=True,
+                         name="flopwatch-zygote-replies").start()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def _read(self, timeout_s: float) -> dict:
-        """The zygote's next reply line. Read from the pipe's descriptor with a buffer of our
-        own: a fast job's two replies (pid, outcome) often arrive together, and a buffered
-        `readline` would take both, leaving `select` to wait out the timeout for the second."""
+    def ensure_started(self) -> None:
+        """Start the zygote now (a slot does so at its start, so that the imports overlap the
+        builds instead of the first job)."""
+        with self._lock:
+            if not self.alive():
+                self.start()
+
+    def _read(self, timeout_s: float | None) -> dict:
+        """The zygote's next reply line (`timeout_s` None: however long it takes). Read from the
+        pipe's descriptor with a buffer of our own: a fast job's two replies (pid, outcome)
+        often arrive together, and a buffered `readline` would take both, leaving `select` to
+        wait out the timeout for the second."""
         assert self.proc and self.proc.stdout
         fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while b"\n" not in self._unread:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and (left <= 0 or not select.select([fd], [], [], left)[0]):
                 raise ZygoteDied(f"no answer in {timeout_s:g} s")
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -273,48 +397,101 @@ class Zygote:
         line, self._unread = self._unread.split(b"\n", 1)
         return json.loads(line)
 
+    def _sort_replies(self, proc: subprocess.Popen) -> None:
+        """Reader thread of one zygote process: each reply to the queue of its request; at the
+        zygote's end, a ZygoteDied to every request still waiting."""
+        try:
+            while True:
+                reply = self._read(None)
+                with self._lock:
+                    waiting = self._replies.get(reply.get("id"))
+                if waiting is not None:
+                    waiting.put(reply)
+        except (ZygoteDied, OSError, ValueError) as exc:
+            died = exc if isinstance(exc, ZygoteDied) else ZygoteDied(f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                if self.proc is proc:
+                    for waiting in self._replies.values():
+                        waiting.put(died)
+
+    def _reply(self, waiting: queue.SimpleQueue, timeout_s: float) -> dict:
+        try:
+            reply = waiting.get(timeout=timeout_s)
+        except queue.Empty:
+            raise ZygoteDied(f"no answer in {timeout_s:g} s") from None
+        if isinstance(reply, ZygoteDied):
+            raise reply
+        return reply
+
     def run(self, args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None) -> ChildOutcome:
-        """Fork a child running `workers.child` with `args` in `workdir`; the same outcome record
-        as `sandbox.run_child`. A zygote that died is started again (once per job)."""
+        """Have the zygote run `workers.child` with `args` in `workdir` in a child of its own;
+        the same outcome record as `sandbox.run_child`. A zygote that died is started again
+        (once per job)."""
         for attempt in (1, 2):
-            if not self.alive():
-                self.start()
-            pid = None
+            pid, waiting = None, queue.SimpleQueue()
+            with self._lock:
+                try:
+                    if not self.alive():
+                        self.start()
+                    req_id = next(self._ids)
+                    self._replies[req_id] = waiting
+                    self._timeouts[req_id] = timeout_s
+                    # The job starts once those ahead of it have timed (or ended): its pid may
+                    # take as long as their timeouts.
+                    start_within = sum(self._timeouts.values()) + 60.0
+                    proc = self.proc
+                    proc.stdin.write(json.dumps({"id": req_id, "cwd": str(workdir), "args": args,
+                                                 "timeout_s": timeout_s, "max_write_bytes": max_write_bytes}) + "\n")
+                    proc.stdin.flush()
+                except (ZygoteDied, BrokenPipeError, OSError, ValueError):
+                    self._discard(None)
+                    if attempt == 2:
+                        raise
+                    continue
             try:
-                self.proc.stdin.write(json.dumps({"cwd": str(workdir), "args": args, "timeout_s": timeout_s,
-                                                  "max_write_bytes": max_write_bytes}) + "\n")
-                self.proc.stdin.flush()
-                pid = self._read(60.0)["pid"]
-                done = self._read(timeout_s + 60.0)
-            except (ZygoteDied, BrokenPipeError, OSError, ValueError):
-                self._discard(pid)
+                pid = self._reply(waiting, start_within)["pid"]
+                done = self._reply(waiting, timeout_s + 60.0)
+            except ZygoteDied:
+                self._discard(pid, proc)
                 if attempt == 2 or pid is not None:
                     raise
-                continue  # died between jobs: start a fresh one and go on
+                continue  # died before this job started: start a fresh one and go on
+            finally:
+                with self._lock:
+                    self._replies.pop(req_id, None)
+                    self._timeouts.pop(req_id, None)
             return outcome_from(done["returncode"], done["timed_out"], done["seconds"], workdir,
                                 left_behind=done.get("left_behind", 0), write_limit_hit=done.get("write_limit_hit", False))
         raise AssertionError("unreachable")
 
-    def _discard(self, child_pid: int | None) -> None:
-        """Kill a broken zygote and the child it may have left behind."""
-        for pid in (child_pid, self.proc.pid if self.proc else None):
-            if pid:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        if self.proc:
+    def _discard(self, child_pid: int | None, proc: subprocess.Popen | None = None) -> None:
+        """Kill a broken zygote (the one `proc` names, if it is still the current one) and the
+        child it may have left behind."""
+        if child_pid:
+            try:
+                os.killpg(child_pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        with self._lock:
+            if self.proc is None or (proc is not None and self.proc is not proc):
+                return  # already replaced by a fresh one
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             self.proc.wait()
-        self.proc = None
-        self._unread = b""
+            self.proc = None
+            self._unread = b""
 
     def close(self) -> None:
-        if self.alive():
-            self.proc.stdin.close()
+        with self._lock:
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.stdin.close()
             try:
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self._discard(None)
+                self._discard(None, proc)
         self.proc = None
 
 
