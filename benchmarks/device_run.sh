@@ -11,6 +11,8 @@
 # throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
 # verdicts    the same on issue 15's suite (gemm and copy)
 # verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
+# verdicts_overlap  the same, then `run` with the next-job overlap off and on (its saving; medians off vs on)
+# fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
 # settled     timing_fidelity.py on gemm+copy with a third rule: 3 s of sampling, the reference both are held to
 # spare_prep  benchmarks/spare_prep.py (what a spare's preparation costs; does it move medians beside it)
@@ -33,6 +35,12 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 { date -u; nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.max.sm,power.limit --format=csv;
   python3 -c 'import torch, ray; print("torch", torch.__version__, "ray", ray.__version__)'; nproc; } \
   > "$OUT/machine.txt" 2>&1
+# The GPU's clock, power and utilization every 100 ms for the whole call: what a median or a
+# gap between timing loops can be held against (the benchmarks' own 500 ms sampling is separate).
+nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,power.draw,temperature.gpu --format=csv,noheader \
+  -lms 100 > "$OUT/smi_trace.csv" 2>/dev/null &
+trace=$!
+trap 'kill $trace 2>/dev/null' EXIT
 
 status=0
 for name in "$@"; do
@@ -44,6 +52,8 @@ for name in "$@"; do
     throughput) cmd=(python3 benchmarks/throughput.py) ;;
     verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy) ;;
     verdicts_ab) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
+    verdicts_overlap) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --overlap-ab) ;;
+    fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
     planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;

@@ -207,6 +207,21 @@ def jobs_window(results: list[dict]) -> tuple[float, float] | None:
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
 
 
+def loop_gaps(rows: list[dict]) -> dict:
+    """Between one timing loop and the next on the same device: what the GPU waits through
+    that is not timed (the end of one job, the start of the next), from the children's epoch
+    marks (`loop_began_at`, `loop_ended_at`); one device's rows at a time."""
+    loops = sorted((p["loop_began_at"], p["loop_ended_at"]) for p in (r.get("phases") or {} for r in rows)
+                   if p.get("loop_began_at") and p.get("loop_ended_at"))
+    gaps = [max(0.0, b[0] - a[1]) for a, b in zip(loops, loops[1:])]
+    if not gaps:
+        return {}
+    gaps.sort()
+    return {"loops": len(loops), "in_loops_s": round(sum(e - b for b, e in loops), 2),
+            "gaps_s": round(sum(gaps), 2), "gap_median_s": round(gaps[len(gaps) // 2], 3),
+            "gap_max_s": round(gaps[-1], 3)}
+
+
 def figures(s: dict, db: Path, kind: str, n_devices: int) -> dict:
     results = stored_results(db, s["started"], s["ended"])
     device_rows = [r for r in results if r["device"].startswith(kind)]
@@ -223,6 +238,8 @@ def figures(s: dict, db: Path, kind: str, n_devices: int) -> dict:
            "driver_outside_jobs_s": round(sum(v for k, v in phases.items()
                                               if k not in ("builds_and_jobs", "paired")), 1),
            "driver": phases, "device_phases": phase_totals(device_rows),
+           "loop_gaps": loop_gaps(device_rows) if n_devices == 1 else {},
+           "jobs": [{k: r.get(k) for k in ("variant", "shape", "dtype", "status", "phases")} for r in device_rows],
            "medians": {f"{r['variant']} {r['shape']} {r['dtype']}": r["median_s"] for r in device_rows
                        if r["status"] == "ok" and r.get("median_s")}}
     if "rows" in s:  # a compare
@@ -304,6 +321,40 @@ def print_table(rows: list[dict]) -> None:
     for f in rows:
         if f.get("device_phases"):
             print(f"  {f['name']:32} " + " ".join(f"{k}={v:.1f}" for k, v in f["device_phases"].items()))
+    print("\nbetween timing loops on the device (one job's end and the next one's start, untimed):")
+    for f in rows:
+        g = f.get("loop_gaps")
+        if g:
+            print(f"  {f['name']:32} {g['loops']} loops, {g['in_loops_s']:.1f} s in loops, {g['gaps_s']:.1f} s "
+                  f"between (median {g['gap_median_s'] * 1e3:.0f} ms, largest {g['gap_max_s'] * 1e3:.0f} ms)")
+
+
+def overlap_ab(kind: str, gpus: int, table: list[dict]) -> list[dict]:
+    """`run A` with the GPU slots' overlap off (FLOPWATCH_OVERLAP=0: one job per slot at a
+    time; read by the driver, so the kept Ray serves both), then on again: what the next
+    job's early start saves, and whether it moves a median. The table's cached run (on) is a
+    third run, to tell run-to-run noise from an effect."""
+    shas = json.loads((OUT / "shas.json").read_text())
+    repo, db = OUT / "suite", OUT / f"shared_{gpus}gpu.db"
+    rows = []
+    for name, overlap in (("run_overlap_off", "0"), ("run_overlap_on", "")):
+        s = flopwatch(repo, f"{name}_{gpus}gpu", db, kind, "run", shas["A"], "--num-gpus", str(gpus),
+                      env_extra={"FLOPWATCH_OVERLAP": overlap})
+        rows.append(figures(s, db, kind, gpus))
+    print_table(rows)
+    _medians_ab(rows, table, gpus, "overlap")
+    return rows
+
+
+def _medians_ab(rows: list[dict], table: list[dict], gpus: int, what: str) -> None:
+    off, on = rows[0]["medians"], rows[1]["medians"]
+    cached = next((r["medians"] for r in table if r["name"] == f"run_{gpus}gpu"), {})
+    print(f"\nmedians, {what} off vs on (and the table's cached run, on, vs this on: run-to-run noise):")
+    print(f"  {'series':48} {'off ms':>10} {'on ms':>10} {'on/off':>8} {'on/on':>8}")
+    for key in sorted(set(off) & set(on)):
+        again = f"{100 * (on[key] / cached[key] - 1):+.2f}%" if key in cached else "—"
+        print(f"  {key:48} {off[key] * 1e3:>10.4f} {on[key] * 1e3:>10.4f} {100 * (on[key] / off[key] - 1):+7.2f}% "
+              f"{again:>8}")
 
 
 def spare_ab(kind: str, gpus: int, table: list[dict]) -> list[dict]:
@@ -319,14 +370,7 @@ def spare_ab(kind: str, gpus: int, table: list[dict]) -> list[dict]:
                       env_extra={"FLOPWATCH_RAY_REUSE": "0", "FLOPWATCH_SPARE": spares})
         rows.append(figures(s, db, kind, gpus))
     print_table(rows)
-    off, on = rows[0]["medians"], rows[1]["medians"]
-    cached = next((r["medians"] for r in table if r["name"] == f"run_{gpus}gpu"), {})
-    print("\nmedians, spares off vs on (and the table's cached run, on, vs this on: run-to-run noise):")
-    print(f"  {'series':48} {'off ms':>10} {'on ms':>10} {'on/off':>8} {'on/on':>8}")
-    for key in sorted(set(off) & set(on)):
-        again = f"{100 * (on[key] / cached[key] - 1):+.2f}%" if key in cached else "—"
-        print(f"  {key:48} {off[key] * 1e3:>10.4f} {on[key] * 1e3:>10.4f} {100 * (on[key] / off[key] - 1):+7.2f}% "
-              f"{again:>8}")
+    _medians_ab(rows, table, gpus, "spares")
     return rows
 
 
@@ -420,6 +464,8 @@ def main() -> None:
                                              "(e.g. gemm,copy: the suite of issue 15's table); default all")
     p.add_argument("--spare-ab", action="store_true",
                    help="after the table, `run A` with the slots' spare processes off and on (GPU machines)")
+    p.add_argument("--overlap-ab", action="store_true",
+                   help="after the table, `run A` with the GPU slots' next-job overlap off and on (GPU machines)")
     args = p.parse_args()
     OPS[:] = [op for op in args.ops.split(",") if op]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -437,9 +483,13 @@ def main() -> None:
     (OUT / "figures.json").write_text(json.dumps(rows, indent=1))
     print(f"\nmachine: {kind}, GPU counts {counts}; suite: {', '.join(OPS) or 'all ops'}; OUT {OUT}")
     print_table(rows)
+    extra = []
     if args.spare_ab and kind != "cpu":
-        ab = spare_ab(kind, counts[0], rows)
-        (OUT / "figures.json").write_text(json.dumps(rows + ab, indent=1))
+        extra += spare_ab(kind, counts[0], rows)
+    if args.overlap_ab and kind != "cpu":
+        extra += overlap_ab(kind, counts[0], rows)
+    if extra:
+        (OUT / "figures.json").write_text(json.dumps(rows + extra, indent=1))
 
 
 if __name__ == "__main__":
