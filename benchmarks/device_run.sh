@@ -13,6 +13,8 @@
 # verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
 # verdicts_overlap  the same, then `run` with the next-job overlap off and on (its saving; medians off vs on)
 # fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
+# startup     what a command's interpreter start and imports cost on this machine (the driver's "python" phase)
+# triton_first  benchmarks/triton_first_call.py (a Triton kernel's first call in a forked job process, cold and warmed)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
 # settled     timing_fidelity.py on gemm+copy with a third rule: 3 s of sampling, the reference both are held to
 # spare_prep  benchmarks/spare_prep.py (what a spare's preparation costs; does it move medians beside it)
@@ -53,6 +55,15 @@ for name in "$@"; do
     verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy) ;;
     verdicts_ab) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
     verdicts_overlap) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --overlap-ab) ;;
+    startup) cmd=(python3 -c 'import subprocess, sys, time
+print(sys.version, "dont_write_bytecode", sys.flags.dont_write_bytecode)
+for code in ("pass", "import torch", "import ray", "import pipeline.cli") * 2:
+    t0 = time.perf_counter(); subprocess.run([sys.executable, "-c", code], check=True)
+    print(f"python3 -c {code!r}: {time.perf_counter() - t0:.2f} s")
+out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pipeline.cli"], capture_output=True, text=True).stderr
+rows = [l for l in out.splitlines() if l.startswith("import time:") and "|" in l and l.split("|")[1].strip().isdigit()]
+print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
+    triton_first) cmd=(python3 benchmarks/triton_first_call.py) ;;
     fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
     planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;

@@ -1,0 +1,102 @@
+"""What a Triton kernel's first call costs in a job's process, and how much of it a spare can
+pay ahead (`workers.spare`), on one NVIDIA GPU.
+
+A job's process is forked from the slot's warm runner, which has imported torch and triton but
+never touched the GPU. Its kernel's first call then finds the compiled kernel in Triton's disk
+cache, loads it and its launcher, and starts Triton's driver in that process. This script forks
+such processes the same way and times, each over `--trials` processes:
+
+  cold        the kernel's first call in a fresh process (context made first, as a spare does)
+  after warm  the same after the process first ran a different, tiny Triton kernel (what a
+              spare could do in its preparation: Triton's driver, launcher machinery, its first
+              module load), and how long that warm-up itself took
+
+    python3 benchmarks/triton_first_call.py [--trials 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+@triton.jit
+def _tiny(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+def _kernel_first_call() -> float:
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.empty_like(x)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    _scale[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), 2.0, BLOCK=1024)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _warm() -> float:
+    t0 = time.perf_counter()
+    z = torch.zeros(128, device="cuda")
+    _tiny[(1,)](z, BLOCK=128)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _in_child(warm: bool) -> dict:
+    """Fork; in the child: context, optionally the warm-up, then the kernel's first call."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        torch.cuda.set_device(0)
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        out = {"warm_s": _warm() if warm else 0.0}
+        out["first_call_s"] = _kernel_first_call()
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trials", type=int, default=5)
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("triton_first_call: needs a GPU", file=sys.stderr)
+        return 2
+    _in_child(warm=True)  # compiles both kernels into Triton's disk cache, as a job's earlier run had
+    cold = [_in_child(warm=False) for _ in range(args.trials)]
+    warm = [_in_child(warm=True) for _ in range(args.trials)]
+    med = statistics.median
+    print(f"first call of a cached Triton kernel in a fresh forked process ({args.trials} processes each):")
+    print(f"  cold        {med(c['first_call_s'] for c in cold) * 1e3:7.1f} ms")
+    print(f"  after warm  {med(c['first_call_s'] for c in warm) * 1e3:7.1f} ms "
+          f"(the warm-up itself {med(c['warm_s'] for c in warm) * 1e3:.1f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
