@@ -27,6 +27,7 @@ MARK = "FLOPWATCH_HANDOFF_TEST"
 BODY = """
 import os, time
 from workers import handoff
+open({marks!r} + "/{name}.loaded", "w").close()  # its process runs
 _first = [True]
 def gemm(a, b, c):
     c.copy_(a @ b.T)
@@ -63,12 +64,16 @@ def _job(v, files, launcher, timeout_s: float, out: dict, key: str) -> None:
     out[key + "_returned"] = time.time()
 
 
-def _two_at_once(zygote: Zygote, first, second, second_timeout_s: float = 120.0) -> dict:
-    """`first` sent, then `second` while it runs, from two threads (as a GPU slot's actor does)."""
+def _two_at_once(zygote: Zygote, loaded: Path, first, second, second_timeout_s: float = 120.0) -> dict:
+    """`first` sent, then `second` once the first one's process runs (its kernel module wrote
+    `loaded`), from two threads (as a GPU slot's actor does)."""
     out: dict = {}
+    zygote.ensure_started()
     a = threading.Thread(target=_job, args=(*first, zygote.run, 120.0, out, "a"))
     a.start()
-    time.sleep(0.5)  # the first is at its runner before the second is sent
+    deadline = time.monotonic() + 120
+    while not loaded.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     b = threading.Thread(target=_job, args=(*second, zygote.run, second_timeout_s, out, "b"))
     b.start()
     a.join(180)
@@ -94,7 +99,7 @@ def test_the_next_job_starts_when_the_running_one_has_timed_and_each_keeps_its_o
     marks.mkdir()
     first = _variant(tmp_path, "a", marks, release=True, sleep_s=3.0, daemon=True)
     second = _variant(tmp_path, "b", marks, release=False, sleep_s=2.0)  # alive when a's daemon appears; ends first
-    out = _two_at_once(zygote, first, second)
+    out = _two_at_once(zygote, marks / "a.loaded", first, second)
     a, b = out["a"], out["b"]
     assert a.status == "ok" and b.status == "ok", (a.diagnostic, b.diagnostic)
     # b began while a was still in its tail (its 3 s after saying it had timed)...
@@ -112,12 +117,15 @@ def test_a_job_that_never_says_it_has_timed_keeps_the_next_one_waiting_until_it_
     marks.mkdir()
     first = _variant(tmp_path, "a", marks, release=False, sleep_s=2.0)
     second = _variant(tmp_path, "b", marks, release=False)
-    out = _two_at_once(zygote, first, second, second_timeout_s=1.5)
+    out = _two_at_once(zygote, marks / "a.loaded", first, second, second_timeout_s=1.5)
     assert out["a"].status == "ok" and out["b"].status == "ok", (out["a"].diagnostic, out["b"].diagnostic)
     # The second's first call came after the first had ended, and its 1.5 s timeout counted from
     # its own start, not from when it was sent (it waited longer than that behind the first).
     assert _first_call(marks, "b") > _first_call(marks, "a") + 2.0
     assert not out["b"].diagnostic
+    # The wait is its own phase: neither the job's device time nor the slot's start-up.
+    assert out["b"].phases["handoff_wait_s"] > 1.0 and out["b"].phases["start_s"] < 1.0
+    assert "handoff_wait_s" not in out["a"].phases
 
 
 def test_a_crash_in_the_tail_of_the_first_costs_the_second_nothing(zygote, tmp_path):
@@ -129,7 +137,7 @@ def test_a_crash_in_the_tail_of_the_first_costs_the_second_nothing(zygote, tmp_p
                            + "\n_real = gemm\ndef gemm(a, b, c):\n    _real(a, b, c)\n"
                            "    import ctypes; ctypes.string_at(0)\n", timeout_s=120)
     second = _variant(tmp_path, "b", marks, release=False)
-    out = _two_at_once(zygote, crash, second)
+    out = _two_at_once(zygote, marks / "crash.loaded", crash, second)
     assert out["a"].status == "crashed" and "SIGSEGV" in out["a"].diagnostic
     assert out["b"].status == "ok", out["b"].diagnostic
 
@@ -156,7 +164,7 @@ def test_a_spares_job_says_it_on_the_pipe_it_said_ready_on(tmp_path):
         out: dict = {}
         _job(*warm, z.run, 120.0, out, "w")  # leaves spares prepared for the next two
         assert out["w"].status == "ok"
-        out = _two_at_once(z, _variant(tmp_path, "a", marks, release=True, sleep_s=3.0),
+        out = _two_at_once(z, marks / "a.loaded", _variant(tmp_path, "a", marks, release=True, sleep_s=3.0),
                            _variant(tmp_path, "b", marks, release=False))
         assert out["a"].status == "ok" and out["b"].status == "ok", (out["a"].diagnostic, out["b"].diagnostic)
         assert _first_call(marks, "b") < out["a_returned"] - 1.0

@@ -81,8 +81,8 @@ def test_spawned_and_forked_children_write_the_same_outcome_fields(zygote, tmp_p
         folder.mkdir()
         outcomes.append(launcher(["--env", "env.json"], 120, folder))
         seen.append(json.loads((folder / "env.json").read_text()))
-    forked, spawned = (dataclasses.replace(o, seconds=0.0) for o in outcomes)
-    assert forked == spawned  # every field but the time: exit status, signal, tails, left behind
+    forked, spawned = (dataclasses.replace(o, seconds=0.0, waited_s=0.0) for o in outcomes)
+    assert forked == spawned  # every field but the times: exit status, signal, tails, left behind
     assert forked.returncode == 0 and not forked.timed_out and forked.left_behind == 0
     assert seen[0]["visible"] == seen[1]["visible"] and seen[0]["pid"] != seen[1]["pid"]
     a = run_child(["python3", "-c", "import sys; sys.stderr.write('x'); sys.exit(3)"], 60, tmp_path)

@@ -75,6 +75,10 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     if data is None:
         # A child that hung or died reported no phases: the device was held for all of it.
         phases = {"timing_s": outcome.seconds}
+    if outcome.waited_s:
+        # Queued at the slot's runner behind the job before it (`workers.handoff`): neither this
+        # job's device time nor the slot's overhead.
+        phases["handoff_wait_s"] = round(outcome.waited_s, 4)
     spent = sum(v for k, v in phases.items() if k.endswith("_s"))  # durations, not the `_at` epoch marks
     phases["start_s"] = round(max(0.0, time.perf_counter() - began - spent), 4)
     base["phases"] = phases

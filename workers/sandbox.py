@@ -26,6 +26,9 @@ class ChildOutcome:
     left_behind: int = 0
     # The job's processes wrote more than the caller's limit in total: stopped there.
     write_limit_hit: bool = False
+    # Seconds the request waited at a warm runner for the job ahead of it to finish timing
+    # (`workers.handoff`) before its child started; not part of `seconds`.
+    waited_s: float = 0.0
 
 
 # What a job's process may write to one file (its stdout and stderr are files; profiler reports
@@ -100,14 +103,14 @@ def run_child(argv: list[str], timeout_s: float, workdir: Path, env: dict | None
 
 
 def outcome_from(code: int | None, timed_out: bool, seconds: float, workdir: Path, left_behind: int = 0,
-                 write_limit_hit: bool = False) -> ChildOutcome:
+                 write_limit_hit: bool = False, waited_s: float = 0.0) -> ChildOutcome:
     """The record of a finished child (spawned here or forked by a zygote) that wrote its
     stdout/stderr into `workdir`; a negative `code` is the signal that killed it."""
     sig = ""
     if code is not None and code < 0:
         sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
     return ChildOutcome(code, sig, timed_out, seconds, tail(workdir / "stderr.txt"), tail(workdir / "stdout.txt"),
-                        left_behind, write_limit_hit)
+                        left_behind, write_limit_hit, waited_s)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -127,6 +127,7 @@ class _Running:
     deadline: float
     max_write_bytes: int | None
     handoff_fd: int | None  # read end of the job's `workers.handoff` pipe
+    waited_s: float = 0.0  # from its request's arrival to its start
     released: bool = False  # it said its timing loop is over (or can no longer say so)
 
 
@@ -190,10 +191,11 @@ class _Runner:
         while b"\n" in self.inbox:
             line, self.inbox = self.inbox.split(b"\n", 1)
             if line.strip():
-                self.waiting.append(json.loads(line))
+                self.waiting.append({**json.loads(line), "_received": time.monotonic()})
         return True
 
     def _start(self, req: dict) -> None:
+        waited_s = time.monotonic() - req.get("_received", time.monotonic())
         scope = Scope(own_session=True, nested=False)  # what already runs (other jobs, spares) is not its
         pid, handoff_fd = None, None
         if self.prepared:
@@ -218,7 +220,8 @@ class _Runner:
         self.proto.write(json.dumps({"id": req.get("id"), "pid": pid}) + "\n")
         now = time.monotonic()
         self.running[pid] = _Running(req.get("id"), pid, os.pidfd_open(pid), scope, now,
-                                     now + float(req["timeout_s"]), req.get("max_write_bytes"), handoff_fd)
+                                     now + float(req["timeout_s"]), req.get("max_write_bytes"), handoff_fd,
+                                     waited_s=waited_s)
         self.next_write_poll = now + WRITE_POLL_S
         # The next jobs' processes prepare while this one runs; they are no job's.
         while self.spare_kind and len(self.prepared) < spare.IN_FLIGHT:
@@ -252,7 +255,8 @@ class _Runner:
         self.idle_since = time.monotonic()
         self.proto.write(json.dumps({"id": job.req_id, "returncode": os.waitstatus_to_exitcode(st),
                                      "timed_out": timed_out, "left_behind": left, "write_limit_hit": over_limit,
-                                     "seconds": round(time.monotonic() - job.started, 3)}) + "\n")
+                                     "seconds": round(time.monotonic() - job.started, 3),
+                                     "waited_s": round(job.waited_s, 3)}) + "\n")
 
     def _enforce_limits(self) -> None:
         """Kill a job at its timeout, or when its processes wrote more than its limit."""
@@ -316,10 +320,21 @@ def _handed(cwd: str, args: list[str], handoff_fd: int | None = None) -> None:
 
 def _import_triton() -> None:
     """Triton's import (about a second) paid once here rather than by every Triton job. It
-    creates no GPU context: its driver starts at the first launch."""
+    creates no GPU context: its driver starts at the first launch. Its compiler key too: a hash
+    of Triton's own sources and shared library that every process computes once, before its
+    first kernel is looked up in the disk cache (benchmarks/triton_first_call.py); host work
+    only, so it is taken here and every forked job inherits it."""
     try:
         import triton  # noqa: F401
     except Exception:  # noqa: BLE001 — not installed, or broken: a Triton job reports it itself
+        return
+    try:
+        try:
+            from triton.runtime.cache import triton_key
+        except ImportError:
+            from triton.compiler.compiler import triton_key
+        triton_key()
+    except Exception:  # noqa: BLE001 — another Triton: its jobs take the key themselves, as before
         pass
 
 
@@ -461,7 +476,8 @@ class Zygote:
                     self._replies.pop(req_id, None)
                     self._timeouts.pop(req_id, None)
             return outcome_from(done["returncode"], done["timed_out"], done["seconds"], workdir,
-                                left_behind=done.get("left_behind", 0), write_limit_hit=done.get("write_limit_hit", False))
+                                left_behind=done.get("left_behind", 0), write_limit_hit=done.get("write_limit_hit", False),
+                                waited_s=done.get("waited_s", 0.0))
         raise AssertionError("unreachable")
 
     def _discard(self, child_pid: int | None, proc: subprocess.Popen | None = None) -> None:
