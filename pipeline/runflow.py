@@ -294,6 +294,7 @@ class _Stream:
         # The profiler runs in the slot after its job's child has ended, holding the GPU: the
         # next job must not start beside it. A spawned child per job has no runner to queue at.
         self.pool.overlap = slots.overlap_wanted(dict(os.environ)) and not (options.profile or options.spawn_per_job)
+        self.batched = batch_kinds(dict(os.environ), options)
         self.cache = build_cache.builds_dir(session.cache)
         self.first_submit: float | None = None
         self.last_result: dict[str, float] = {}  # slot -> driver time of its last result
@@ -366,25 +367,29 @@ class _Stream:
                 if tag is None:
                     continue  # its slot failed in Ray: `settle` retries it elsewhere or gives it up
                 self.last_result[slot.name] = time.time()
-                r = _with_queue(_collect(self.session, ref, *tag[1:4]), enqueued_at)
-                self.measured.append((slot.name, r))
-                if tag[0] == "peer_check":
-                    self.peer_rows.append({"slot": slot.name, "node_id": slot.node_id, "variant": r.variant,
-                                           "shape": r.shape, "dtype": r.dtype, "status": r.status,
-                                           "median_s": r.median_s, "uuid": r.device_info.get("uuid", ""),
-                                           "pci_bus_id": r.device_info.get("pci_bus_id", "")})
-                    continue
-                self.keep(r)
-                self.advance(f"{r.variant} {r.shape} {r.status}")
+                collected = _collect_batch(self.session, ref, *tag[1:4]) if tag[0] == "batch" else \
+                    [_collect(self.session, ref, *tag[1:4])]
+                for r in collected:
+                    r = _with_queue(r, enqueued_at)
+                    self.measured.append((slot.name, r))
+                    if tag[0] == "peer_check":
+                        self.peer_rows.append({"slot": slot.name, "node_id": slot.node_id, "variant": r.variant,
+                                               "shape": r.shape, "dtype": r.dtype, "status": r.status,
+                                               "median_s": r.median_s, "uuid": r.device_info.get("uuid", ""),
+                                               "pci_bus_id": r.device_info.get("pci_bus_id", "")})
+                        continue
+                    self.keep(r)
+                    self.advance(f"{r.variant} {r.shape} {r.status}")
 
     def _given_up(self, g: slots.GivenUp) -> None:
         """A job whose slot's node was lost and that no other slot could run: recorded `lost`
         with the node named, so the run completes and `--resume` measures it later."""
-        if g.tag[0] != "job":
+        if g.tag[0] not in ("job", "batch"):
             return  # a peer-check measurement of the lost device: nothing to record
-        _, job, v, build = g.tag
-        self.keep(_lost_result(self.session, job, v, build, g.reason, g.node_id, g.slot))
-        self.advance(f"{v.name} {job.shape.key} lost")
+        what, job, v, build = g.tag
+        for one in job if what == "batch" else [job]:
+            self.keep(_lost_result(self.session, one, v, build, g.reason, g.node_id, g.slot))
+            self.advance(f"{v.name} {one.shape.key} lost")
 
     def _build_lost(self, v: Variant, exc: Exception) -> None:
         """The build task failed in Ray (its node was lost and Ray's retries ran out, or its
@@ -407,6 +412,7 @@ class _Stream:
             if build.ok:
                 self.outcome.artifacts[v.name] = ray.put(files)
         session, options = self.session, self.options
+        runnable: dict[str, list[Job]] = {}
         for job in self.outcome.jobs_of(v.name):
             key = (job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind),
                    build.build_hash if build else "")
@@ -419,7 +425,13 @@ class _Stream:
                 self.keep(pre)
                 self.advance(f"{pre.variant} {pre.shape} {pre.status}")
                 continue
-            self._submit(("job", job, v, build), job.device_kind, self._settings(job))
+            runnable.setdefault(job.device_kind, []).append(job)
+        for kind, jobs in runnable.items():
+            if kind in self.batched and len(jobs) > 1:  # its shapes in one process (`workers.batch`)
+                self._submit(("batch", jobs, v, build), kind, self._settings(jobs[0]))
+            else:
+                for job in jobs:
+                    self._submit(("job", job, v, build), kind, self._settings(job))
         if v.peer and build is not None and build.ok:
             self._peer_check(v, build)
 
@@ -434,12 +446,15 @@ class _Stream:
             # CPU timings must not share the cores with compilers: they start when the builds end.
             self.deferred.append((tag, kind, settings, slot))
             return
-        _, job, v, build = tag
+        what, job, v, build = tag
         if self.first_submit is None:
             self.first_submit = time.time()
-        args = (job.to_dict(), v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
-        cost = self.expected.get((job.variant, job.shape.key, job.dtype, settings["device_key"]), 0.0)
-        self.pool.submit(kind, "run", args, tag, slot=slot, cost_s=cost, work=_work(v, job))
+        jobs = job if what == "batch" else [job]
+        first = [j.to_dict() for j in jobs] if what == "batch" else job.to_dict()
+        args = (first, v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
+        cost = sum(self.expected.get((j.variant, j.shape.key, j.dtype, settings["device_key"]), 0.0) for j in jobs)
+        self.pool.submit(kind, "run_batch" if what == "batch" else "run", args, tag, slot=slot, cost_s=cost,
+                         work=sum(_work(v, j) for j in jobs))
 
     def _peer_check(self, v: Variant, build: BuildResult) -> None:
         """Once per run and op: the peer at one shape on every slot of a node that has several
@@ -520,6 +535,27 @@ def _collect(session: Session, ref, job: Job, v: Variant, build: BuildResult) ->
                       build_hash=build.build_hash, toolchain=build.toolchain,
                       diagnostic=f"the run task failed on its node: {type(exc).__name__}: "
                                  f"{first[-1] if first else ''}"[:600], stderr_tail=str(exc)[-4000:])
+
+
+def _collect_batch(session: Session, ref, jobs: list[Job], v: Variant, build: BuildResult) -> list[Result]:
+    """The results of a `run_batch` call, in its jobs' order; a call that failed in Ray makes
+    each of its jobs a recorded `crashed` result, as `_collect` does for one."""
+    try:
+        return [Result.from_dict(d) for d in ray.get(ref)]
+    except (ray.exceptions.RayError, ValueError):
+        return [_collect(session, ref, job, v, build) for job in jobs]
+
+
+BATCH_ENV = "FLOPWATCH_BATCH"  # "0": a process per job; "all": CPU variants' shapes share one too
+
+
+def batch_kinds(env: dict, options: RunOptions) -> set[str]:
+    """The device kinds whose variants run their shapes in one process (`workers.batch`): the
+    GPUs, where a process costs a context and first uses. Not when profiling: the profiler
+    replays each job's call in a process of its own after the job."""
+    if env.get(BATCH_ENV) == "0" or options.profile or options.spawn_per_job:
+        return set()
+    return {"cuda", "rocm", "cpu"} if env.get(BATCH_ENV) == "all" else {"cuda", "rocm"}
 
 
 def _wanted(job: Job, options: RunOptions) -> bool:

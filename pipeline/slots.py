@@ -170,6 +170,23 @@ class DeviceSlot:
         result["phases"] = {**result["phases"], "started_at": started_at}
         return result
 
+    def run_batch(self, jobs: list, variant: dict, build: dict, artifact: dict, settings: dict) -> list[dict]:
+        """The jobs of one variant in one process of this slot (`workers.batch`)."""
+        from workers.batch import execute_batch
+
+        started_at = time.time()
+        settings = self._with_host_threads(settings)
+        results = execute_batch([Job.from_dict(j) for j in jobs], Variant.from_dict(variant),
+                                BuildResult.from_dict(build), artifact, settings, self._launcher(settings))
+        node = ray.get_runtime_context().get_node_id()
+        out = []
+        for r in results:
+            d = r.to_dict()
+            d["device_info"] = {**d["device_info"], "ray_node_id": node, "slot": self.name}
+            d["phases"] = {**d["phases"], "started_at": started_at}
+            out.append(d)
+        return out
+
     def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
         settings = self._with_host_threads(settings)
         return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),

@@ -8,6 +8,7 @@ from the exit status and the stderr tail; this file only reports what it measure
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
 import sys
@@ -247,9 +248,11 @@ def pair(spec: dict) -> dict:
     return {"status": "ok", "pair_samples": samples}
 
 
-def run(spec: dict) -> dict:
+def run(spec: dict, release: bool = True) -> dict:
     """Check, then time; `phases` says where the child's time went (load = GPU context, inputs
-    of the binding and the library load; correctness; warm-up; timing)."""
+    of the binding and the library load; correctness; warm-up; timing). `release`: say after
+    the timing loop that the next job may start (`workers.handoff`); not before the last job of
+    a batch."""
     clock = time.perf_counter()
     # Durations end in `_s`; epoch marks end in `_at` (where the timing loop sat in the slot's
     # timeline: what the next job's process may overlap, and what a benchmark lines up with
@@ -326,7 +329,7 @@ def run(spec: dict) -> dict:
                               after_first=keep_first)
     lap("timing_s")
     phases["loop_ended_at"] = time.time()
-    if kind != "cpu":
+    if kind != "cpu" and release:
         handoff.timing_done()  # the next job's process may start its checks beside what follows
     if armed is not None:
         # Held shared: the next job's timing loop waits for this step as for a spare's.
@@ -380,18 +383,49 @@ def main(argv: list[str]) -> int:
     spec = json.loads(spec_path.read_text())
     if spec.get("threads"):
         torch.set_num_threads(int(spec["threads"]))
+    if spec.get("mode") == "batch":
+        run_batch(spec, result_path)
+        return 0
+    _write(result_path, json.dumps(_reported(lambda: pair(spec) if spec.get("mode") == "pair" else run(spec))))
+    return 0
+
+
+def run_batch(spec: dict, out_dir: Path) -> None:
+    """The jobs of one variant, in this one process and in order (`workers.batch`): before each,
+    its index in `current.txt` and a watchdog at its timeout (faulthandler ends the process
+    there with the stack on stderr, whatever the main thread is blocked in); after each, its
+    `result<i>.json` in `out_dir`. A job that does not end `ok` ends the batch: whatever it may
+    have broken in this process, the jobs after it run in processes of their own."""
+    jobs = spec["jobs"]
+    for i, job in enumerate(jobs):
+        _write(out_dir / "current.txt", str(i))
+        faulthandler.dump_traceback_later(float(job["timeout_s"]), exit=True)
+        try:
+            result = _reported(lambda: run(job, release=i == len(jobs) - 1))  # noqa: B023 (called here)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        _write(out_dir / f"result{i}.json", json.dumps(result))
+        if result.get("status") != "ok":
+            return
+
+
+def _reported(measure) -> dict:
+    """`measure()`'s result, or the failure it raised as a result (the traceback on stderr)."""
     try:
-        result = pair(spec) if spec.get("mode") == "pair" else run(spec)
+        return measure()
     except OpCodeError as exc:  # the repository's op is wrong, not the kernel under test
         traceback.print_exc()
-        result = {"status": "invalid", "diagnostic": str(exc)}
+        return {"status": "invalid", "diagnostic": str(exc)}
     except Exception as exc:  # reported, then the parent marks the job crashed
         traceback.print_exc()
-        result = {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}
-    tmp = result_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, result_path)
-    return 0
+        return {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: a reader never sees half a file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

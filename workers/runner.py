@@ -44,23 +44,13 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     own (load, correctness, warm-up, timing), the profile, and `start_s` = everything else
     this took (unpacking, process start, writing and reading the result)."""
     began = time.perf_counter()
-    itemsize = torch_dtype(job.dtype).itemsize
-    # A repository op's counts are its code's: they come back from the sandboxed child.
-    op = None if variant.repo_op else get_op(variant.op)
-    base = dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,
-                dtype=job.dtype, device=settings.get("device_key", job.device_kind), build_hash=build.build_hash,
-                toolchain=build.toolchain, flops=op.flops(job.shape.dims) if op else 0.0,
-                bytes_moved=op.bytes_moved(job.shape.dims, itemsize) if op else 0.0, peer=variant.peer,
-                resources=build.analysis)
+    base = job_base(job, variant, build, settings)
     with tempfile.TemporaryDirectory(prefix="flopwatch-job-") as tmp:
         work = Path(tmp)
         unpack(artifact, work / "artifact")
-        seeds = [secrets.randbelow(2**31) for _ in range(2)]  # fresh inputs every check
-        spec = {"variant": variant.to_dict(), "device_kind": job.device_kind, "dims": job.shape.dims,
-                "dtype": job.dtype, "artifact": str(work / "artifact"), "seeds": seeds,
-                "timing": settings.get("timing", {}), "threads": settings.get("threads")}
+        spec = job_spec(job, variant, work, settings)
         (work / "spec.json").write_text(json.dumps(spec))
-        timeout = float(settings.get("timeout_s") or variant.timeout_s)
+        timeout = job_timeout(variant, settings)
         max_write = (settings.get("limits") or {}).get("job_write_bytes")
         outcome = launcher(["spec.json", "result.json"], timeout, work, max_write_bytes=max_write)
         result_file = work / "result.json"
@@ -75,22 +65,65 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
     if data is None:
         # A child that hung or died reported no phases: the device was held for all of it.
         phases = {"timing_s": outcome.seconds}
+    overhead_phases(phases, outcome, time.perf_counter() - began)
+    return classify({**base, "phases": phases}, data, outcome, timeout, max_write, build, outcome.left_behind)
+
+
+def job_base(job: Job, variant: Variant, build: BuildResult, settings: dict) -> dict:
+    """The fields of a job's `Result` known before it runs (its counts from the op)."""
+    itemsize = torch_dtype(job.dtype).itemsize
+    # A repository op's counts are its code's: they come back from the sandboxed child.
+    op = None if variant.repo_op else get_op(variant.op)
+    return dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,
+                dtype=job.dtype, device=settings.get("device_key", job.device_kind), build_hash=build.build_hash,
+                toolchain=build.toolchain, flops=op.flops(job.shape.dims) if op else 0.0,
+                bytes_moved=op.bytes_moved(job.shape.dims, itemsize) if op else 0.0, peer=variant.peer,
+                resources=build.analysis)
+
+
+def job_spec(job: Job, variant: Variant, work: Path, settings: dict) -> dict:
+    """What the child needs to check and time `job` (its artifact unpacked under `work`)."""
+    seeds = [secrets.randbelow(2**31) for _ in range(2)]  # fresh inputs every check
+    return {"variant": variant.to_dict(), "device_kind": job.device_kind, "dims": job.shape.dims,
+            "dtype": job.dtype, "artifact": str(work / "artifact"), "seeds": seeds,
+            "timing": settings.get("timing", {}), "threads": settings.get("threads")}
+
+
+def job_timeout(variant: Variant, settings: dict) -> float:
+    return float(settings.get("timeout_s") or variant.timeout_s)
+
+
+def overhead_phases(phases: dict, outcome: ChildOutcome, elapsed_s: float, children_s: float | None = None) -> None:
+    """Add to a job's phases its wait at the runner and `start_s`: what the slot spent around
+    the child (unpacking, starting it, reading its result). `children_s`: the child phases of
+    every job that shared the process (this job's alone when None)."""
     if outcome.waited_s:
         # Queued at the slot's runner behind the job before it (`workers.handoff`): neither this
         # job's device time nor the slot's overhead.
         phases["handoff_wait_s"] = round(outcome.waited_s, 4)
     spent = sum(v for k, v in phases.items() if k.endswith("_s"))  # durations, not the `_at` epoch marks
-    phases["start_s"] = round(max(0.0, time.perf_counter() - began - spent), 4)
-    base["phases"] = phases
-    notes = [containment.note(outcome.left_behind)]
+    if children_s is not None:
+        spent += children_s
+    phases["start_s"] = round(max(0.0, elapsed_s - spent), 4)
+
+
+def classify(base: dict, data: dict | None, outcome: ChildOutcome, timeout: float, max_write: int | None,
+             build: BuildResult, left_behind: int, timed_out: bool | None = None,
+             over_limit: bool | None = None) -> Result:
+    """The `Result` of one job from what its child wrote (`data`, None if nothing) and how the
+    child ended. `timed_out`, `over_limit`: whether this job ran out of time or past the write
+    limit (default: how the child ended; False for a job that finished before the child ended)."""
+    timed_out = outcome.timed_out if timed_out is None else timed_out
+    over_limit = outcome.write_limit_hit if over_limit is None else over_limit
+    notes = [containment.note(left_behind)]
     if build.left_behind:
         notes.append(f"its build {containment.note(build.left_behind)}")
     notes = "; ".join(n for n in notes if n)
-    if outcome.write_limit_hit:
+    if over_limit:
         result = Result(**base, status=status.CRASHED, stderr_tail=outcome.stderr_tail,
                         diagnostic=f"stopped: the job's processes wrote more than {max_write / 2**20:.0f} MiB "
                                    "(the per-job write limit, job_write_bytes in pipeline/config.py)")
-    elif outcome.timed_out:
+    elif timed_out:
         result = Result(**base, status=status.TIMEOUT, stderr_tail=outcome.stderr_tail,
                         diagnostic=f"killed after the {timeout:g} s timeout (hang or far too slow); "
                                    f"last stderr: {_last_line(outcome.stderr_tail)}")
