@@ -11,7 +11,8 @@
 # throughput  benchmarks/throughput.py (the fast-verdicts table at default settings)
 # verdicts    the same on issue 15's suite (gemm and copy)
 # verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
-# verdicts_overlap  the same, then `run` with the next-job overlap off and on (its saving; medians off vs on)
+# verdicts_ab2 the same, then `run` with the next-job overlap off and on, and with a variant's shapes
+#             in one process off and on (each one's saving; medians off vs on)
 # fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
 # startup     what a command's interpreter start and imports cost on this machine (the driver's "python" phase)
 # triton_first  benchmarks/triton_first_call.py (a Triton kernel's first call in a forked job process, cold and warmed)
@@ -58,7 +59,7 @@ for name in "$@"; do
     throughput) cmd=(python3 benchmarks/throughput.py) ;;
     verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy) ;;
     verdicts_ab) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
-    verdicts_overlap) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --overlap-ab) ;;
+    verdicts_ab2) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --ab overlap --ab batch) ;;
     startup) cmd=(python3 -c 'import subprocess, sys, time
 print(sys.version, "dont_write_bytecode", sys.flags.dont_write_bytecode)
 for code in ("pass", "import torch", "import ray", "import pipeline.cli") * 2:

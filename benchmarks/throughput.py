@@ -329,20 +329,24 @@ def print_table(rows: list[dict]) -> None:
                   f"between (median {g['gap_median_s'] * 1e3:.0f} ms, largest {g['gap_max_s'] * 1e3:.0f} ms)")
 
 
-def overlap_ab(kind: str, gpus: int, table: list[dict]) -> list[dict]:
-    """`run A` with the GPU slots' overlap off (FLOPWATCH_OVERLAP=0: one job per slot at a
-    time; read by the driver, so the kept Ray serves both), then on again: what the next
-    job's early start saves, and whether it moves a median. The table's cached run (on) is a
-    third run, to tell run-to-run noise from an effect."""
+# --ab NAME: a setting the driver reads, turned off for one `run A` and back on for another.
+AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH"}
+
+
+def setting_ab(kind: str, gpus: int, table: list[dict], name: str) -> list[dict]:
+    """`run A` with one of the driver's settings off (`AB_SETTINGS`: the GPU slots' next-job
+    overlap, a variant's shapes in one process), then on again: what it saves, and whether it
+    moves a median. Both are read by the driver, so the kept Ray serves both runs. The table's
+    cached run (on) is a third run, to tell run-to-run noise from an effect."""
     shas = json.loads((OUT / "shas.json").read_text())
     repo, db = OUT / "suite", OUT / f"shared_{gpus}gpu.db"
     rows = []
-    for name, overlap in (("run_overlap_off", "0"), ("run_overlap_on", "")):
-        s = flopwatch(repo, f"{name}_{gpus}gpu", db, kind, "run", shas["A"], "--num-gpus", str(gpus),
-                      env_extra={"FLOPWATCH_OVERLAP": overlap})
+    for state, value in (("off", "0"), ("on", "")):
+        s = flopwatch(repo, f"run_{name}_{state}_{gpus}gpu", db, kind, "run", shas["A"], "--num-gpus", str(gpus),
+                      env_extra={AB_SETTINGS[name]: value})
         rows.append(figures(s, db, kind, gpus))
     print_table(rows)
-    _medians_ab(rows, table, gpus, "overlap")
+    _medians_ab(rows, table, gpus, name)
     return rows
 
 
@@ -464,8 +468,10 @@ def main() -> None:
                                              "(e.g. gemm,copy: the suite of issue 15's table); default all")
     p.add_argument("--spare-ab", action="store_true",
                    help="after the table, `run A` with the slots' spare processes off and on (GPU machines)")
-    p.add_argument("--overlap-ab", action="store_true",
-                   help="after the table, `run A` with the GPU slots' next-job overlap off and on (GPU machines)")
+    p.add_argument("--ab", action="append", choices=sorted(AB_SETTINGS), default=[],
+                   help="after the table, `run A` with this setting off and on (GPU machines; repeatable): "
+                        "overlap = a GPU slot's next job starting as the one before has timed, batch = a "
+                        "variant's shapes in one process")
     args = p.parse_args()
     OPS[:] = [op for op in args.ops.split(",") if op]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -486,8 +492,8 @@ def main() -> None:
     extra = []
     if args.spare_ab and kind != "cpu":
         extra += spare_ab(kind, counts[0], rows)
-    if args.overlap_ab and kind != "cpu":
-        extra += overlap_ab(kind, counts[0], rows)
+    for name in args.ab if kind != "cpu" else []:
+        extra += setting_ab(kind, counts[0], rows, name)
     if extra:
         (OUT / "figures.json").write_text(json.dumps(rows + extra, indent=1))
 

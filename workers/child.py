@@ -407,6 +407,10 @@ def run_batch(spec: dict, out_dir: Path) -> None:
         _write(out_dir / f"result{i}.json", json.dumps(result))
         if result.get("status") != "ok":
             return
+        if job["device_kind"] != "cpu":
+            # What this job's tensors held goes back to the device: the next shape's fit check
+            # (`workers.fit`) reads the device's free memory.
+            torch.cuda.empty_cache()
 
 
 def _reported(measure) -> dict:
