@@ -1,7 +1,10 @@
 #!/bin/bash
-# One verification on a GPU machine that has torch, nvcc and ncu but not Ray, plotly or
-# gitpython: install the carried wheels (prepared by shared/tools/device-ray.sh under .whl/),
-# then run the named benchmarks from the repository root, each writing under /tmp/bench/NAME.
+# One verification on a GPU machine that has torch, nvcc and ncu but not Ray, plotly,
+# gitpython, SQLAlchemy, pydantic (2.13.4 with pydantic-core 2.46.4), orjson, tomlkit or rich:
+# install the carried wheels (.whl/ray-slim.tar.xz and .whl/deps/*.whl, Python 3.12
+# manylinux), then run the named benchmarks from the repository root, each writing under
+# /tmp/bench/NAME. What the machine did all along (utilization, SM clock, power every 100 ms)
+# comes back as $OUT/smi_trace.csv.
 # What comes back: $OUT/NAME.txt (the benchmark's output) and $OUT/NAME.tar.gz (its JSON and
 # logs, no repositories or builds). All share one folder, /tmp/bench: after `throughput`,
 # `fidelity` and `planted` reuse its suite repository, build cache and run (nothing rebuilt).

@@ -22,9 +22,12 @@ Then, per GPU count:
 
 Printed per command: command wall (stopwatch), jobs wall, timed share (sum of the results'
 timed samples over the devices' jobs wall), utilization over the command and over the jobs
-window per device (nvidia-smi/rocm-smi, not the run's bookkeeping), the driver's own phases, and
-for compare the series not re-timed and the verdicts. Full outputs (JSON, stderr, utilization
-samples) go under OUT; the table is printed last.
+window per device (nvidia-smi/rocm-smi, not the run's bookkeeping), the driver's own phases, the
+untimed time between one timing loop and the next on the device (from the jobs' epoch marks),
+and for compare the series not re-timed and the verdicts. `--ab overlap` / `--ab batch` add
+`run A` with that setting off, then on (what it saves; medians off against on). Full outputs
+(JSON with every job's phases, stderr, utilization samples) go under OUT; the table is printed
+last.
 """
 
 from __future__ import annotations

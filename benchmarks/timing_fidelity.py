@@ -135,8 +135,16 @@ def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float, se
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     subprocess.run([sys.executable, str(HERE / "timing_fidelity.py"), "--worker", str(OUT / "fidelity_spec.json")],
                    cwd=ROOT, env=env, check=True)
+    return rows_of(json.loads((OUT / "fidelity_raw.json").read_text()))
+
+
+def rows_of(raw: list[dict]) -> list[dict]:
+    """One row per series from the worker's rounds (fidelity_raw.json): each rule's median of
+    its round medians, and the paired estimate — the median over rounds of adaptive/fixed of the
+    same round, the two timed back to back (the GPU's slow drifts, a power-capped kernel's
+    multi-second clock states, cancel within a pair)."""
     rows = []
-    for s in json.loads((OUT / "fidelity_raw.json").read_text()):
+    for s in raw:
         fixed = statistics.median(x["median_s"] for x in s["rounds"]["fixed"])
         adaptive = statistics.median(x["median_s"] for x in s["rounds"]["adaptive"])
         fixed_all = [x["median_s"] for x in s["rounds"]["fixed"]]
@@ -151,7 +159,9 @@ def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float, se
                      "adaptive_s": statistics.fmean(x["seconds"] for x in s["rounds"]["adaptive"]),
                      "adaptive_n": statistics.median(x["n"] for x in s["rounds"]["adaptive"]),
                      "fixed_n": statistics.median(x["n"] for x in s["rounds"]["fixed"]),
-                     "adaptive_batch": s["rounds"]["adaptive"][0]["batch"]})
+                     "adaptive_batch": s["rounds"]["adaptive"][0]["batch"],
+                     "paired_pct": statistics.median((a["median_s"] / f["median_s"] - 1) * 100 for a, f in
+                                                     zip(s["rounds"]["adaptive"], s["rounds"]["fixed"]))})
         if s["rounds"].get("settled"):
             settled = statistics.median(x["median_s"] for x in s["rounds"]["settled"])
             rows[-1].update(settled_ms=settled * 1e3, fixed_vs_settled_pct=(fixed / settled - 1) * 100,
@@ -195,6 +205,26 @@ class _AsResult:
         self.device_info = row.get("device_info") or {}
 
 
+def print_rows(rows: list[dict]) -> None:
+    """diff: the rules' medians of their round medians; paired: the median of each round's
+    adaptive/fixed (`rows_of`); vs itself: how far apart a rule's own rounds were."""
+    print(f"\n{'variant':22} {'shape':24} {'dtype':5} {'fixed ms':>10} {'adaptive ms':>11} {'diff':>7} "
+          f"{'paired':>7} {'fixed vs itself':>15} {'adapt vs itself':>15} {'rounds':>6} {'fixed s':>7} "
+          f"{'adapt s':>7} {'n fixed':>7} {'n adapt':>7} {'batch':>5}")
+    for r in rows:
+        print(f"{r['variant']:22} {r['shape']:24} {r['dtype']:5} {r['fixed_ms']:>10.4f} {r['adaptive_ms']:>11.4f} "
+              f"{r['diff_pct']:>+6.2f}% {r['paired_pct']:>+6.2f}% {r['fixed_spread_pct']:>14.2f}% "
+              f"{r['adaptive_spread_pct']:>14.2f}% {r['rounds']:>6} {r['fixed_s']:>7.2f} {r['adaptive_s']:>7.2f} "
+              f"{r['fixed_n']:>7.0f} {r['adaptive_n']:>7.0f} {r['adaptive_batch']:>5}")
+    if rows:
+        for key, what in (("diff_pct", "within 0.5%"), ("paired_pct", "paired within 0.5%")):
+            worst = max(rows, key=lambda r: abs(r[key]))
+            print(f"{what}: {sum(abs(r[key]) <= 0.5 for r in rows)} of {len(rows)}; largest "
+                  f"{worst[key]:+.2f}% ({worst['variant']} {worst['shape']})")
+        print(f"time per round: fixed {sum(r['fixed_s'] for r in rows):.1f} s, adaptive "
+              f"{sum(r['adaptive_s'] for r in rows):.1f} s")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=2)
@@ -212,9 +242,14 @@ def main() -> int:
     p.add_argument("--reuse", action="store_true",
                    help="use the suite, build cache and run of throughput.py in the same OUT")
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--table", metavar="FIDELITY_RAW_JSON",
+                   help="only print the table of an earlier run's fidelity_raw.json (no GPU needed)")
     args = p.parse_args()
     if args.worker:
         return fidelity_worker(args.worker)
+    if args.table:
+        print_rows(rows_of(json.loads(Path(args.table).read_text())))
+        return 0
     if throughput.machine_kind() != "cuda":
         print("timing_fidelity: needs an NVIDIA GPU", file=sys.stderr)
         return 2
@@ -231,19 +266,7 @@ def main() -> int:
     rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest, args.settled)
     plants = [] if args.skip_planted else planted(repo, shas, db, args.default_only)
     (OUT / "fidelity.json").write_text(json.dumps({"series": rows, "planted": plants}, indent=1))
-    print(f"\n{'variant':22} {'shape':24} {'dtype':5} {'fixed ms':>10} {'adaptive ms':>11} {'diff':>7} "
-          f"{'fixed vs itself':>15} {'adapt vs itself':>15} {'rounds':>6} {'fixed s':>7} {'adapt s':>7} {'n fixed':>7} "
-          f"{'n adapt':>7} {'batch':>5}")
-    for r in rows:
-        print(f"{r['variant']:22} {r['shape']:24} {r['dtype']:5} {r['fixed_ms']:>10.4f} {r['adaptive_ms']:>11.4f} "
-              f"{r['diff_pct']:>+6.2f}% {r['fixed_spread_pct']:>14.2f}% {r['adaptive_spread_pct']:>14.2f}% "
-              f"{r['rounds']:>6} {r['fixed_s']:>7.2f} "
-              f"{r['adaptive_s']:>7.2f} {r['fixed_n']:>7.0f} {r['adaptive_n']:>7.0f} {r['adaptive_batch']:>5}")
-    if rows:
-        worst = max(rows, key=lambda r: abs(r["diff_pct"]))
-        print(f"within 0.5%: {sum(abs(r['diff_pct']) <= 0.5 for r in rows)} of {len(rows)}; largest "
-              f"{worst['diff_pct']:+.2f}% ({worst['variant']} {worst['shape']}); time fixed "
-              f"{sum(r['fixed_s'] for r in rows):.1f} s vs adaptive {sum(r['adaptive_s'] for r in rows):.1f} s per round")
+    print_rows(rows)
     settled = [r for r in rows if "settled_ms" in r]
     if settled:
         print(f"\nagainst the settled reference ({args.settled:g} s of sampling per round):")
