@@ -170,3 +170,53 @@ def test_a_spares_job_says_it_on_the_pipe_it_said_ready_on(tmp_path):
         assert _first_call(marks, "b") < out["a_returned"] - 1.0
     finally:
         z.close()
+
+
+def test_a_runner_that_dies_with_two_jobs_in_flight_fails_the_running_one_and_restarts_for_the_queued_one(
+        zygote, tmp_path):
+    """Neither waits out its timeout: the running job's call fails at once, the queued one runs
+    on a fresh runner."""
+    import os
+    import signal
+
+    from workers.zygote import ZygoteDied
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    first = _variant(tmp_path, "a", marks, release=False, sleep_s=60.0)
+    second = _variant(tmp_path, "b", marks, release=False)
+    out: dict = {}
+
+    def call(key, v, files):
+        job = Job(v.name, v.op, v.shapes[0], "fp32", "cpu")
+        try:
+            out[key] = zygote.run(["--env", "env.json"], 120.0, _folder(tmp_path, key)) if key == "b" else \
+                runner.execute_job(job, v, BuildResult(v.name, "h", True, "python"), files,
+                                   {"timing": {"budget_s": 0.05}, "timeout_s": 120.0}, zygote.run)
+        except ZygoteDied as exc:
+            out[key] = exc
+        out[key + "_returned"] = time.monotonic()
+
+    zygote.ensure_started()
+    a = threading.Thread(target=call, args=("a", *first))
+    a.start()
+    deadline = time.monotonic() + 60
+    while not (marks / "a.first").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    b = threading.Thread(target=call, args=("b", *second))
+    b.start()
+    time.sleep(0.5)  # b is queued behind a, which never says it has timed
+    old = zygote.proc.pid
+    killed_at = time.monotonic()
+    os.killpg(old, signal.SIGKILL)
+    a.join(100)
+    b.join(100)
+    assert isinstance(out["a"], ZygoteDied)
+    assert out["b"].returncode == 0 and zygote.proc.pid != old
+    assert out["a_returned"] - killed_at < 30 and out["b_returned"] - killed_at < 30
+
+
+def _folder(tmp: Path, name: str) -> Path:
+    folder = tmp / f"job-{name}"
+    folder.mkdir()
+    return folder

@@ -132,7 +132,7 @@ def _serve(kind: str, command_fd: int, status_fd: int, run_job: Callable[..., No
     """In the spare: a session of its own (as a job child has), prepare, say so, wait. The
     status pipe stays open: the job it is handed says on it when its timing loop is over."""
     os.setsid()
-    _die_with(runner)
+    die_with(runner)
     ok = _prepare(kind)
     os.write(status_fd, b"R" if ok else b"F")
     if not ok:
@@ -161,8 +161,9 @@ def _prepare(kind: str) -> bool:
         return False
 
 
-def _die_with(runner: int) -> None:
-    """A spare whose runner died goes too (SIGKILL from the kernel): nobody would hand it a job."""
+def die_with(runner: int) -> None:
+    """This process dies with the runner `runner` (SIGKILL from the kernel): a spare nobody could
+    hand a job, a job nobody could report (the runner's own end of file tells the slot)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):

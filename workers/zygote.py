@@ -211,9 +211,14 @@ class _Runner:
                 oldest.discard()
         if pid is None:
             handoff_fd, write_end = os.pipe()
+            runner = os.getpid()
             pid = os.fork()
             if pid == 0:
+                # Not the runner's reply pipe: the slot must see its end of file when the runner
+                # dies, and this job dies with it, as a spare's does.
                 os.close(handoff_fd)
+                os.close(self.proto.fileno())
+                spare.die_with(runner)
                 _child(req["cwd"], req["args"], handoff_fd=write_end)
             os.close(write_end)
             self._exclude_from_others(pid)
@@ -354,6 +359,26 @@ class ZygoteDied(RuntimeError):
     pass
 
 
+def _read_line(proc: subprocess.Popen, unread: bytes, timeout_s: float | None) -> tuple[dict, bytes]:
+    """The next reply line of `proc` and what was read beyond it (`timeout_s` None: however
+    long it takes). Read from the pipe's descriptor with a buffer of our own: a fast job's two
+    replies (pid, outcome) often arrive together, and a buffered `readline` would take both,
+    leaving `select` to wait out the timeout for the second."""
+    assert proc.stdout
+    fd = proc.stdout.fileno()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while b"\n" not in unread:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and (left <= 0 or not select.select([fd], [], [], left)[0]):
+            raise ZygoteDied(f"no answer in {timeout_s:g} s")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise ZygoteDied(f"exited with code {proc.wait()}")
+        unread += chunk
+    line, rest = unread.split(b"\n", 1)
+    return json.loads(line), rest
+
+
 class Zygote:
     """Client of one zygote process; restarts it when it has died. Thread-safe: a GPU slot
     keeps its next job queued at the runner (`workers.handoff`), so two threads of the slot
@@ -368,7 +393,8 @@ class Zygote:
         self._unread = b""
         self._lock = threading.Lock()  # starting the zygote, writing requests, the reply queues
         self._ids = itertools.count(1)
-        self._replies: dict[int, queue.SimpleQueue] = {}
+        # The reply queue of each request in flight, and the zygote process it was sent to.
+        self._replies: dict[int, tuple[queue.SimpleQueue, subprocess.Popen]] = {}
         self._timeouts: dict[int, float] = {}  # timeout of each request in flight
 
     def start(self) -> None:
@@ -380,8 +406,9 @@ class Zygote:
         ready = self._read(300.0)
         if "ready" not in ready:
             raise ZygoteDied(f"unexpected first line {ready}")
-        threading.Thread(target=self._sort_replies, args=(self.proc,), daemon=True,
+        threading.Thread(target=self._sort_replies, args=(self.proc, self._unread), daemon=True,
                          name="flopwatch-zygote-replies").start()
+        self._unread = b""  # the reader thread's from here on
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -394,39 +421,26 @@ class Zygote:
                 self.start()
 
     def _read(self, timeout_s: float | None) -> dict:
-        """The zygote's next reply line (`timeout_s` None: however long it takes). Read from the
-        pipe's descriptor with a buffer of our own: a fast job's two replies (pid, outcome)
-        often arrive together, and a buffered `readline` would take both, leaving `select` to
-        wait out the timeout for the second."""
-        assert self.proc and self.proc.stdout
-        fd = self.proc.stdout.fileno()
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while b"\n" not in self._unread:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and (left <= 0 or not select.select([fd], [], [], left)[0]):
-                raise ZygoteDied(f"no answer in {timeout_s:g} s")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise ZygoteDied(f"exited with code {self.proc.wait()}")
-            self._unread += chunk
-        line, self._unread = self._unread.split(b"\n", 1)
-        return json.loads(line)
+        """The zygote's next reply line, before its reader thread takes over (its "ready")."""
+        line, self._unread = _read_line(self.proc, self._unread, timeout_s)
+        return line
 
-    def _sort_replies(self, proc: subprocess.Popen) -> None:
-        """Reader thread of one zygote process: each reply to the queue of its request; at the
-        zygote's end, a ZygoteDied to every request still waiting."""
+    def _sort_replies(self, proc: subprocess.Popen, unread: bytes) -> None:
+        """Reader thread of one zygote process (its own pipe and buffer, whatever process the
+        client starts next): each reply to the queue of its request; at the zygote's end, a
+        ZygoteDied to every request that was sent to it."""
         try:
             while True:
-                reply = self._read(None)
+                reply, unread = _read_line(proc, unread, None)
                 with self._lock:
                     waiting = self._replies.get(reply.get("id"))
                 if waiting is not None:
-                    waiting.put(reply)
+                    waiting[0].put(reply)
         except (ZygoteDied, OSError, ValueError) as exc:
             died = exc if isinstance(exc, ZygoteDied) else ZygoteDied(f"{type(exc).__name__}: {exc}")
             with self._lock:
-                if self.proc is proc:
-                    for waiting in self._replies.values():
+                for waiting, sent_to in self._replies.values():
+                    if sent_to is proc:
                         waiting.put(died)
 
     def _reply(self, waiting: queue.SimpleQueue, timeout_s: float) -> dict:
@@ -449,12 +463,12 @@ class Zygote:
                     if not self.alive():
                         self.start()
                     req_id = next(self._ids)
-                    self._replies[req_id] = waiting
+                    proc = self.proc
+                    self._replies[req_id] = (waiting, proc)
                     self._timeouts[req_id] = timeout_s
                     # The job starts once those ahead of it have timed (or ended): its pid may
                     # take as long as their timeouts.
                     start_within = sum(self._timeouts.values()) + 60.0
-                    proc = self.proc
                     proc.stdin.write(json.dumps({"id": req_id, "cwd": str(workdir), "args": args,
                                                  "timeout_s": timeout_s, "max_write_bytes": max_write_bytes}) + "\n")
                     proc.stdin.flush()
