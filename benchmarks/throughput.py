@@ -200,13 +200,16 @@ def phase_totals(rows: list[dict]) -> dict[str, float]:
 
 
 def jobs_window(results: list[dict]) -> tuple[float, float] | None:
-    """From the first job's start to the last job's end, from the results' phase records."""
+    """From the first job's start to the last job's end, from the results' phase records: the
+    child's own end mark where it has one (a variant's later shapes share their process's
+    start, so their start plus their own phases would end too early), else its slot call's
+    start plus its phases."""
     spans = []
     for r in results:
         p = r.get("phases") or {}
         if p.get("started_at"):
             busy = sum(float(v) for k, v in p.items() if k.endswith("_s") and k != "queue_s")
-            spans.append((p["started_at"], p["started_at"] + busy))
+            spans.append((p["started_at"], max(p.get("ended_at") or 0.0, p["started_at"] + busy)))
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
 
 
