@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,64 +48,70 @@ while True:
 """
 
 
+def in_forked_child(measure: Callable[[], dict]) -> dict:
+    """`measure()` in a child forked from this process (which has not touched the GPU, as the
+    warm runner), its dict back through a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, json.dumps(measure()).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
 def breakdown(children: int) -> list[dict]:
     import torch
 
     from workers import child, correctness
     from workers.ops import get_op, torch_dtype
 
-    rows = []
-    for _ in range(children):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            steps = {}
-            t = time.perf_counter()
+    def steps() -> dict:
+        out = {}
+        t = time.perf_counter()
 
-            def lap(name):
-                nonlocal t
-                now = time.perf_counter()
-                steps[name] = round(now - t, 4)
-                t = now
+        def lap(name):
+            nonlocal t
+            now = time.perf_counter()
+            out[name] = round(now - t, 4)
+            t = now
 
-            torch.cuda.init()
-            lap("driver")
-            torch.cuda.set_device(0)
-            torch.empty(1, device="cuda")
+        torch.cuda.init()
+        lap("driver")
+        torch.cuda.set_device(0)
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        lap("context")
+        op = get_op("gemm")
+        dims = {"M": 64, "N": 64, "K": 64}
+        for name in ("bf16", "fp16", "fp32"):
+            inputs = op.make_inputs(dims, torch_dtype(name), "nt", "cuda", child.generator(0, "cuda"))
             torch.cuda.synchronize()
-            lap("context")
-            op = get_op("gemm")
-            dims = {"M": 64, "N": 64, "K": 64}
-            for name in ("bf16", "fp16", "fp32"):
-                inputs = op.make_inputs(dims, torch_dtype(name), "nt", "cuda", child.generator(0, "cuda"))
-                torch.cuda.synchronize()
-                lap(f"{name}_inputs")
-                ref = op.reference(inputs, "nt")
-                torch.cuda.synchronize()
-                lap(f"{name}_reference")
-                g = correctness.guarded_output(op.output_shape(dims), torch.float32, "cuda")
-                g.out.copy_(ref)
-                correctness.evaluate(g, ref, *op.TOLERANCE[name])
-                correctness.moved_elements(g.out, g.out.clone())
-                torch.cuda.synchronize()
-                lap(f"{name}_checks")
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
-            e.record()
-            e.synchronize()
-            lap("events")
-            os.write(w, json.dumps(steps).encode())
-            os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-        os.close(r)
-        os.waitpid(pid, 0)
-        rows.append(json.loads(data))
-    return rows
+            lap(f"{name}_inputs")
+            ref = op.reference(inputs, "nt")
+            torch.cuda.synchronize()
+            lap(f"{name}_reference")
+            g = correctness.guarded_output(op.output_shape(dims), torch.float32, "cuda")
+            g.out.copy_(ref)
+            correctness.evaluate(g, ref, *op.TOLERANCE[name])
+            correctness.moved_elements(g.out, g.out.clone())
+            torch.cuda.synchronize()
+            lap(f"{name}_checks")
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
+        e.record()
+        e.synchronize()
+        lap("events")
+        return out
+
+    return [in_forked_child(steps) for _ in range(children)]
 
 
 def interference(rounds: int) -> dict:

@@ -19,15 +19,17 @@ such processes the same way and times, each over `--trials` processes:
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spare_prep import in_forked_child  # noqa: E402  (forked as the warm runner forks its jobs)
 
 
 @triton.jit
@@ -62,24 +64,17 @@ def _warm() -> float:
 
 
 def _in_child(warm: bool) -> dict:
-    """Fork; in the child: context, optionally the warm-up, then the kernel's first call."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
+    """In a forked child: context, optionally the warm-up, then the kernel's first call."""
+
+    def measure() -> dict:
         torch.cuda.set_device(0)
         torch.empty(1, device="cuda")
         torch.cuda.synchronize()
         out = {"warm_s": _warm() if warm else 0.0}
         out["first_call_s"] = _kernel_first_call()
-        os.write(w, json.dumps(out).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 4096):
-        data += chunk
-    os.waitpid(pid, 0)
-    return json.loads(data)
+        return out
+
+    return in_forked_child(measure)
 
 
 def _triton_key_s() -> float | None:

@@ -450,8 +450,8 @@ class _Stream:
         if self.first_submit is None:
             self.first_submit = time.time()
         jobs = job if what == "batch" else [job]
-        first = [j.to_dict() for j in jobs] if what == "batch" else job.to_dict()
-        args = (first, v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
+        job_arg = [j.to_dict() for j in jobs] if what == "batch" else job.to_dict()
+        args = (job_arg, v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
         cost = sum(self.expected.get((j.variant, j.shape.key, j.dtype, settings["device_key"]), 0.0) for j in jobs)
         self.pool.submit(kind, "run_batch" if what == "batch" else "run", args, tag, slot=slot, cost_s=cost,
                          work=sum(_work(v, j) for j in jobs))

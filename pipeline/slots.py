@@ -163,12 +163,8 @@ class DeviceSlot:
         started_at = time.time()
         settings = self._with_host_threads(settings)
         result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
-                                    artifact, settings, self._launcher(settings)).to_dict()
-        # Which Ray node and which slot measured it: the record of where a number came from.
-        result["device_info"] = {**result["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
-                                 "slot": self.name}
-        result["phases"] = {**result["phases"], "started_at": started_at}
-        return result
+                                    artifact, settings, self._launcher(settings))
+        return self._measured_here(result, started_at)
 
     def run_batch(self, jobs: list, variant: dict, build: dict, artifact: dict, settings: dict) -> list[dict]:
         """The jobs of one variant in one process of this slot (`workers.batch`)."""
@@ -178,14 +174,16 @@ class DeviceSlot:
         settings = self._with_host_threads(settings)
         results = execute_batch([Job.from_dict(j) for j in jobs], Variant.from_dict(variant),
                                 BuildResult.from_dict(build), artifact, settings, self._launcher(settings))
-        node = ray.get_runtime_context().get_node_id()
-        out = []
-        for r in results:
-            d = r.to_dict()
-            d["device_info"] = {**d["device_info"], "ray_node_id": node, "slot": self.name}
-            d["phases"] = {**d["phases"], "started_at": started_at}
-            out.append(d)
-        return out
+        return [self._measured_here(r, started_at) for r in results]
+
+    def _measured_here(self, result, started_at: float) -> dict:
+        """`result` as a record, with which Ray node and which slot measured it (where a number
+        came from) and when this slot's call began."""
+        d = result.to_dict()
+        d["device_info"] = {**d["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
+                            "slot": self.name}
+        d["phases"] = {**d["phases"], "started_at": started_at}
+        return d
 
     def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
         settings = self._with_host_threads(settings)

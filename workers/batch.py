@@ -75,16 +75,16 @@ def _one_process(jobs: list[Job], variant: Variant, build: BuildResult, artifact
             charged = k
         elif not finished:
             charged = 0  # it ended before its first job began: that job is charged, as a lone job would be
-    finished_s = sum(_s(d.get("phases") or {}) for d in finished)
+    finished_s = sum(runner.phase_seconds(d.get("phases") or {}) for d in finished)
     # A job the process ended in reported no phases: the device was held for the rest of it.
     entries = [(i, dict(d.get("phases") or {}), d) for i, d in enumerate(finished)]
     if charged is not None:
         entries.append((charged, {"timing_s": round(max(0.0, outcome.seconds - finished_s), 4)}, None))
-    all_s = sum(_s(phases) for _, phases, _ in entries)
+    all_s = sum(runner.phase_seconds(phases) for _, phases, _ in entries)
     results: list[Result] = []
     for n, (i, phases, data) in enumerate(entries):
         if n == 0:  # the process's own costs
-            runner.overhead_phases(phases, outcome, time.perf_counter() - began, all_s - _s(phases))
+            runner.overhead_phases(phases, outcome, time.perf_counter() - began, all_s - runner.phase_seconds(phases))
         ended_it = data is None
         watchdog = ended_it and outcome.returncode == 1 and _WATCHDOG in outcome.stderr_tail
         results.append(runner.classify({**runner.job_base(jobs[i], variant, build, settings), "phases": phases},
@@ -108,7 +108,3 @@ def _current(work: Path) -> int | None:
         return int((work / "current.txt").read_text())
     except (OSError, ValueError):
         return None
-
-
-def _s(phases: dict) -> float:
-    return sum(v for k, v in phases.items() if k.endswith("_s"))

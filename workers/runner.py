@@ -101,10 +101,13 @@ def overhead_phases(phases: dict, outcome: ChildOutcome, elapsed_s: float, child
         # Queued at the slot's runner behind the job before it (`workers.handoff`): neither this
         # job's device time nor the slot's overhead.
         phases["handoff_wait_s"] = round(outcome.waited_s, 4)
-    spent = sum(v for k, v in phases.items() if k.endswith("_s"))  # durations, not the `_at` epoch marks
-    if children_s is not None:
-        spent += children_s
+    spent = phase_seconds(phases) + (children_s or 0.0)
     phases["start_s"] = round(max(0.0, elapsed_s - spent), 4)
+
+
+def phase_seconds(phases: dict) -> float:
+    """The durations of a job's phases added up (the `_s` keys, not the `_at` epoch marks)."""
+    return sum(v for k, v in phases.items() if k.endswith("_s"))
 
 
 def classify(base: dict, data: dict | None, outcome: ChildOutcome, timeout: float, max_write: int | None,
