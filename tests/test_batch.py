@@ -148,3 +148,12 @@ def test_a_whole_run_with_shapes_batched_keeps_every_status(tmp_path, monkeypatc
     assert {r.status for r in by["wrong_tile"]} == {"incorrect"}
     assert {r.status for r in by["cpp_blocked"] + by["torch_ref"]} == {"ok"}
     assert dispatched.count("batch") == 5  # one call per variant: its two shapes together
+
+
+def test_which_kinds_batch_their_shapes():
+    from pipeline.runflow import BATCH_ENV, RunOptions, batch_kinds
+
+    assert batch_kinds({}, RunOptions()) == {"cuda", "rocm"}
+    assert batch_kinds({BATCH_ENV: "all"}, RunOptions()) == {"cuda", "rocm", "cpu"}
+    assert batch_kinds({BATCH_ENV: "0"}, RunOptions()) == set()
+    assert batch_kinds({}, RunOptions(profile=True)) == set()  # the profiler replays each job on its own
