@@ -146,12 +146,22 @@ def _release() -> None:
         _auth_before = None
 
 
+# Set by the `flopwatch` program (`pipeline.cli.entry`), whose process ends right after the
+# command: a connection to a Ray that stays up then closes with the process.
+_LEAVING_WITH_PROCESS = False
+
+
+def leave_with_process() -> None:
+    global _LEAVING_WITH_PROCESS
+    _LEAVING_WITH_PROCESS = True
+
+
 def shutdown(info: ClusterInfo) -> None:
     """Stop this driver's device slots (and their warm runners) and disconnect; a private local
     Ray stops with it, a cluster and flopwatch's kept local Ray stay up."""
     if ray.is_initialized() and not headwatch.lost():  # with the head gone there is nobody to ask
         slots.close_all()
-    if info.mode != EXISTING:
+    if info.mode == PRIVATE or (info.mode != EXISTING and not _LEAVING_WITH_PROCESS):
         ray.shutdown()
     headwatch.stop()
     _release()

@@ -216,3 +216,41 @@ def test_the_runner_uses_its_slots_device_lock_and_removes_only_one_of_its_own(t
         z.close()
     own = seen["device_lock"]
     assert own and own != given and not Path(own).exists()
+
+
+def test_a_claim_takes_the_device_only_once_the_step_in_progress_has_ended(tmp_path, monkeypatch):
+    """`device_lock.claim`: the gate at once (no new step starts), the device when it is free;
+    `ready()` never blocks, and a later step waits for the claim to end."""
+    monkeypatch.setenv(device_lock.ENV, str(tmp_path / "lock"))
+    in_step, end_step = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def step(name: str, block: bool) -> None:
+        with device_lock.preparing():
+            in_step.set()
+            if block:
+                end_step.wait(5)
+            order.append(name)
+
+    a = threading.Thread(target=step, args=("step in progress", True))
+    a.start()
+    in_step.wait(5)
+    with device_lock.claim() as claim:
+        b = threading.Thread(target=step, args=("later step", False))
+        b.start()
+        t0 = time.perf_counter()
+        assert claim.ready() is False and time.perf_counter() - t0 < 0.05  # does not block
+        end_step.set()
+        a.join(5)
+        assert claim.ready() is True and claim.waited_s() is not None
+        assert claim.blocked_s < 0.05  # it asked, it never sat blocked
+        time.sleep(0.2)
+        order.append("timed")
+    b.join(5)
+    assert order == ["step in progress", "timed", "later step"]
+
+
+def test_a_claim_without_a_lock_file_is_ready_at_once(monkeypatch):
+    monkeypatch.delenv(device_lock.ENV, raising=False)
+    with device_lock.claim() as claim:
+        assert claim.ready() and claim.waited_s() is None and claim.blocked_s == 0.0

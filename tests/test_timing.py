@@ -174,3 +174,76 @@ def test_earlier_launches_count_as_warmup():
 def test_adaptive_max_samples():
     t, _ = adaptive(alternating(1e-5, 3e-5), TimingSettings(max_samples=250, budget_s=100.0), flush_s=0.0)
     assert t.stop_reason == "max_samples" and len(t.samples_s) == 250
+
+
+# -- the device to itself (a preparation step in progress when the loop starts) ------------
+
+class SharedDevice(FakeDevice):
+    """A `FakeDevice` whose lock is held by a preparation step until `free_at` (simulated
+    seconds); launches beside the step read `beside` times slower."""
+
+    def __init__(self, durations, free_at: float, beside: float = 1.5, flush_s: float = 0.0):
+        super().__init__(durations, flush_s)
+        self.free_at, self.beside = free_at, beside
+        self.waited = 0.0
+
+    def launch(self) -> float:
+        d = next(self.durations) * (self.beside if self.now < self.free_at else 1.0)
+        self.now += d + self.flush_s
+        self.launches += 1
+        return d
+
+    def ready(self) -> bool:
+        return self.now >= self.free_at
+
+    def wait(self) -> None:
+        if self.now < self.free_at:
+            self.waited += self.free_at - self.now
+            self.now = self.free_at
+
+
+def shared(durations, free_at: float, settings: TimingSettings | None = None, warmed_s: float = 0.2):
+    dev = SharedDevice(durations, free_at)
+    t = measure_adaptive(dev.batch, dev.probe, settings or TimingSettings(), warmed_s, clock=dev.clock,
+                         device_ready=dev.ready, device_wait=dev.wait)
+    return t, dev
+
+
+def test_a_short_kernel_warms_up_beside_a_step_and_samples_only_once_the_device_is_free():
+    t, dev = shared(constant(2e-4), free_at=0.25)
+    assert dev.waited == 0.0  # it never sat idle: it launched until the step ended
+    assert t.device_free_after_s >= 0.25
+    # Every sample ran on a free device: none of the launches read 1.5× slower beside the step.
+    assert max(t.samples_s) == pytest.approx(2e-4)
+    assert t.warmup_s >= 0.25 and t.warmup_reason == "stable"
+
+
+def test_without_the_free_device_rule_the_slow_launches_beside_the_step_would_be_samples():
+    # The same device with the rule blind to the step (device always "ready"): the warm-up ends
+    # on two batches beside the step, and slowed launches become samples. This is what the rule
+    # above prevents.
+    dev = SharedDevice(constant(2e-4), free_at=0.25)
+    t = measure_adaptive(dev.batch, dev.probe, TimingSettings(), 0.2, clock=dev.clock)
+    assert max(t.samples_s) == pytest.approx(3e-4)
+
+
+def test_a_long_probe_run_beside_a_step_is_not_kept_as_a_sample():
+    t, dev = shared(constant(1.2), free_at=0.1)
+    # The probe started beside the step and read 1.8 s; by its end the device was free. A long
+    # kernel's probe is normally kept when the next launch agrees; this one is not.
+    assert dev.waited == 0.0
+    assert t.samples_s and all(x == pytest.approx(1.2) for x in t.samples_s)
+
+
+def test_a_long_kernel_asked_while_the_step_still_runs_waits_for_it_rather_than_launch():
+    t, dev = shared(constant(0.06), free_at=5.0)
+    assert dev.waited > 4.0  # probe (0.09 s beside the step), then it waited for the device
+    assert t.device_free_after_s == pytest.approx(5.0)
+    assert all(x == pytest.approx(0.06) for x in t.samples_s)
+
+
+def test_a_step_that_outlasts_max_warmup_is_waited_for_before_sampling():
+    t, dev = shared(constant(2e-4), free_at=3.0, settings=TimingSettings(budget_s=0.5))
+    assert t.warmup_reason == "max_warmup"
+    assert dev.waited > 1.5  # warmed for MAX_WARMUP_S beside it, then waited for the rest
+    assert max(t.samples_s) == pytest.approx(2e-4)

@@ -319,14 +319,15 @@ def run(spec: dict, release: bool = True) -> dict:
     if kind == "cpu":
         timing = time_cpu(timed, settings, after_first=keep_first)
     else:
-        # No next job prepares on this GPU while this one warms up and times (`workers.spare`);
-        # the wait for one still preparing is its own phase, not warm-up.
-        with device_lock.timing() as waited:
-            if waited:
-                phases["lock_wait_s"] = round(waited, 4)
+        # No next job's preparation step starts on this GPU while this one warms up and times
+        # (`workers.spare`); one in progress ends beside the warm-up, and no sample is taken
+        # before it has. Time blocked waiting for it is its own phase, not warm-up.
+        with device_lock.claim() as claim:
             # The correctness launches ran just before on this device: they count as warm-up.
             timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
-                              after_first=keep_first)
+                              after_first=keep_first, claim=claim)
+            if claim.blocked_s:
+                phases["lock_wait_s"] = round(claim.blocked_s, 4)
     lap("timing_s")
     phases["loop_ended_at"] = time.time()
     if kind != "cpu" and release:

@@ -31,6 +31,12 @@ GPU, adaptive (the default, `method="adaptive"`):
    is itself within `stable_rel` of a settled one (a batch of many launches may agree by its
    median while holding a few unsettled ones, so it is not kept). A 1.2 s kernel spent a
    launch per job on warm-up alone.
+   *The device to itself.* On a GPU shared with the next jobs' preparation
+   (`workers.device_lock`), the loop may start while a preparation step ends: warm-up batches
+   run meanwhile (the GPU works instead of waiting), but only a batch run with the device held
+   can end the warm-up or be a sample, and the launch before it counts only if it was held too.
+   A kernel whose one launch takes `WAIT_LAUNCH_S` or more waits for the device after the
+   probe instead: a launch of its own could outlast the step by a second.
 4. *Sampling* by the rule above. A long kernel has little relative noise: its CI is tight after
    a few samples, and with the budget clause it is timed `BUDGET_MIN_SAMPLES` times rather than
    a fixed 50.
@@ -60,6 +66,9 @@ MAX_WARMUP_S = 1.0
 CI_MIN_SAMPLES = 6
 # The budget ends the loop only once there are this many samples (a median of at least three).
 BUDGET_MIN_SAMPLES = 3
+# A launch this long waits for the device rather than warm up beside a preparation step
+# (step 3): a step takes ≤ 0.3 s, and a launch started just before it ends runs on.
+WAIT_LAUNCH_S = 0.05
 
 # The fixed rule (method="fixed").
 FIXED_BATCH = 10
@@ -109,6 +118,9 @@ class Timing:
     batch: int = 1  # samples per host synchronisation (GPU)
     warmup_reason: str = ""  # GPU adaptive: "stable" or "max_warmup"
     warmup_launches: int = 0
+    # GPU adaptive: seconds of the loop before the device was its own (warm-up beside a
+    # preparation step, or a wait for it; 0 when it was free at once).
+    device_free_after_s: float = 0.0
 
     def summary(self) -> dict:
         d = asdict(self)
@@ -181,35 +193,58 @@ def stable(previous: list[float], current: list[float], rel: float) -> bool:
 
 def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable[[], tuple[float, float]],
                      settings: TimingSettings, warmed_s: float = 0.0,
-                     clock: Callable[[], float] = time.perf_counter) -> Timing:
+                     clock: Callable[[], float] = time.perf_counter,
+                     device_ready: Callable[[], bool] = lambda: True,
+                     device_wait: Callable[[], None] = lambda: None) -> Timing:
     """The adaptive GPU rule (module docstring) over any batch sampler.
 
     `probe()` returns (one launch's seconds, one flush's seconds); `sample_batch(n)` returns n
     samples taken back to back; `warmed_s` is the time the device already spent running this
-    kernel (the correctness launches). `clock` is injectable so the rule is tested without a GPU."""
+    kernel (the correctness launches). `device_ready()` says whether the device is this loop's
+    alone now (it takes it if free), `device_wait()` waits until it is (step 3, "the device to
+    itself"). `clock` is injectable so the rule is tested without a GPU."""
     start = clock()
+    free_after: float | None = 0.0 if device_ready() else None
+
+    def alone() -> bool:
+        nonlocal free_after
+        if free_after is None and device_ready():
+            free_after = clock() - start
+        return free_after is not None
+
+    def wait_alone() -> None:
+        nonlocal free_after
+        if free_after is None:
+            device_wait()
+            free_after = clock() - start
+
+    probe_alone = alone()
     launch_s, flush_s = probe()
     batch = batch_size(launch_s, flush_s)
-    previous, previous_start = [launch_s], start
+    if launch_s >= WAIT_LAUNCH_S:
+        wait_alone()
+    previous, previous_start, previous_alone = [launch_s], start, probe_alone
     launches = 1
     samples: list[float] = []
     warmup_reason = "max_warmup"
     sampling_start = clock()
     while True:
+        current_alone = alone()
         batch_start = clock()
         current = sample_batch(batch)
         launches += len(current)
         warm_for = clock() - start + warmed_s
-        if warm_for >= MIN_WARMUP_S and stable(previous, current, settings.stable_rel):
+        if current_alone and warm_for >= MIN_WARMUP_S and stable(previous, current, settings.stable_rel):
             samples, sampling_start, warmup_reason = list(current), batch_start, "stable"
-            if batch == 1:  # one launch each: the launch before is within stable_rel of a settled one
+            if batch == 1 and previous_alone:  # one launch each: the launch before is within stable_rel of a settled one
                 samples, sampling_start = previous + samples, previous_start
             launches -= len(samples)
             break
         if clock() - start >= MAX_WARMUP_S:
+            wait_alone()
             sampling_start = clock()
             break
-        previous, previous_start = current, batch_start
+        previous, previous_start, previous_alone = current, batch_start, current_alone
     warmup_s = sampling_start - start
     reason = "max_samples"
     while len(samples) < settings.max_samples:
@@ -223,7 +258,8 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
             break
         samples.extend(sample_batch(min(batch, settings.max_samples - len(samples))))
     return _timing(samples, reason, settings, warmup_s, clock() - sampling_start, batch=batch,
-                   warmup_reason=warmup_reason, warmup_launches=launches)
+                   warmup_reason=warmup_reason, warmup_launches=launches,
+                   device_free_after_s=round(free_after or 0.0, 4))
 
 
 def time_cpu(call: Callable[[], None], settings: TimingSettings,
@@ -248,13 +284,14 @@ def time_cpu(call: Callable[[], None], settings: TimingSettings,
 
 
 def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0,
-             after_first: Callable[[], None] | None = None) -> Timing:
+             after_first: Callable[[], None] | None = None, claim=None) -> Timing:
     """Device-event samples of one launch each, with the caches flushed before every sample
     by writing a buffer larger than L2 (+ Infinity Cache on MI300/MI325X), so a kernel is
     timed reading its inputs from HBM as it would in a real model. `warmed_s`: seconds the
     kernel already ran on this device just before (the correctness launches).
     `after_first()` runs once, after the first launch has completed and outside any timed
-    region (the child keeps that launch's output to compare with the last one's)."""
+    region (the child keeps that launch's output to compare with the last one's). `claim`: the
+    loop's `workers.device_lock.Claim` (None: the device is this loop's alone)."""
     import torch
 
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda") if settings.flush else None
@@ -286,6 +323,8 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
 
         # Warm up in the sampling regime itself (flush, launch, flush, launch…): a warm-up of
         # bare launches heats the GPU more than the measurement does and leaves it at a lower clock.
+        if claim is not None:
+            claim.wait()
         t = measure(once, once, fixed)
         return replace(t, batch=FIXED_BATCH)
 
@@ -300,5 +339,8 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
         end_ev.synchronize()
         return launch_s, start_ev.elapsed_time(end_ev) / 1e3
 
-    return measure_adaptive(sample_batch, probe, settings, warmed_s)
+    if claim is None:
+        return measure_adaptive(sample_batch, probe, settings, warmed_s)
+    return measure_adaptive(sample_batch, probe, settings, warmed_s, device_ready=claim.ready,
+                            device_wait=claim.wait)
 
