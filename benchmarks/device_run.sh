@@ -16,7 +16,9 @@
 # verdicts_ab the same, then `run` with spares off and on (their saving; medians off vs on)
 # verdicts_ab2 the same, then `run` with the next-job overlap off and on, and with a variant's shapes
 #             in one process off and on (each one's saving; medians off vs on)
+# verdicts_warm the same, then `run` with loops waiting idle for a preparation step, and warming up beside it
 # fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
+# fidelity14  the same, and 14 rounds in all for a series whose fixed rule's own rounds spread more than 1%
 # startup     what a command's interpreter start and imports cost on this machine (the driver's "python" phase)
 # triton_first  benchmarks/triton_first_call.py (a Triton kernel's first call in a forked job process, cold and warmed)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
@@ -63,6 +65,7 @@ for name in "$@"; do
     verdicts) cmd=(python3 benchmarks/throughput.py --ops gemm,copy) ;;
     verdicts_ab) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --spare-ab) ;;
     verdicts_ab2) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --ab overlap --ab batch) ;;
+    verdicts_warm) cmd=(python3 benchmarks/throughput.py --ops gemm,copy --ab warm) ;;
     startup) cmd=(python3 -c 'import subprocess, sys, time
 print(sys.version, "dont_write_bytecode", sys.flags.dont_write_bytecode)
 for code in ("pass", "import torch", "import ray", "import pipeline.cli") * 2:
@@ -73,6 +76,7 @@ rows = [l for l in out.splitlines() if l.startswith("import time:") and "|" in l
 print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     triton_first) cmd=(python3 benchmarks/triton_first_call.py) ;;
     fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
+    fidelity14) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 --noisy-rounds 14 "${reuse[@]}") ;;
     planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;

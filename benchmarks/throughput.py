@@ -24,8 +24,8 @@ Printed per command: command wall (stopwatch), jobs wall, timed share (sum of th
 timed samples over the devices' jobs wall), utilization over the command and over the jobs
 window per device (nvidia-smi/rocm-smi, not the run's bookkeeping), the driver's own phases, the
 untimed time between one timing loop and the next on the device (from the jobs' epoch marks),
-and for compare the series not re-timed and the verdicts. `--ab overlap` / `--ab batch` add
-`run A` with that setting off, then on (what it saves; medians off against on). Full outputs
+and for compare the series not re-timed and the verdicts. `--ab overlap` / `--ab batch` / `--ab warm`
+add `run A` with that setting off, then on (what it saves; medians off against on). Full outputs
 (JSON with every job's phases, stderr, utilization samples) go under OUT; the table is printed
 last.
 """
@@ -336,7 +336,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 # --ab NAME: a setting the driver reads, turned off for one `run A` and back on for another.
-AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH"}
+AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH", "warm": "FLOPWATCH_WARM_BESIDE_STEP"}
 
 
 def setting_ab(kind: str, gpus: int, table: list[dict], name: str) -> list[dict]:

@@ -4,10 +4,14 @@
    then, in one process on the same GPU, every series that ran `ok` is timed by both rules
    (`workers.timing`, method "fixed": ≥ 1 s warm-up, ≥ 50 samples, batches of 10; method
    "adaptive": the default) in alternating order, `--rounds` rounds each (two for a kernel whose
-   fixed round takes over 3 s: its rounds agree within 0.1%; one over 15 s). Reported: each
-   rule's median of its round medians, the difference, how far each rule's own rounds were
-   apart, and the time each rule spent; every sample of every round goes to fidelity_raw.json.
-   Target: every series within 0.5%.
+   fixed round takes over 3 s: its rounds agree within 0.1%; one over 15 s). With
+   `--noisy-rounds N`, a series whose *fixed* rule disagreed with itself by more than 1% over
+   those rounds (a power-capped kernel that sits in one of two clock states for seconds at a
+   time) goes on to N rounds: the choice looks at the old rule's own spread only, never at the
+   difference between the rules. Reported: each rule's median of its round medians, the
+   difference, the paired estimate (the median of each round's adaptive/fixed) with its 95%
+   interval, how far each rule's own rounds were apart, and the time each rule spent; every
+   sample of every round goes to fidelity_raw.json. Target: every series within 0.5%.
 2. A planted 1% slowdown is still caught. Commit P launches a one-thread spin kernel before
    `cuda_wmma`'s GEMM, calibrated to 1% of its median at 4096³ in the run above
    (`benchmarks/gpu_noise.py`'s plant). `flopwatch compare A P --all` (every series timed at
@@ -42,6 +46,8 @@ import throughput  # noqa: E402  (the suite repository and the command runner)
 OUT = throughput.OUT
 SLOW_ROUND_S = 15.0
 LONG_ROUND_S = 3.0
+# A series whose fixed rule's own round medians spread more than this gets `--noisy-rounds`.
+NOISY_SPREAD_PCT = 1.0
 PLANTED = ("cuda_wmma", "M=4096,N=4096,K=4096")
 
 
@@ -100,7 +106,8 @@ def fidelity_worker(spec_path: str) -> int:
             rules["settled"] = TimingSettings(budget_s=spec["settled_s"], min_sampling_s=spec["settled_s"],
                                               max_samples=1_000_000, target_rel_ci=1e-9)
         rounds: dict[str, list] = {name: [] for name in rules}
-        for r in range(spec["rounds"]):
+        r = 0
+        while r < spec["rounds"] or (r < spec.get("noisy_rounds", 0) and spread_pct(rounds["fixed"]) > NOISY_SPREAD_PCT):
             order = tuple(rules) if r % 2 == 0 else tuple(reversed(rules))
             for method in order:
                 started, at = time.perf_counter(), time.time()
@@ -116,6 +123,7 @@ def fidelity_worker(spec_path: str) -> int:
             # the fixed rule's take seconds each. More rounds go to the short, clock-bound ones.
             if r == 1 and rounds["fixed"][0]["seconds"] > LONG_ROUND_S:
                 break
+            r += 1
         out.append({**s, "rounds": rounds})
         print(f"{s['variant']} {s['shape']}: " + ", ".join(
             f"{name} {[round(x['median_s'] * 1e3, 4) for x in got]} ms" for name, got in rounds.items()), flush=True)
@@ -123,10 +131,18 @@ def fidelity_worker(spec_path: str) -> int:
     return 0
 
 
-def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float, settled_s: float = 0.0) -> list[dict]:
+def spread_pct(rounds: list[dict]) -> float:
+    """How far apart a rule's own round medians are, in per cent of the lowest."""
+    medians = [x["median_s"] for x in rounds]
+    return (max(medians) / min(medians) - 1) * 100 if medians else 0.0
+
+
+def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float, settled_s: float = 0.0,
+             noisy_rounds: int = 0) -> list[dict]:
     series = [r for r in ok_gpu_series(db, shas["A"]) if r["median_s"] <= longest_s]
     cache = repo / ".flopwatch" / "cache" / "builds"
     spec = {"checkout": str(repo / ".flopwatch" / "checkouts" / shas["A"]), "rounds": rounds, "budget_s": 2.0,
+            "noisy_rounds": noisy_rounds,
             "settled_s": settled_s,
             "out": str(OUT / "fidelity_raw.json"),
             "series": [{"variant": r["variant"], "shape": r["shape"], "dtype": r["dtype"],
@@ -143,8 +159,11 @@ def rows_of(raw: list[dict]) -> list[dict]:
     its round medians, and the paired estimate — the median over rounds of adaptive/fixed of the
     same round, the two timed back to back (the GPU's slow drifts, a power-capped kernel's
     multi-second clock states, cancel within a pair)."""
+    from workers.stats import median_ci
+
     rows = []
     for s in raw:
+        ratios = [(a["median_s"] / f["median_s"] - 1) * 100 for a, f in zip(s["rounds"]["adaptive"], s["rounds"]["fixed"])]
         fixed = statistics.median(x["median_s"] for x in s["rounds"]["fixed"])
         adaptive = statistics.median(x["median_s"] for x in s["rounds"]["adaptive"])
         fixed_all = [x["median_s"] for x in s["rounds"]["fixed"]]
@@ -152,16 +171,17 @@ def rows_of(raw: list[dict]) -> list[dict]:
         rows.append({"variant": s["variant"], "shape": s["shape"], "dtype": s["dtype"], "fixed_ms": fixed * 1e3,
                      "adaptive_ms": adaptive * 1e3, "diff_pct": (adaptive / fixed - 1) * 100,
                      # the old rule against itself: how far apart its own rounds were
-                     "fixed_spread_pct": (max(fixed_all) / min(fixed_all) - 1) * 100,
-                     "adaptive_spread_pct": (max(adaptive_all) / min(adaptive_all) - 1) * 100,
+                     "fixed_spread_pct": spread_pct(s["rounds"]["fixed"]),
+                     "adaptive_spread_pct": spread_pct(s["rounds"]["adaptive"]),
+                     # 95% interval of the paired estimate (order statistics; the range below 6 rounds)
+                     "paired_ci_pct": median_ci(ratios),
                      "rounds": len(s["rounds"]["adaptive"]),
                      "fixed_s": statistics.fmean(x["seconds"] for x in s["rounds"]["fixed"]),
                      "adaptive_s": statistics.fmean(x["seconds"] for x in s["rounds"]["adaptive"]),
                      "adaptive_n": statistics.median(x["n"] for x in s["rounds"]["adaptive"]),
                      "fixed_n": statistics.median(x["n"] for x in s["rounds"]["fixed"]),
                      "adaptive_batch": s["rounds"]["adaptive"][0]["batch"],
-                     "paired_pct": statistics.median((a["median_s"] / f["median_s"] - 1) * 100 for a, f in
-                                                     zip(s["rounds"]["adaptive"], s["rounds"]["fixed"]))})
+                     "paired_pct": statistics.median(ratios)})
         if s["rounds"].get("settled"):
             settled = statistics.median(x["median_s"] for x in s["rounds"]["settled"])
             rows[-1].update(settled_ms=settled * 1e3, fixed_vs_settled_pct=(fixed / settled - 1) * 100,
@@ -205,15 +225,20 @@ class _AsResult:
         self.device_info = row.get("device_info") or {}
 
 
+def ci(row: dict) -> str:
+    lo, hi = row.get("paired_ci_pct") or (float("nan"), float("nan"))
+    return f"[{lo:+.2f}, {hi:+.2f}]%"
+
+
 def print_rows(rows: list[dict]) -> None:
     """diff: the rules' medians of their round medians; paired: the median of each round's
     adaptive/fixed (`rows_of`); vs itself: how far apart a rule's own rounds were."""
     print(f"\n{'variant':22} {'shape':24} {'dtype':5} {'fixed ms':>10} {'adaptive ms':>11} {'diff':>7} "
-          f"{'paired':>7} {'fixed vs itself':>15} {'adapt vs itself':>15} {'rounds':>6} {'fixed s':>7} "
+          f"{'paired':>7} {'paired 95% CI':>17} {'fixed vs itself':>15} {'adapt vs itself':>15} {'rounds':>6} {'fixed s':>7} "
           f"{'adapt s':>7} {'n fixed':>7} {'n adapt':>7} {'batch':>5}")
     for r in rows:
         print(f"{r['variant']:22} {r['shape']:24} {r['dtype']:5} {r['fixed_ms']:>10.4f} {r['adaptive_ms']:>11.4f} "
-              f"{r['diff_pct']:>+6.2f}% {r['paired_pct']:>+6.2f}% {r['fixed_spread_pct']:>14.2f}% "
+              f"{r['diff_pct']:>+6.2f}% {r['paired_pct']:>+6.2f}% {ci(r):>17} {r['fixed_spread_pct']:>14.2f}% "
               f"{r['adaptive_spread_pct']:>14.2f}% {r['rounds']:>6} {r['fixed_s']:>7.2f} {r['adaptive_s']:>7.2f} "
               f"{r['fixed_n']:>7.0f} {r['adaptive_n']:>7.0f} {r['adaptive_batch']:>5}")
     if rows:
@@ -228,6 +253,9 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--noisy-rounds", type=int, default=0,
+                   help=f"rounds in all for a series whose fixed rule's own rounds spread more than "
+                        f"{NOISY_SPREAD_PCT:g}% after --rounds (0: none)")
     p.add_argument("--longest", type=float, default=0.5,
                    help="leave out series whose median exceeds this many seconds (the fixed rule spends "
                         "about 20 launches on them: 24 s a round for a 1.2 s kernel)")
@@ -263,7 +291,8 @@ def main() -> int:
         for old in OUT.glob("fidelity.db*"):
             old.unlink()
         throughput.flopwatch(repo, "fidelity_run", db, "cuda", "run", shas["A"])
-    rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest, args.settled)
+    rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest, args.settled,
+                                                    args.noisy_rounds)
     plants = [] if args.skip_planted else planted(repo, shas, db, args.default_only)
     (OUT / "fidelity.json").write_text(json.dumps({"series": rows, "planted": plants}, indent=1))
     print_rows(rows)

@@ -573,9 +573,15 @@ def device_key(session: Session, kind: str) -> str:
     return f"{kind}:{d['name']}" if d else kind
 
 
+WARM_BESIDE_STEP_ENV = "FLOPWATCH_WARM_BESIDE_STEP"  # "0": a GPU loop waits idle for a preparation step
+
+
 def _timing(config, options: RunOptions) -> dict:
-    return {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s,
-            "method": options.timing_method}
+    timing = {"budget_s": options.budget_s if options.budget_s is not None else config.timing_budget_s,
+              "method": options.timing_method}
+    if os.environ.get(WARM_BESIDE_STEP_ENV) == "0":
+        timing["warm_beside_step"] = False
+    return timing
 
 
 def _settled_without_cluster(session: Session, variants: list[Variant], plans: dict[str, BuildPlan],

@@ -247,3 +247,15 @@ def test_a_step_that_outlasts_max_warmup_is_waited_for_before_sampling():
     assert t.warmup_reason == "max_warmup"
     assert dev.waited > 1.5  # warmed for MAX_WARMUP_S beside it, then waited for the rest
     assert max(t.samples_s) == pytest.approx(2e-4)
+
+
+def test_the_driver_asks_loops_to_wait_idle_only_when_told(monkeypatch):
+    from pipeline import runflow
+    from pipeline.config import ProjectConfig
+    from pipeline.runflow import RunOptions
+
+    config, options = ProjectConfig(), RunOptions()
+    monkeypatch.delenv(runflow.WARM_BESIDE_STEP_ENV, raising=False)
+    assert TimingSettings(**runflow._timing(config, options)).warm_beside_step is True
+    monkeypatch.setenv(runflow.WARM_BESIDE_STEP_ENV, "0")
+    assert TimingSettings(**runflow._timing(config, options)).warm_beside_step is False

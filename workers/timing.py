@@ -95,6 +95,10 @@ class TimingSettings:
     # (benchmarks/gpu_settling.py, docs/benchmarks.md), while the samples of one short window
     # agree so well that their CI alone would stop the loop after a tenth of a second.
     min_sampling_s: float = 1.0
+    # GPU adaptive: warm up beside a preparation step in progress (step 3, "the device to
+    # itself"); False: wait for it idle first, as loops did before (FLOPWATCH_WARM_BESIDE_STEP=0,
+    # to measure what it buys).
+    warm_beside_step: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -341,6 +345,8 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
 
     if claim is None:
         return measure_adaptive(sample_batch, probe, settings, warmed_s)
+    if not settings.warm_beside_step:
+        claim.wait()
     return measure_adaptive(sample_batch, probe, settings, warmed_s, device_ready=claim.ready,
                             device_wait=claim.wait)
 
