@@ -19,6 +19,7 @@
 # verdicts_warm the same, then `run` with loops waiting idle for a preparation step, and warming up beside it
 # fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
 # fidelity14  the same, and 14 rounds in all for a series whose fixed rule's own rounds spread more than 1%
+# fidelity_noisy  30 rounds of the six series whose fixed rule's own rounds spread more than 1% (torch_ref, the Triton GEMMs)
 # startup     what a command's interpreter start and imports cost on this machine (the driver's "python" phase)
 # triton_first  benchmarks/triton_first_call.py (a Triton kernel's first call in a forked job process, cold and warmed)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
@@ -77,6 +78,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     triton_first) cmd=(python3 benchmarks/triton_first_call.py) ;;
     fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
     fidelity14) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 --noisy-rounds 14 "${reuse[@]}") ;;
+    fidelity_noisy) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm --variants torch_ref,triton_tiled,triton_autotuned --rounds 30 "${reuse[@]}") ;;
     planted_default) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only "${reuse[@]}") ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;

@@ -138,8 +138,9 @@ def spread_pct(rounds: list[dict]) -> float:
 
 
 def fidelity(repo: Path, shas: dict, db: Path, rounds: int, longest_s: float, settled_s: float = 0.0,
-             noisy_rounds: int = 0) -> list[dict]:
-    series = [r for r in ok_gpu_series(db, shas["A"]) if r["median_s"] <= longest_s]
+             noisy_rounds: int = 0, variants: tuple[str, ...] = ()) -> list[dict]:
+    series = [r for r in ok_gpu_series(db, shas["A"])
+              if r["median_s"] <= longest_s and (not variants or r["variant"] in variants)]
     cache = repo / ".flopwatch" / "cache" / "builds"
     spec = {"checkout": str(repo / ".flopwatch" / "checkouts" / shas["A"]), "rounds": rounds, "budget_s": 2.0,
             "noisy_rounds": noisy_rounds,
@@ -253,6 +254,7 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--variants", default="", help="only these variants' series (comma-separated)")
     p.add_argument("--noisy-rounds", type=int, default=0,
                    help=f"rounds in all for a series whose fixed rule's own rounds spread more than "
                         f"{NOISY_SPREAD_PCT:g}% after --rounds (0: none)")
@@ -292,7 +294,7 @@ def main() -> int:
             old.unlink()
         throughput.flopwatch(repo, "fidelity_run", db, "cuda", "run", shas["A"])
     rows = [] if args.skip_fidelity else fidelity(repo, shas, db, args.rounds, args.longest, args.settled,
-                                                    args.noisy_rounds)
+                                                    args.noisy_rounds, tuple(v for v in args.variants.split(",") if v))
     plants = [] if args.skip_planted else planted(repo, shas, db, args.default_only)
     (OUT / "fidelity.json").write_text(json.dumps({"series": rows, "planted": plants}, indent=1))
     print_rows(rows)
