@@ -105,8 +105,12 @@ def adaptive(durations, settings: TimingSettings | None = None, warmed_s: float 
 @pytest.mark.parametrize("launch_s, flush_s, expected", [
     (1.0, 1e-4, 1),            # a second-long kernel: one launch per synchronisation
     (0.05, 1e-4, 1),           # longer than a batch's target on its own
-    (5e-6, 1e-4, timing.MAX_BATCH),  # 5 µs + flush: 190 wanted, capped
-    (1e-3, 0.0, 20),           # 20 ms of work per batch
+    (2.5e-3, 0.0, 8),          # ten launches would be 25 ms: at most 20 ms of work per batch
+    (1e-3, 0.0, timing.FIXED_BATCH),   # the fixed rule's ten launches, 10 ms of work
+    (2e-4, 1e-4, timing.FIXED_BATCH),  # 3 ms per ten: the fixed rule's cadence
+    (2e-5, 0.0, 50),           # ten would be 0.2 ms: at least 1 ms of work per batch
+    (5e-6, 1e-4, timing.FIXED_BATCH),  # the flush makes ten launches 1.05 ms
+    (1e-6, 0.0, timing.MAX_BATCH),     # 1000 wanted for 1 ms, capped
 ])
 def test_batch_size_follows_the_kernel_duration(launch_s, flush_s, expected):
     assert timing.batch_size(launch_s, flush_s) == expected
@@ -137,7 +141,7 @@ def test_a_long_steady_kernel_with_more_budget_stops_at_the_ci_target_with_few_s
 def test_a_fast_kernel_is_batched_and_sampled_for_at_least_min_sampling_s():
     settings = TimingSettings(min_sampling_s=0.25)
     t, _ = adaptive(constant(2e-4), settings, flush_s=0.0)
-    assert t.batch == 100
+    assert t.batch == timing.FIXED_BATCH
     assert t.stop_reason == "ci_target"
     assert t.sampling_s >= settings.min_sampling_s
     assert len(t.samples_s) % t.batch == 0  # whole batches only

@@ -19,9 +19,15 @@ GPU, adaptive (the default, `method="adaptive"`):
    flush's own GPU time `f`.
 2. *Batch.* Samples are enqueued in batches read after one synchronisation: a host sync after
    every launch leaves the GPU idle between samples and an idle GPU boosts its clock (an 8192³
-   bf16 GEMM read ~8% faster that way on an H100). A batch holds about `BATCH_TARGET_S` of GPU
-   work, `round(BATCH_TARGET_S / (d + f))` clamped to [1, `MAX_BATCH`]: a 1 s kernel is timed
-   one launch at a time, a 5 µs kernel a hundred per synchronisation.
+   bf16 GEMM read ~8% faster that way on an H100). A batch is `FIXED_BATCH` launches, the fixed
+   rule's cadence, as long as that is between `MIN_BATCH_S` and `BATCH_TARGET_S` of GPU work;
+   a longer kernel gets fewer (at most `BATCH_TARGET_S` of work, at least one launch), a shorter
+   one more (at least `MIN_BATCH_S`, at most `MAX_BATCH`): a 1 s kernel is timed one launch at
+   a time, a 5 µs kernel dozens per synchronisation. Why the fixed rule's cadence where it
+   fits: the few microseconds the GPU idles at each synchronisation are part of what a kernel
+   reads (a power-limited GEMM of 0.2-0.3 ms read 0.4-1.9% slower in batches of ~50 than in
+   batches of 10 on an H200, docs/benchmarks.md), and the suite's history was measured in
+   batches of 10.
 3. *Warm-up* ends when two consecutive batches agree: their medians within `stable_rel`. The
    correctness check's launches ran just before on the same device and count as warm-up time
    (`warmed_s`), so warm-up only needs the two batches, at least `MIN_WARMUP_S` in all, and at
@@ -55,6 +61,7 @@ from workers.stats import median_ci
 
 # GPU work between two host synchronisations (see the module docstring, step 2).
 BATCH_TARGET_S = 0.02
+MIN_BATCH_S = 0.001
 MAX_BATCH = 100
 # Warm-up bounds (step 3). The upper bound is the former fixed warm-up: a GPU under sustained
 # load settles at a lower clock than a cold one, and a second of back-to-back launches was
@@ -184,9 +191,12 @@ def _timing(samples: list[float], reason: str, settings: TimingSettings, warmup_
 
 
 def batch_size(launch_s: float, flush_s: float) -> int:
-    """Samples per synchronisation: about BATCH_TARGET_S of GPU work, 1..MAX_BATCH."""
+    """Samples per synchronisation (module docstring, step 2): FIXED_BATCH, fewer when that
+    is more than BATCH_TARGET_S of GPU work, more when it is less than MIN_BATCH_S; 1..MAX_BATCH."""
     per_sample = max(launch_s + flush_s, 1e-9)
-    return max(1, min(MAX_BATCH, round(BATCH_TARGET_S / per_sample)))
+    at_most = round(BATCH_TARGET_S / per_sample)
+    at_least = round(MIN_BATCH_S / per_sample)
+    return max(1, min(MAX_BATCH, max(min(FIXED_BATCH, at_most), at_least)))
 
 
 def stable(previous: list[float], current: list[float], rel: float) -> bool:
