@@ -167,8 +167,6 @@ def rows_of(raw: list[dict]) -> list[dict]:
         ratios = [(a["median_s"] / f["median_s"] - 1) * 100 for a, f in zip(s["rounds"]["adaptive"], s["rounds"]["fixed"])]
         fixed = statistics.median(x["median_s"] for x in s["rounds"]["fixed"])
         adaptive = statistics.median(x["median_s"] for x in s["rounds"]["adaptive"])
-        fixed_all = [x["median_s"] for x in s["rounds"]["fixed"]]
-        adaptive_all = [x["median_s"] for x in s["rounds"]["adaptive"]]
         rows.append({"variant": s["variant"], "shape": s["shape"], "dtype": s["dtype"], "fixed_ms": fixed * 1e3,
                      "adaptive_ms": adaptive * 1e3, "diff_pct": (adaptive / fixed - 1) * 100,
                      # the old rule against itself: how far apart its own rounds were

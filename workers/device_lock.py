@@ -78,21 +78,6 @@ def _held(where: str, mode: int, max_wait_s: float | None) -> Iterator[float | N
         os.close(fd)  # closing the descriptor releases the lock
 
 
-@contextlib.contextmanager
-def timing(max_wait_s: float = MAX_WAIT_S) -> Iterator[float | None]:
-    """The timing loop's hold: no preparation step runs on the GPU meanwhile. Yields the
-    seconds waited (None: no lock here, or not had within `max_wait_s`)."""
-    where = path()
-    if where is None:
-        yield None
-        return
-    began = time.perf_counter()
-    with _held(where + ".gate", fcntl.LOCK_EX, max_wait_s) as gate:
-        left = max(0.0, max_wait_s - (time.perf_counter() - began))
-        with _held(where, fcntl.LOCK_EX, left) as device:
-            yield None if gate is None or device is None else time.perf_counter() - began
-
-
 class Claim:
     """A timing loop's claim on its device, gate already held (`claim`): `ready()` takes the
     device lock if it is free now, `wait()` waits for it; once held it stays held until the
@@ -159,6 +144,16 @@ def claim(max_wait_s: float = MAX_WAIT_S) -> Iterator[Claim]:
             yield c
         finally:
             c.release()
+
+
+@contextlib.contextmanager
+def timing(max_wait_s: float = MAX_WAIT_S) -> Iterator[float | None]:
+    """A hold of the device from its start (a paired loop, a profiler): a `claim` that waits
+    for the device at once. Yields the seconds waited (None: no lock here, or not had within
+    `max_wait_s`)."""
+    with claim(max_wait_s) as c:
+        c.wait()
+        yield c.waited_s()
 
 
 @contextlib.contextmanager

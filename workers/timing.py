@@ -218,7 +218,7 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
     alone now (it takes it if free), `device_wait()` waits until it is (step 3, "the device to
     itself"). `clock` is injectable so the rule is tested without a GPU."""
     start = clock()
-    free_after: float | None = 0.0 if device_ready() else None
+    free_after: float | None = None  # seconds from the start to the device held
 
     def alone() -> bool:
         nonlocal free_after
@@ -356,7 +356,7 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
     if claim is None:
         return measure_adaptive(sample_batch, probe, settings, warmed_s)
     if not settings.warm_beside_step:
-        claim.wait()
+        claim.wait()  # then ready() is true from the start
     return measure_adaptive(sample_batch, probe, settings, warmed_s, device_ready=claim.ready,
                             device_wait=claim.wait)
 
