@@ -215,7 +215,12 @@ def test_series_no_slot_here_could_run_start_no_ray_either(tmp_path, capsys, mon
     code, report = _compare(capsys, root, db, c0, c1)
     assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized(), report["ray"]
     rows = [r for r in report["rows"] if r["variant"] == "hip_naive"]
-    assert rows and all(r["kind"] == "same" and not r["note"] for r in rows), [(r["kind"], r["note"]) for r in rows]
+    # Skipped at both commits: no number at either, so `not run` (with the reason), not `same`.
+    assert rows and all(r["kind"] == "not run" and not r["note"] for r in rows), [(r["kind"], r["note"]) for r in rows]
+    assert all(r["reason"].startswith("not run here: no hip toolchain") for r in rows), [r["reason"] for r in rows]
+    # The op's rocm peer (torch_ref) has no AMD GPU here either: every rocm series is counted apart.
+    rocm = [r for r in report["rows"] if r["device"].split(":")[0] == "rocm"]
+    assert all(r["kind"] == "not run" for r in rocm) and report["not_run"] == len(rocm) > len(rows)
     assert all(r["kind"] == "unchanged" for r in report["rows"] if r["variant"] == "cpp_naive")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -114,8 +113,8 @@ def main(args) -> int:
         except github.GitHubError as exc:
             print(f"flopwatch compare: warning: {exc}", file=sys.stderr)
     if args.json:
-        print(json.dumps({**dataclasses.asdict(report), "driver": session.clock.as_dict(),
-                          "not_retimed": len(report.not_retimed), "ray": session.ray_use()}, default=str))
+        print(json.dumps({**cmp.as_json(report), "driver": session.clock.as_dict(), "ray": session.ray_use()},
+                         default=str))
     else:
         print(markdown)
         print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)

@@ -1,6 +1,6 @@
 """Decides, per series, how head compares with base (slower, faster, same, unsure, newly failing,
-fixed, added, removed) from the stored `Result` rows of both revisions and their paired samples;
-builds the comparison table and its markdown.
+fixed, added, removed, not run) from the stored `Result` rows of both revisions and their paired
+samples; builds the comparison table and its markdown.
 
 Whole-suite runs of the two revisions alternate in rounds (A B, B A, ...) for statuses,
 correctness, resources and counters. The timing that decides the verdict is paired
@@ -27,9 +27,19 @@ from workers import status, untrusted
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Same measurement identity at both commits: not timed again (`pipeline.history.unchanged`).
 UNCHANGED = "unchanged"
-# Table order: what blocks a merge first, then what needs a look, then the rest.
+# Measured at neither commit: nothing here can run the series (`skipped`: no device or toolchain
+# of its kind) or its Ray node was lost (`lost`). That is no evidence of change, so not `same`
+# ("measured, no change"), and not the variant's fault, so never a regression.
+NOT_RUN = "not run"
+# Measured at one commit only, for the same reasons: the other side's number has nothing to be
+# set against.
+NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD = "not run at base", "not run at head"
+NOT_MEASURED = frozenset({status.SKIPPED}) | status.INCOMPLETE
+# Table order: what blocks a merge first, then what needs a look, then the rest; rows without a
+# number at either commit last.
 _ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FASTER: 3, NEWLY_FIXED: 4,
-          STILL_FAILING: 5, verdicts.SAME: 6, UNCHANGED: 7, ADDED: 8, REMOVED: 9}
+          STILL_FAILING: 5, verdicts.SAME: 6, UNCHANGED: 7, ADDED: 8, REMOVED: 9, NOT_RUN_AT_BASE: 10,
+          NOT_RUN_AT_HEAD: 10, NOT_RUN: 11}
 # Counters are measured and jitter a little; below this relative change they did not "move".
 COUNTER_TOLERANCE = 0.05
 
@@ -88,6 +98,9 @@ class Row:
     # Why the row was not timed at both commits ("same build: stored result of 1a2b3c4d5e"),
     # empty for a row that was.
     note: str = ""
+    # Why a side has no measurement ("not run here: no rocm device in the cluster ..."), set for
+    # the not-run kinds only.
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,11 @@ class Report:
     @property
     def regressions(self) -> list[Row]:
         return [r for r in self.rows if r.kind in (verdicts.SLOWER, NEWLY_FAILING)]
+
+    @property
+    def not_run(self) -> list[Row]:
+        """Series measured at neither commit (`NOT_RUN`)."""
+        return [r for r in self.rows if r.kind == NOT_RUN]
 
     @property
     def not_retimed(self) -> list[Row]:
@@ -229,21 +247,31 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
         used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
         if b and h and b.samples and h.samples:
             comparison = compare_rounds(b, h, used)
-        rows.append(Row(*key, _kind(b, h, comparison), b, h, comparison, moved(b, h) if b and h else (), used))
+        kind = _kind(b, h, comparison)
+        rows.append(Row(*key, kind, b, h, comparison, moved(b, h) if b and h else (), used,
+                        reason=not_run_reason(kind, b, h)))
     return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
 def unchanged_rows(rows: dict[tuple, dict], notes: dict[tuple, str], threshold: float | None) -> list[Row]:
     """Rows of series that were not timed at both commits: `rows` holds the one result each
     stands on (stored, or timed once at head), used for both sides. A failing status stays
-    visible as failing; anything else is `unchanged`."""
+    visible as failing, one that was never measured as not run; anything else is `unchanged`."""
     out = []
     for key, row in sorted(rows.items()):
         side = pool([row])[series_key(row)]
-        kind = STILL_FAILING if side.status in status.FAILURES else UNCHANGED
+        kind = _untimed_kind(side)
         used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
-        out.append(Row(*key, kind, side, side, None, (), used, notes.get(key, "")))
+        out.append(Row(*key, kind, side, side, None, (), used, notes.get(key, ""),
+                       not_run_reason(kind, side, side)))
     return out
+
+
+def _untimed_kind(side: Side) -> str:
+    """The kind of a series whose one result stands for both commits."""
+    if side.status in status.FAILURES:
+        return STILL_FAILING
+    return NOT_RUN if side.status in NOT_MEASURED else UNCHANGED
 
 
 def merge_rows(measured: list[Row], unchanged: list[Row]) -> list[Row]:
@@ -286,12 +314,44 @@ def _kind(b: Side | None, h: Side | None, comparison) -> str:
         return STILL_FAILING
     if comparison is not None:
         return comparison.verdict
-    return REMOVED if h is None else ADDED if b is None else verdicts.SAME
+    if h is None or b is None:
+        return REMOVED if h is None else ADDED
+    return _not_run_kind(b, h) or verdicts.SAME
+
+
+def _not_run_kind(b: Side, h: Side) -> str | None:
+    """Which side went unmeasured (neither failed), or None when both ran. Without this, a
+    series skipped at both commits would read `same`, the word for "measured, no change"."""
+    idle_b, idle_h = b.status in NOT_MEASURED, h.status in NOT_MEASURED
+    if idle_b and idle_h:
+        return NOT_RUN
+    if idle_b or idle_h:
+        return NOT_RUN_AT_BASE if idle_b else NOT_RUN_AT_HEAD
+    return None
+
+
+def not_run_reason(kind: str, b: Side | None, h: Side | None) -> str:
+    """Why a not-run row has no number, from the unmeasured side's diagnostic (head's when
+    neither side ran: it is what this machine says now); empty for any other kind."""
+    if kind not in (NOT_RUN, NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD):
+        return ""
+    side = b if kind == NOT_RUN_AT_BASE else h
+    if side.status == status.SKIPPED:
+        return f"not run here: {side.diagnostic}" if side.diagnostic else "not run here"
+    # A lost result's diagnostic already says "not measured: ..." and why.
+    return side.diagnostic or f"not measured: {side.status}"
 
 
 def exit_status(report: Report) -> int:
-    """1 on a significant slowdown or a newly failing variant, else 0."""
+    """1 on a significant slowdown or a newly failing variant, else 0 (not-run rows included)."""
     return 1 if report.regressions else 0
+
+
+def as_json(report: Report) -> dict:
+    """The report as `compare --json` prints it: every row with its kind (and reason, for rows
+    not run), and the counts of series not re-timed and not run at either commit."""
+    return {**dataclasses.asdict(report), "not_retimed": len(report.not_retimed),
+            "not_run": len(report.not_run)}
 
 
 def format_rate(side: Side | None) -> str:
@@ -322,7 +382,7 @@ def render_markdown(report: Report, page_url: str = "") -> str:
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
              (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
-              f"{n_slow} slower, {n_fail} newly failing, {len(report.rows)} series."), ""]
+              f"{n_slow} slower, {n_fail} newly failing, {_series_count(report)}."), ""]
     if report.skip_text:
         lines += [report.skip_text, ""]
     timed = [r for r in report.rows if not r.note]
@@ -337,6 +397,13 @@ def render_markdown(report: Report, page_url: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _series_count(report: Report) -> str:
+    """The series count ("40 series"), those measured at neither commit counted apart: they
+    carry no number."""
+    not_run = len(report.not_run)
+    return f"{len(report.rows)} series" + (f" ({not_run} not run here)" if not_run else "")
+
+
 def _markdown_table(rows: list[Row]) -> list[str]:
     lines = ["| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -347,6 +414,8 @@ def _markdown_table(rows: list[Row]) -> list[str]:
                            for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
+        if r.reason:
+            others = f"{r.reason[:160]}; {others}" if others else r.reason[:160]
         if r.note:
             others = f"{r.note}; {others}" if others else r.note
         verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind

@@ -24,6 +24,8 @@ from workers.stats import median_ci, sorted_samples
 
 SLOWER = "slower"
 FASTER = "faster"
+# Measured at both commits, no change beyond the threshold. A series measured at neither (no
+# device or toolchain here) is not `same`: `pipeline.history.compare.NOT_RUN`.
 SAME = "same"
 UNSURE = "unsure"
 VERDICTS = (SLOWER, FASTER, SAME, UNSURE)
