@@ -25,6 +25,7 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
     valid: list[Variant] = []
     invalid: list[InvalidVariant] = []
     seen: dict[str, str] = {}
+    problems: dict[str, str] = {}
     folders = kernel_dirs or config.kernel_dirs
     repo_ops, broken_ops = find_ops(repo_root, folders)
     if not only:
@@ -48,9 +49,24 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
                 invalid.append(InvalidVariant(
                     rel_folder, rel, f"{rel}: name: {variant.name!r} is already used by {seen[variant.name]}"))
                 continue
+            clash = _problem_clash(variant, problems)
+            if clash:
+                invalid.append(InvalidVariant(rel_folder, rel, f"{rel}: op: {clash}"))
+                continue
             seen[variant.name] = rel
             valid.append(variant)
     return valid, invalid
+
+
+def _problem_clash(variant: Variant, problems: dict[str, str]) -> str:
+    """A problem op (`[problem] file`) is named once: two files under one op name would be two
+    ops in one series. Records the first file per name in `problems`."""
+    if variant.repo_op.get("kind") != "problem":
+        return ""
+    path = variant.repo_op["path"]
+    first = problems.setdefault(variant.op, path)
+    return "" if first == path else (f"{variant.op!r} is already the op of problem {first}; name the problem of "
+                                     f"{path} otherwise")
 
 
 def find_ops(repo_root: Path, kernel_dirs: tuple[str, ...]) -> tuple[dict[str, RepoOp], list[InvalidVariant]]:

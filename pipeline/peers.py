@@ -33,7 +33,8 @@ def builtin_peers(variants: list[Variant]) -> list[Variant]:
             name += "_builtin"
         dtypes = tuple(sorted({d for v in of_op if not v.peer for d in v.dtypes}))
         added.append(Variant(
-            name=name, op=op, backend=BACKEND, folder="", sources=(), binding=Binding("builtin", "peer"),
+            name=name, op=op, backend=BACKEND, folder="", sources=(),
+            binding=Binding("builtin", "peer", returns=_returns(op, repo_op)),
             dtypes=dtypes, shapes=(), layout=_layout(of_op), peer=True, devices=tuple(kinds),
             description=f"built-in peer: {peer_name(op, repo_op)}", repo_op=repo_op))
     return added
@@ -47,10 +48,19 @@ def peer_name(op: str, repo_op: dict | None = None) -> str:
     return getattr(module, "PEER_NAME", f"{op}.peer")
 
 
+def _returns(op: str, repo_op: dict) -> bool:
+    """Whether the peer returns its output (torch's functional form, a problem's Model)."""
+    if repo_op:
+        return repo_op.get("kind") == "problem"
+    module = OPS.get(op)
+    return hasattr(module, "peer_returns") and not hasattr(module, "peer")
+
+
 def _has_peer(op: str, repo_op: dict) -> bool:
     if repo_op:
         return "peer" in (repo_op.get("functions") or ())
-    return hasattr(OPS.get(op), "peer")
+    module = OPS.get(op)
+    return hasattr(module, "peer") or hasattr(module, "peer_returns")
 
 
 def _layout(of_op: list[Variant]) -> str:

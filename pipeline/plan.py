@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,11 @@ from workers.bundle import digest, pack
 from workers.include_dirs import fingerprint
 from workers.ops import op_source_digest
 from workers.records import Job, Shape, Variant
+
+# Back ends whose artifact is the shipped repository tree (`workers.bindings.python_entry`);
+# the layout's name is part of their build hash, so an artifact of another layout is not reused.
+PYTHON_SIDE = ("python", "triton", "torch")
+ARTIFACT_LAYOUT = "artifact: repo tree + python.json"
 
 
 @dataclass(frozen=True)
@@ -28,13 +34,16 @@ def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], 
     if variant.backend == "builtin":  # flopwatch's own peer: no sources; its op's code names it
         return BuildPlan(variant, {}, (), digest({}, variant.backend, toolchain_ident, repr(variant.binding),
                                                  op_source_digest(variant.repo_op or variant.op)))
-    bundle = pack(root, [variant.folder, *project_includes])
+    bundle = pack(root, [variant.folder, *project_includes, *variant.extra_files])
     # Node-side include folders (a HipKittens checkout) are not shipped; their content as
     # this machine sees it still names the build, so updating the checkout rebuilds.
     node_includes = fingerprint(variant.include_dirs, os.environ) if variant.include_dirs else ""
+    extras = [ARTIFACT_LAYOUT] if variant.backend in PYTHON_SIDE else []
+    if variant.extensions:  # what setup.py or the load() call says, flags included
+        extras.append(json.dumps(list(variant.extensions), sort_keys=True))
     key = digest(bundle, variant.backend, toolchain_ident, " ".join(variant.flags), " ".join(variant.arches),
                  repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs), node_includes,
-                 repr(sorted(variant.launch.items())), variant.makefile)
+                 repr(sorted(variant.launch.items())), variant.makefile, *extras)
     return BuildPlan(variant, bundle, tuple(project_includes), key)
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pipeline.config import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 from workers.ops import DTYPES, OPS
 
-BACKENDS = ("cpp", "cuda", "hip", "python", "triton")
+BACKENDS = ("cpp", "cuda", "hip", "python", "triton", "torch")
 BINDING_KINDS = ("c", "raw", "pybind11", "python", "triton")
 DEVICE_KINDS = ("cpu", "cuda", "rocm")
 
@@ -76,11 +76,19 @@ class BindingTable(_Table):
 
     kind: Literal[BINDING_KINDS] = Field(
         description="c | raw | pybind11 (cuda, hip) | python | triton; which ones a back end allows: docs/variants.md")
-    entry: NonEmptyStr = Field(description='extern "C" symbol; python and triton: "file.py:function"')
+    entry: NonEmptyStr = Field(description='extern "C" symbol; pybind11: the module\'s function; python, triton, torch: '
+                                           '"file.py:name", "package.module:name" or "torch.ops.ns.name" '
+                                           "(a function, or an nn.Module class)")
     module: str = Field("", description="pybind11: the module name (tk_kernel.dispatch_micro(A, B, C))")
+    returns: bool = Field(False, description="the entry returns its output (O = f(Q, K, V)) instead of writing into "
+                                             "one it is given; the allocation is timed with the call")
     grid: list[Dimension] = Field([], description="raw: 1 to 3 launch-grid expressions of the sizes (ceil, min, max)")
     block: list[Dimension] = Field([], description="raw: 1 to 3 block dimensions")
-    args: list[NonEmptyStr] = Field([], description="raw: kernel parameter order by name (A, B, C, M, N, K, alpha, beta)")
+    args: list[NonEmptyStr] = Field([], description="argument order by name: raw kernels' parameters (A, B, C, M, N, "
+                                                    "K, alpha, beta); tensor entries' positional arguments (default: "
+                                                    "inputs then output, or inputs then the op's scalars with returns)")
+    kwargs: dict[str, Constexpr] = Field({}, description="tensor entries: constant keyword arguments, e.g. "
+                                                         'casting_mode = "llama"')
 
 
 class BuildTable(_Table):
@@ -101,14 +109,43 @@ class ToleranceTable(_Table):
 
 
 class LaunchTable(_Table):
-    """What the compiler cannot see, for the occupancy figure (hip)."""
+    """What the compiler cannot see, for the occupancy and shared memory figures."""
 
     block_threads: PositiveInt | None = Field(None, description="threads per block of the launch")
-    dynamic_lds_bytes: NonNegativeInt | None = Field(None, description="LDS requested at launch time")
+    dynamic_lds_bytes: NonNegativeInt | None = Field(None, description="hip: LDS requested at launch time")
+    dynamic_smem_bytes: NonNegativeInt | None = Field(None, description="cuda: shared memory requested at launch time")
+
+
+class ProblemTable(_Table):
+    """A KernelBench-style problem file: its `Model` is the reference and the peer, its
+    `get_inputs()` / `get_init_inputs()` make the inputs."""
+
+    file: NonEmptyStr = Field(description="the problem file (class Model, get_inputs(), get_init_inputs()), from "
+                                          "the variant folder; its integer globals are the sizes of a shape")
+    flops: NonEmptyStr | None = Field(None, description="FLOPs of one call, an expression of those sizes "
+                                                        "(e.g. 2*N*N*N); without it rows show time and speed-up")
+
+
+class ExtensionTable(_Table):
+    """A torch C++/CUDA extension, built once per node with torch.utils.cpp_extension as the
+    repository builds it (never inside a timed job)."""
+
+    from_: str = Field("", alias="from", description="the file whose build call defines it, from the variant "
+                                                    "folder: a setup.py (CUDAExtension, CppExtension) or a "
+                                                    "Python file calling load() / load_inline()")
+    name: str = Field("", description="which of the file's extensions (default: every one it builds); with "
+                                      "sources: the extension's module name")
+    sources: list[NonEmptyStr] = Field([], description="instead of from (a build flopwatch cannot read without "
+                                                       "running it): the files, from the variant folder")
+    extra_cflags: list[str] = Field([], description="with sources: host compiler flags")
+    extra_cuda_cflags: list[str] = Field([], description="with sources: nvcc (hipcc) flags")
+    extra_ldflags: list[str] = Field([], description="with sources: linker flags")
+    include_dirs: list[NonEmptyStr] = Field([], description="with sources: include folders, from the variant folder")
 
 
 class TritonTable(_Table):
-    """The kernel compiled ahead of time, and what Triton's JIT would learn from the call."""
+    """The kernel compiled ahead of time (optional: without it the JIT's kernels are analysed
+    at run time), and what Triton's JIT would learn from the call."""
 
     kernel: NonEmptyStr = Field(description="the @triton.jit / @triton.autotune function in the entry file")
     signature: dict[str, NonEmptyStr] = Field({}, description='pointer and scalar types, e.g. a_ptr = "*{dtype}"; '
@@ -127,12 +164,15 @@ class VariantManifest(_Table):
     model_config = ConfigDict(title="flopwatch variant.toml", extra="forbid", strict=True, frozen=True)
 
     name: NonEmptyStr = Field(description="unique in the suite: letters, digits, . _ - (shown on every page)")
-    op: NonEmptyStr = Field(description=f"what it computes: {' | '.join(OPS)} (workers/ops/), or an op the "
-                                         "repository declares in an op.py (docs/ops.md)")
+    op: NonEmptyStr = Field(description=f"what it computes: {' | '.join(OPS)} (workers/ops/), an op the "
+                                         "repository declares in an op.py (docs/ops.md), or the problem of "
+                                         "[problem]")
     backend: Literal[BACKENDS] = Field(description="how it is built (docs/triton.md for triton)")
     description: str = Field("", description="shown in listings")
-    sources: list[NonEmptyStr] = Field([], description="files compiled, inside the variant folder "
-                                                       "(python: may be left out)")
+    sources: list[NonEmptyStr] = Field([], description="files compiled (python, triton, torch: imported), from "
+                                                       "the variant folder; a path may lead up into the rest of "
+                                                       "the repository (\"../../flash.cu\"); python, triton and "
+                                                       "torch may leave it out")
     layout: NonEmptyStr | None = Field(None, description="one of the op's layouts, default its first; gemm: nt "
                                                          "(A[M,K], B[N,K], C = A·Bᵀ) | nn (B[K,N])")
     alpha_beta: bool = Field(False, description="the entry takes alpha, beta: C = α·A·B + β·C")
@@ -141,7 +181,8 @@ class VariantManifest(_Table):
                                                                    "when not the op's (gemm: fp32)")
     shapes: Shapes | None = Field(None, description="a shape set of flopwatch.toml, or a list of shapes "
                                                     "([512, 512, 512] or {M = 256, N = 128, K = 64}); "
-                                                    "a peer may leave it out")
+                                                    "a peer may leave it out, a [problem] variant too (the "
+                                                    "file's own sizes)")
     arches: list[NonEmptyStr] = Field([], description='cuda: sm_XX[a] or "native"; hip: gfx942, gfx950; '
                                                       "triton: both kinds")
     devices: list[Literal[DEVICE_KINDS]] = Field([], description="default from the backend: cpp/python → cpu, "
@@ -154,6 +195,8 @@ class VariantManifest(_Table):
     tolerance: ToleranceTable = ToleranceTable()
     launch: LaunchTable = LaunchTable()
     triton: TritonTable | None = None
+    problem: ProblemTable | None = None
+    extensions: list[ExtensionTable] = Field([], description="[[extensions]]: torch extensions the variant calls")
 
 
 class DefaultsTable(_Table):
@@ -248,13 +291,24 @@ def _fields_at(model: type[BaseModel], loc: list) -> set[str]:
     for part in loc:
         if isinstance(part, int):
             return set()
-        annotation = model.model_fields[part].annotation if part in model.model_fields else None
-        nested = next((a for a in getattr(annotation, "__args__", (annotation,))
-                       if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        by_key = {f.alias or name: f for name, f in model.model_fields.items()}
+        annotation = by_key[part].annotation if part in by_key else None
+        nested = _nested_model(annotation)
         if nested is None:
             return set()
         model = nested
-    return set(model.model_fields)
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def _nested_model(annotation) -> type[BaseModel] | None:
+    """The table model inside an annotation (`Table`, `Table | None`, `list[Table]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
 
 
 # -- published forms ---------------------------------------------------------------------------

@@ -63,12 +63,16 @@ def rows(schema: dict, defs: dict | None = None, prefix: str = "") -> list[tuple
         if target is not None and target.get("type") == "object":
             tables.append((prefix + name, target))
             continue
+        item_ref = (prop.get("items") or {}).get("$ref") if prop.get("type") == "array" else None
+        if item_ref and defs.get(item_ref.split("/")[-1], {}).get("type") == "object":
+            tables.append((f"[{prefix + name}]", defs[item_ref.split("/")[-1]]))  # an array of tables: [[name]]
+            continue
         default = "required" if name in required else _default(prop.get("default"))
         plain.append((prefix + name, describe(prop, defs), default, prop.get("description", "")))
     out = plain
     for name, target in tables:
-        out.append((f"[{name}]", "table", "", target.get("description", "").split("\n")[0]))
-        out += rows(target, defs, prefix=f"{name}.")
+        out.append((f"[{name}]", "table", "", " ".join(target.get("description", "").split("\n\n")[0].split())))
+        out += rows(target, defs, prefix=f"{name.strip('[]')}[]." if name.startswith("[") else f"{name}.")
     return out
 
 

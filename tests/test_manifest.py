@@ -48,7 +48,8 @@ def test_good_manifest_loads_every_field(tmp_path):
     (("op = \"gemm\"", "op = \"conv\""), "op", "'conv' is not one of ['attention', 'attention_causal', 'copy'"),
     (("op = \"gemm\"", "op = \"gemn\""), "op", "did you mean 'gemm'?"),
     (("dtypes = [\"fp32\"]", "dtypes = [\"fp8\"]"), "dtypes[0]", 'got "fp8"'),
-    (("sources = [\"k.cpp\"]", "sources = [\"../../../etc/passwd\"]"), "sources", "outside the variant folder"),
+    (("sources = [\"k.cpp\"]", "sources = [\"../../../../etc/passwd\"]"), "sources", "outside the repository"),
+    (("sources = [\"k.cpp\"]", "sources = [\"/etc/passwd\"]"), "sources", "absolute path"),
     (("sources = [\"k.cpp\"]", "sources = [\"missing.cpp\"]"), "sources", "does not exist"),
     (("shapes = [[64, 32, 16], {M = 8, N = 8, K = 8}]", "shapes = \"nope\""), "shapes", "unknown shape set 'nope'"),
     (("shapes = [[64, 32, 16], {M = 8, N = 8, K = 8}]", "shapes = [[64, 32]]"), "shapes[0]", "not a gemm shape"),
@@ -125,5 +126,5 @@ def test_bundled_suite_is_valid(repo_root):
 def test_broken_set_has_exactly_one_invalid_manifest(repo_root):
     valid, invalid = discover(repo_root, load_config(repo_root), ("tests/broken_kernels",))
     assert [i.name for i in invalid] == ["broken_manifest"]
-    assert "sources" in invalid[0].error and "outside the variant folder" in invalid[0].error
+    assert "sources" in invalid[0].error and "outside the repository" in invalid[0].error
     assert len(valid) == 8

@@ -88,8 +88,14 @@ def test_manifest_triton_table_loads(tmp_path):
     assert v.devices == ("cuda", "rocm")  # Triton runs on GPUs only
 
 
+def test_a_triton_module_needs_no_triton_table(tmp_path):
+    """A Triton module as repositories have it: its kernels are analysed from Triton's JIT at
+    run time (`workers.triton_jit`), so the ahead-of-time table is optional."""
+    v = load_variant(tmp_path, _write(tmp_path, MANIFEST), ProjectConfig())
+    assert v.backend == "triton" and v.triton == {} and v.devices == ("cuda", "rocm")
+
+
 @pytest.mark.parametrize("extra, key", [
-    ("", "triton"),  # the table is required
     ('[triton]\nkernel = "k"\nwarps = 4\n', "triton.warps"),
     ('[triton]\nkernel = "k"\nnum_warps = 0\n', "triton.num_warps"),
     ('[triton]\nkernel = "k"\nsignature = { a_ptr = 3 }\n', "triton.signature.a_ptr"),
@@ -140,12 +146,12 @@ def test_triton_tiled_builds_and_is_analysed_for_sm90a_and_gfx942():
 
 
 def test_triton_autotuned_compiles_every_configuration():
-    from workers.bindings import _import_file
+    from workers.bindings.python_entry import import_file
     from workers.triton_aot.spec import describe_kernel
 
     v, record = _build("triton_autotuned")
     assert record.ok, record.first_errors
-    module = _import_file(ROOT / v.folder / "gemm_autotuned.py", "autotuned_under_test")
+    module = import_file(ROOT / v.folder / "gemm_autotuned.py", "autotuned_under_test")
     _, configs = describe_kernel(module.gemm_autotuned_kernel)
     rows = record.analysis["kernels"]
     assert len(rows) == len(configs) * len(v.arches)

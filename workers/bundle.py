@@ -7,7 +7,8 @@ from pathlib import Path
 
 
 def pack(root: Path, subdirs: list[str] | None = None) -> dict[str, bytes]:
-    """Read every regular file below `root` (or below the listed subfolders of it).
+    """Read every regular file below `root` (or below the listed subfolders of it, or the
+    listed files themselves).
 
     A symbolic link is followed only when its target lies inside `root`: the folders packed are
     the benchmarked repository's, and a link to ~/.ssh/id_rsa or /etc must not ship that file to
@@ -16,6 +17,9 @@ def pack(root: Path, subdirs: list[str] | None = None) -> dict[str, bytes]:
     inside = root.resolve()
     files: dict[str, bytes] = {}
     for base in bases:
+        if base.is_file() and base.resolve().is_relative_to(inside):  # one file named on its own
+            files[base.relative_to(root).as_posix()] = base.read_bytes()
+            continue
         if not base.is_dir() or not base.resolve().is_relative_to(inside):
             continue
         for path in sorted(base.rglob("*")):

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import torch
 
-from workers import bindings, correctness, device, device_lock, fit, handoff
+from workers import bindings, correctness, device, device_lock, fit, handoff, triton_jit
 from workers.ops import for_variant, get_op, torch_dtype
 from workers.ops.repo import OpCodeError
 from workers.records import Variant
 from workers.timing import TimingSettings, time_cpu, time_gpu
 
 PAIR_MIN_SAMPLES = 6
+PYTHON_SIDE = ("python", "triton", "torch")  # back ends whose entry may launch Triton kernels
 ALPHA, BETA = 1.5, 0.5  # used when a kernel declares alpha_beta, so both terms are exercised
 
 
@@ -42,22 +43,30 @@ def generator(seed: int, dev: str) -> torch.Generator:
 
 @dataclass
 class Armed:
-    """One check's inputs (from its seed) and its poisoned, guarded output, before the call."""
+    """One check's inputs (from its seed) and its poisoned, guarded output, before the call.
+    For an entry that returns its output: no output yet (`g` is set from what it returns), the
+    reference computed before the call (its shape and dtype are what the entry must return)."""
     seed: int
     inputs: dict
-    g: correctness.GuardedOutput
+    g: correctness.GuardedOutput | None
     before: dict
     alpha: float = 1.0
     beta: float = 0.0
     c_init: torch.Tensor | None = None
+    ref: torch.Tensor | None = None
+    returned_problem: str = ""  # what is wrong with what a returning entry handed back
 
 
-def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -> Armed:
+def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int, returns: bool = False) -> Armed:
     """Fresh random inputs from `seed`, the output poisoned inside guard bands, and a snapshot
     of the inputs (untrusted code: inputs are read-only)."""
     dev = "cpu" if kind == "cpu" else "cuda"
     gen = generator(seed, dev)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
+    if returns:
+        armed = Armed(seed, inputs, None, correctness.snapshot_inputs(inputs))
+        armed.ref = op.reference(inputs, variant.layout)
+        return armed
     out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
     g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
     armed = Armed(seed, inputs, g, {})
@@ -77,15 +86,23 @@ def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict |
     _sync(kind)
     inputs, g = armed.inputs, armed.g
     changed = correctness.changed_inputs(inputs, armed.before)
+    if armed.returned_problem:
+        figures = {"passed": False, "returned": armed.returned_problem, "seed": armed.seed, "unwritten": 0,
+                   "_out": None}
+        if changed:
+            figures["inputs_changed"] = changed
+        return figures
     if changed:
         inputs = armed.before  # the reference is of what the kernel was given
-    ref = op.reference(inputs, variant.layout, armed.alpha, armed.beta, armed.c_init)
+    ref = armed.ref if armed.ref is not None else \
+        op.reference(inputs, variant.layout, armed.alpha, armed.beta, armed.c_init)
     rtol_default, atol_default = op.TOLERANCE[_dtype_name(dtype)]
     figures = correctness.evaluate(g, ref, variant.rtol if variant.rtol is not None else rtol_default,
                                    variant.atol if variant.atol is not None else atol_default)
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
     figures["seed"] = armed.seed
+    figures["out_shape"] = list(g.out.shape)
     if changed:
         figures.update(inputs_changed=changed, passed=False)
     if (not figures["passed"] and not figures["unwritten"] and previous
@@ -101,8 +118,13 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
     output and seed of the check before (other inputs): an output equal to it bit for bit does
     not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
     as an output that moves). The output is left in figures["_out"] for the next check."""
-    armed = arm(op, variant, dims, dtype, kind, seed)
-    call(armed.inputs, armed.g.out, armed.alpha, armed.beta)
+    returns = returns_output(call)
+    armed = arm(op, variant, dims, dtype, kind, seed, returns)
+    if returns:
+        poison_next_output(armed, op, variant, dtype, kind)
+        take_returned(armed, call(armed.inputs, None), op, variant, dtype)
+    else:
+        call(armed.inputs, armed.g.out, armed.alpha, armed.beta)
     figures = judge(armed, op, variant, dtype, kind, previous)
     if figures["passed"] and repeat and not variant.alpha_beta:
         figures["repeat_mismatch"] = _repeat_mismatch(call, armed.inputs, armed.g, kind)
@@ -110,25 +132,90 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
     return figures
 
 
+def returns_output(call) -> bool:
+    """Whether a loaded entry returns its output (`workers.bindings`) instead of writing one."""
+    return bool(getattr(call, "returns", False))
+
+
+def expected_output(armed: Armed, op, variant: Variant, dtype) -> tuple[tuple, torch.dtype]:
+    """The shape and dtype a returning entry must hand back: the reference's shape; the
+    dtype of the op's output for this input dtype (`output_dtype` when the manifest sets it),
+    or the reference's own for an integer result (an argmax)."""
+    ref = armed.ref
+    if not ref.is_floating_point():
+        return tuple(ref.shape), ref.dtype
+    return tuple(ref.shape), torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
+
+
+def poison_next_output(armed: Armed, op, variant: Variant, dtype, kind: str) -> None:
+    """On a GPU, leave a block of the output's size filled with the poison pattern in torch's
+    caching allocator, so the entry's own allocation of its output most likely gets it: an
+    element the kernel never writes then shows as never written, as in a guarded output."""
+    if kind == "cpu":
+        return
+    shape, out_dtype = expected_output(armed, op, variant, dtype)
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # the poisoned block is then the free block of that size
+    correctness.poisoned_block(shape, out_dtype)
+
+
+def take_returned(armed: Armed, result, op, variant: Variant, dtype) -> None:
+    """What a returning entry handed back, checked for type, shape and dtype before its values;
+    a mismatch is the check's finding (`returned_problem`), not an exception."""
+    from workers.ops.problem import flatten_outputs
+    from workers.ops.repo import OpCodeError
+
+    shape, out_dtype = expected_output(armed, op, variant, dtype)
+    try:
+        out = flatten_outputs(result, f"binding.entry {variant.binding.entry!r}")
+    except OpCodeError:
+        armed.returned_problem = (f"the entry returned {type(result).__name__}, not a tensor (binding.returns = true "
+                                  f"says it returns its output; an entry that writes into one it is given is "
+                                  f"returns = false)")
+        return
+    if tuple(out.shape) != shape:
+        armed.returned_problem = (f"the entry returned a tensor of shape {list(out.shape)}, expected {list(shape)} "
+                                  f"(the output of {variant.op} at this shape)")
+    elif out.dtype != out_dtype:
+        armed.returned_problem = (f"the entry returned {_dtype_text(out.dtype)}, expected {_dtype_text(out_dtype)}"
+                                  + (f"; if the kernel computes in {_dtype_text(out.dtype)}, set output_dtype = "
+                                     f"\"{_dtype_name(out.dtype)}\"" if out.dtype in _NAMES else ""))
+    else:
+        armed.g = correctness.returned_output(out)
+
+
+def _dtype_text(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
 def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str) -> int:
     """Run again on the same inputs: a race shows up as an output that moves."""
     first = g.out.clone()
+    if returns_output(call):
+        again = call(inputs, None)
+        _sync(kind)
+        return correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
+            else first.numel()
     correctness.reset(g)
     call(inputs, g.out)
     _sync(kind)
     return correctness.moved_elements(first, g.out)
 
 
+_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
 def _dtype_name(dtype) -> str:
-    return {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
+    return _NAMES[dtype]
 
 
 def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> dict:
     """The timed call once more, for a profiler watching this process: warm up, then one call
     inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
     inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
-    out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
-                      device="cuda")
+    out = None if returns_output(call) else \
+        torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
+                    device="cuda")
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
     for _ in range(2):
         call(inputs, out)
@@ -204,10 +291,11 @@ def pair(spec: dict) -> dict:
         torch.cuda.set_device(0)
     sides = []
     for v, artifact in zip(variants, spec["artifacts"]):
-        call = bindings.load(v, Path(artifact), op, kind, dims)
+        call = bindings.load(v, Path(artifact), op, kind, dims, dtype)
         inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
-        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(spec["dtype"])),
-                          device=dev)
+        out = None if returns_output(call) else \
+            torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(spec["dtype"])),
+                        device=dev)
         sides.append((call, inputs, out))
     flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
              if kind != "cpu" else None)
@@ -274,7 +362,7 @@ def run(spec: dict, release: bool = True) -> dict:
     too_big = fit.too_big(op, dims, dtype.itemsize, kind)  # before anything of the shape is allocated
     if too_big:
         return {"status": "invalid", "diagnostic": too_big, "phases": phases}
-    call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims)
+    call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims, dtype)
     if spec.get("mode") == "profile":
         return profile_once(call, op, variant, dims, dtype, spec)
     # The identity query (nvidia-smi / rocm-smi, ~0.1 s) runs beside the checks, not before them.
@@ -289,32 +377,50 @@ def run(spec: dict, release: bool = True) -> dict:
         # twice before timing.
         timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1
         checks, previous = [], None
-        for i, seed in enumerate(spec["seeds"][:1] if timed_check else spec["seeds"]):
-            checks.append(check(call, op, variant, dims, dtype, kind, seed, previous, repeat=i == 0 and kind == "cpu"))
-            previous = {"out": checks[-1].pop("_out"), "seed": seed}
+        # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
+        # is the analysis of a Triton module that has no [triton] table.
+        with triton_jit.recording() if variant.backend in PYTHON_SIDE else contextlib.nullcontext({}) as jit:
+            for i, seed in enumerate(spec["seeds"][:1] if timed_check else spec["seeds"]):
+                checks.append(check(call, op, variant, dims, dtype, kind, seed, previous,
+                                    repeat=i == 0 and kind == "cpu"))
+                previous = {"out": checks[-1].pop("_out"), "seed": seed}
         lap("correctness_s")
         dev_info = identity.result()
     result = {"device_info": dev_info.to_dict(), "checks": checks, "phases": phases}
+    if jit.get("kernels") or jit.get("autotune"):
+        result["jit"] = jit
     if variant.repo_op:  # the driver does not run the repository's op: its counts come from here
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if not all(c["passed"] for c in checks):
         return _incorrect(result, checks, op, dims)
     dev = "cpu" if kind == "cpu" else "cuda"
-    armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1]) if timed_check else None
+    returns = returns_output(call)
+    armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
     if armed is not None:
-        inputs, out = armed.inputs, armed.g.out
+        inputs, out = armed.inputs, (None if returns else armed.g.out)
+        if returns:
+            poison_next_output(armed, op, variant, dtype, kind)
     else:
         inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
-        out = torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
-                          device=dev)
+        out = None if returns else \
+            torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
+                        device=dev)
     settings = TimingSettings(**spec.get("timing", {}))
+    # A returning entry allocates its output inside the timed call, as its callers see it; the
+    # last one it returned is kept (for the race check), so two outputs live at once.
+    returned: list = [None]
 
     def timed() -> None:
-        call(inputs, out)
+        if returns:
+            returned[0] = call(inputs, None)
+        else:
+            call(inputs, out)
 
     first: list = []
-    keep_first = (lambda: first.append(out.clone())) if armed is not None else None
+    keep_first = None
+    if armed is not None:
+        keep_first = (lambda: first.append(returned[0])) if returns else (lambda: first.append(out.clone()))
     phases["loop_began_at"] = time.time()
     if kind == "cpu":
         timing = time_cpu(timed, settings, after_first=keep_first)
@@ -335,9 +441,16 @@ def run(spec: dict, release: bool = True) -> dict:
     if armed is not None:
         # Held shared: the next job's timing loop waits for this step as for a spare's.
         with device_lock.preparing() if kind != "cpu" else contextlib.nullcontext():
-            moved = correctness.moved_elements(first[0], out) if first else 0
-            if first:
-                out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
+            if returns:
+                moved = _returned_moved(first, returned[0])
+                if first:
+                    take_returned(armed, first[0], op, variant, dtype)  # the check is of the first call
+                else:
+                    armed.returned_problem = "the timing loop made no call"
+            else:
+                moved = correctness.moved_elements(first[0], out) if first else 0
+                if first:
+                    out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
             figures = judge(armed, op, variant, dtype, kind, previous)
         figures.pop("_out")
         figures["repeat_mismatch"] = moved
@@ -360,11 +473,22 @@ def run(spec: dict, release: bool = True) -> dict:
     return result
 
 
+def _returned_moved(first: list, last) -> int:
+    """Elements that differ between the first and the last output a returning entry handed
+    back in the timing loop (same inputs: a race); 0 when they cannot be compared as tensors."""
+    if not first or not isinstance(first[0], torch.Tensor) or not isinstance(last, torch.Tensor):
+        return 0
+    if first[0].shape != last.shape or first[0].dtype != last.dtype or first[0] is last:
+        return 0
+    return correctness.moved_elements(first[0].contiguous(), last.contiguous())
+
+
 def _incorrect(result: dict, checks: list[dict], op, dims: dict) -> dict:
     """The result of a job whose check failed, with the first failing check's diagnosis."""
     bad = next(c for c in checks if not c["passed"])
     result["status"] = "incorrect"
-    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, op.output_shape(dims))
+    shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
+    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, tuple(shape))
                             + (f"; output changed between two runs on the same inputs at "
                                f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
     return result

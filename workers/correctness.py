@@ -14,7 +14,8 @@ import torch
 
 # NaN bit patterns with distinct payloads: a kernel that computes NaN produces a different
 # pattern, so "never written" and "wrote NaN" are told apart bit-exactly.
-_PATTERNS = {4: (torch.int32, 0x7FA00BAD, 0x7FB0C0DE), 2: (torch.int16, 0x7D0B, 0x7D0C)}
+_PATTERNS = {8: (torch.int64, 0x7FF40000000B0BAD, 0x7FF400000000C0DE), 4: (torch.int32, 0x7FA00BAD, 0x7FB0C0DE),
+             2: (torch.int16, 0x7D0B, 0x7D0C)}
 TILE = 64
 MAX_TILES_LISTED = 8
 
@@ -41,6 +42,26 @@ def guarded_output(shape: tuple, dtype: torch.dtype, device: str) -> GuardedOutp
     return GuardedOutput(buffer, buffer[guard:guard + numel].view(shape), guard)
 
 
+def returned_output(out: torch.Tensor) -> GuardedOutput:
+    """What an entry returned, seen as a guarded output without guard bands (it allocated it
+    itself): poison left in it by `poisoned_block` still shows elements never written."""
+    out = out.contiguous()
+    return GuardedOutput(out.view(-1), out, 0)
+
+
+def poisoned_block(shape: tuple, dtype: torch.dtype) -> None:
+    """Allocate a block of this size on the GPU, fill it with the poison pattern and free it:
+    torch's caching allocator keeps it and hands it to the next allocation of that size."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    block = torch.empty(numel, dtype=dtype, device="cuda")
+    if block.element_size() in _PATTERNS:
+        int_dtype, poison, _ = _PATTERNS[block.element_size()]
+        block.view(int_dtype).fill_(poison)
+    del block
+
+
 def reset(g: GuardedOutput) -> None:
     """Poison the output again before the next call."""
     int_dtype, poison, _ = _PATTERNS[g.buffer.element_size()]
@@ -53,14 +74,20 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
     Passing needs: guards intact, every element written, no NaN/Inf, relative Frobenius
     error ≤ rtol and max abs error ≤ atol·max|ref|.
     """
-    int_dtype, poison, sentinel = _PATTERNS[g.buffer.element_size()]
-    raw = g.buffer.view(int_dtype)
+    int_dtype, poison, sentinel = _PATTERNS.get(g.buffer.element_size(), (None, None, None))
     numel = g.out.numel()
-    before = (raw[:g.guard] != sentinel).nonzero()
-    after = (raw[g.guard + numel:] != sentinel).nonzero()
-    # Everything stays on the output's device (an 8192² check on the host would take seconds);
-    # only the tile map and scalars come back.
-    unwritten_mask = (g.out.view(int_dtype) == poison)
+    if int_dtype is None:  # a 1-byte output (bool, int8): no pattern tells "never written"
+        raw = g.buffer
+        before = after = torch.empty(0, dtype=torch.long)
+        unwritten_mask = torch.zeros(g.out.shape, dtype=torch.bool, device=g.out.device)
+    else:
+        raw = g.buffer.view(int_dtype)
+        before = (raw[:g.guard] != sentinel).nonzero()
+        after = (raw[g.guard + numel:] != sentinel).nonzero()
+        # Everything stays on the output's device (an 8192² check on the host would take
+        # seconds); only the tile map and scalars come back.
+        unwritten_mask = (g.out.view(int_dtype) == poison) if g.out.is_floating_point() or g.guard \
+            else torch.zeros(g.out.shape, dtype=torch.bool, device=g.out.device)
     out = g.out.double()
     ref = ref.to(out.device)
     nonfinite_mask = ~torch.isfinite(out) & ~unwritten_mask
@@ -174,6 +201,9 @@ def same_output(out: torch.Tensor, previous: torch.Tensor | None) -> bool:
 def diagnose(figures: dict, out_shape: tuple) -> str:
     """One paragraph a developer can act on, most telling finding first."""
     parts = []
+    if figures.get("returned"):  # what a returning entry handed back is not the op's output
+        listed = ", ".join(f"{k} ({n} element(s))" for k, n in sorted((figures.get("inputs_changed") or {}).items()))
+        return figures["returned"] + (f"; the kernel changed its inputs: {listed}" if listed else "")
     if figures.get("inputs_changed"):
         listed = ", ".join(f"{k} ({n} element(s))" for k, n in sorted(figures["inputs_changed"].items()))
         parts.append(f"the kernel changed its inputs: {listed} differ after the call (inputs are read-only; "

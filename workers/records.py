@@ -61,11 +61,16 @@ class Shape(Record):
 class Binding(Record):
     """How the harness calls a built variant.
 
-    kind: `c` (extern "C" entry point), `python` (module:function taking tensors), `triton`
-    (like `python`: a launcher of a Triton kernel, compiled by Triton's JIT on the device),
-    `pybind11` (module built from the sources, function taking tensors), `raw`
-    (a __global__ kernel launched with grid/block expressions of the shape), `builtin` (the
-    op's own torch peer, added by flopwatch when the repository declares no peer).
+    kind: `c` (extern "C" entry point), `python` (a function or nn.Module class of a file or
+    module, or a torch.library op, taking tensors), `triton` (like `python`: a launcher of a
+    Triton kernel, compiled by Triton's JIT on the device), `pybind11` (a function of a module
+    built from the sources, taking tensors), `raw` (a __global__ kernel launched with grid/block
+    expressions of the shape), `builtin` (the op's own torch peer, added by flopwatch when the
+    repository declares no peer).
+
+    `returns`: the entry returns its output (`O = f(Q, K, V)`) instead of writing into one the
+    harness hands it; `args` orders its positional arguments by name, `kwargs` are constant
+    keyword arguments.
     """
 
     kind: str
@@ -73,7 +78,9 @@ class Binding(Record):
     module: str = ""
     grid: tuple = ()
     block: tuple = ()
-    args: tuple = ()  # raw: kernel parameter order by name (A, B, C, M, N, K, alpha, beta)
+    args: tuple = ()  # argument order by name (A, B, C, M, N, K, alpha, beta, the op's scalars)
+    returns: bool = False
+    kwargs: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,15 @@ class Variant(Record):
     # writes bf16 C; the gemm op's own output is fp32). Empty: the op's.
     output_dtype: str = ""
     # An op declared by the benchmarked repository (`workers.ops.repo.RepoOp` as a dict, its
-    # source included): it travels with the variant to the job's child. Empty: a built-in op.
+    # source included; or a problem file, `workers.ops.problem.ProblemOp`): it travels with the
+    # variant to the job's child. Empty: a built-in op.
     repo_op: dict = field(default_factory=dict)
+    # Torch extensions the variant calls (`workers.torch_ext.spec.ExtensionSpec` as dicts), read
+    # from the repository's setup.py / load() / load_inline() call; built with the variant.
+    extensions: tuple[dict, ...] = ()
+    # Repository-relative files outside the variant folder that its build ships: sources that
+    # lead up into the repository, the problem file, the extensions' sources.
+    extra_files: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:
@@ -123,7 +137,7 @@ class Variant(Record):
             binding[key] = tuple(binding.get(key, ()))
         data["binding"] = Binding(**binding)
         data["shapes"] = tuple(Shape(**s) if isinstance(s, dict) else s for s in data.get("shapes", ()))
-        for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices"):
+        for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices", "extensions", "extra_files"):
             if key in data:
                 data[key] = tuple(data[key])
         names = {f.name for f in dataclasses.fields(cls)}

@@ -173,12 +173,17 @@ def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[d
 def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
     checks = data.get("checks", [])
     correctness = {"checks": [{k: v for k, v in c.items() if k != "tile_map"} for c in checks]}
-    if checks:  # keep one tile map: the failing check's, else the first
-        worst = next((c for c in checks if not c["passed"]), checks[0])
+    compared = [c for c in checks if "tile_map" in c]  # not a returned value of the wrong kind
+    if compared:  # keep one tile map: the failing check's, else the first
+        worst = next((c for c in compared if not c["passed"]), compared[0])
         correctness.update(tile_map=worst["tile_map"], tile=worst["tile"],
-                           rel_fro_err=max(c["rel_fro_err"] for c in checks),
-                           max_abs_err=max(c["max_abs_err"] for c in checks))
+                           rel_fro_err=max(c["rel_fro_err"] for c in compared),
+                           max_abs_err=max(c["max_abs_err"] for c in compared))
     base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
+    if data.get("jit"):  # the kernels Triton's JIT compiled for this job, and its autotuner's choice
+        from workers import triton_jit
+
+        base["resources"] = triton_jit.merge(base.get("resources") or {}, data["jit"])
     common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""), counters=data.get("counters", {}),
                   correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
     if data["status"] != status.OK:

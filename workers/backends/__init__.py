@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from workers.backends import builtin, cpp, cuda, hip, python, triton
+from workers.backends import builtin, cpp, cuda, hip, python, torch_ext, triton
 
 BACKENDS: dict[str, ModuleType] = {"cpp": cpp, "python": python, "cuda": cuda, "hip": hip, "triton": triton,
-                                  "builtin": builtin}
+                                  "torch": torch_ext, "builtin": builtin}

@@ -1,13 +1,16 @@
-"""`python` back end: nothing to compile; the sources travel as they are and the child
-imports the module named by the binding's entry (`file.py:function`)."""
+"""`python` back end: nothing to compile. The repository files the build was shipped (the
+variant's folder and sources, the shared folders of flopwatch.toml, where a package such as
+`src/liger_kernel` lives) are kept at their repository-relative paths, so the job imports the
+entry the way its repository does (`workers.bindings.python_entry`)."""
 
 from __future__ import annotations
 
 import platform
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from workers.backends.base import BuildOutput, Toolchain
+from workers.bindings.python_entry import TREE, write_index
 from workers.records import Variant
 
 
@@ -18,8 +21,26 @@ def toolchain() -> Toolchain | None:
 
 
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
-    for name in variant.sources:
-        target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / name, target)
+    ship_tree(variant, src, out, include_dirs)
     return BuildOutput(True, "sources copied")
+
+
+def repository_root(variant: Variant, src: Path) -> Path:
+    """The unpacked repository files' root, from the variant folder's place in it."""
+    root = src
+    for _ in PurePosixPath(variant.folder).parts:
+        root = root.parent
+    return root
+
+
+def ship_tree(variant: Variant, src: Path, out: Path, include_dirs: list[Path], extra_roots: tuple[str, ...] = (),
+              extensions: dict | None = None) -> None:
+    """Copy every shipped file into the artifact's `repo/` and note the import roots: the
+    shared folders (Liger's `src`), then the variant's own folder."""
+    root = repository_root(variant, src)
+    shutil.copytree(root, out / TREE, dirs_exist_ok=True)
+    roots = [d.relative_to(root).as_posix() for d in include_dirs if d.is_relative_to(root)]
+    roots += [r for r in extra_roots if r not in roots]
+    if variant.folder and variant.folder not in roots:
+        roots.append(variant.folder)
+    write_index(out, variant.folder, roots, extensions)

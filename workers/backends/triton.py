@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain
+from workers.backends.python import ship_tree
+from workers.bindings.python_entry import TREE, entry_parts, repo_path
 from workers.records import Variant
 from workers.sandbox import run_child
 from workers.triton_aot.analysis import amd_row, nvidia_row, triton_tool
@@ -32,11 +33,17 @@ def toolchain() -> Toolchain | None:
 
 
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
-    for name in variant.sources:
-        target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / name, target)
-    file = variant.binding.entry.partition(":")[0]
+    ship_tree(variant, src, out, include_dirs)
+    if not variant.triton:
+        # A Triton module as repositories have it (a public function launching a @triton.jit
+        # kernel): nothing to compile ahead of time; the job records the kernels Triton's JIT
+        # compiled and the configuration its autotuner chose (`workers.triton_jit`).
+        return BuildOutput(True, "sources copied; no [triton] table: the kernels are analysed from Triton's JIT "
+                                 "at run time")
+    try:
+        file = kernel_file(variant, out)
+    except (ValueError, FileNotFoundError) as exc:
+        return BuildOutput(False, str(exc), str(exc))
     try:
         arches = resolve_arches(list(variant.arches) or list(DEFAULT_ARCHES))
         targets = [parse_arch(a) for a in arches]
@@ -44,7 +51,7 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
         return BuildOutput(False, str(exc), str(exc))
     work = out.parent / "triton-aot"
     work.mkdir(exist_ok=True)
-    request = {"file": str(src / file), "kernel": variant.triton.get("kernel", ""), "table": variant.triton,
+    request = {"file": str(file), "kernel": variant.triton.get("kernel", ""), "table": variant.triton,
                "arches": arches, "dtypes": list(variant.dtypes), "out": str(work)}
     (work / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -65,6 +72,25 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
                                        f"failed; first ({failed[0]['label']}):\n{failed[0]['error']}")
     return BuildOutput(True, f"triton {result['triton']}\n{log}",
                        analysis=analyse(work, result["compiled"], tc, {t.label: t for t in targets}))
+
+
+def kernel_file(variant: Variant, out: Path) -> Path:
+    """The file holding `[triton] kernel`: the entry's file (`file.py:launcher`), or the module
+    a package entry names (`liger_kernel.ops.rms_norm:fn`), found below the import roots."""
+    kind, where, _ = entry_parts(variant.binding.entry)
+    tree = out / TREE
+    if kind == "file":
+        return tree / repo_path(variant.folder, where)
+    if kind == "module":
+        from workers.bindings.python_entry import read_index
+
+        rel = Path(*where.split("."))
+        for root in read_index(out).get("roots", []):
+            for candidate in (tree / root / rel.with_suffix(".py"), tree / root / rel / "__init__.py"):
+                if candidate.is_file():
+                    return candidate
+        raise FileNotFoundError(f"[triton] kernel: module {where} is not below the import roots")
+    raise ValueError(f"[triton] kernel needs an entry of a file or module, not {variant.binding.entry!r}")
 
 
 def resolve_arches(arches: list[str]) -> list[str]:

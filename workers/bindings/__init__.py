@@ -1,6 +1,8 @@
 """Turn a built artifact into a callable `call(inputs, out)` for the harness.
 
-One function per binding kind; `load` picks by the manifest's `binding.kind`.
+One function per binding kind; `load` picks by the manifest's `binding.kind`. A callable whose
+`returns` attribute is true returns the output it allocated (`O = f(Q, K, V)`) and ignores
+`out`; the others write into `out`.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ from types import ModuleType
 from workers.records import Variant
 
 
-def load(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict) -> Callable:
+def load(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict, dtype=None) -> Callable:
     kind = variant.binding.kind
     if kind == "c":
         return _c_entry(variant, artifact, op, device_kind, dims)
     if kind in ("python", "triton"):
         # A Triton variant's launcher is plain Python taking tensors; its kernel is compiled by
         # Triton's JIT for this device on the first call (a correctness check, never timed).
-        return _python_entry(variant, artifact, op)
+        from workers.bindings import python_entry
+
+        return python_entry.entry(variant, artifact, op, device_kind, dims, dtype)
     if kind == "pybind11":
-        return _pybind11_entry(variant, artifact, op)
+        return _pybind11_entry(variant, artifact, op, dims)
     if kind == "raw":
         from workers.bindings.raw import raw_entry
 
@@ -62,49 +66,50 @@ def _c_entry(variant: Variant, artifact: Path, op: ModuleType, device_kind: str,
     return call
 
 
-def _import_file(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _python_entry(variant: Variant, artifact: Path, op: ModuleType) -> Callable:
-    """`file.py:function` taking the op's tensors, e.g. (A, B, C) for gemm."""
-    file, _, func = variant.binding.entry.partition(":")
-    module = _import_file(artifact / file, f"flopwatch_variant_{variant.name}")
-    fn = getattr(module, func)
-
-    def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
-        fn(*op.tensor_args(inputs, out))
-
-    return call
-
-
-def _pybind11_entry(variant: Variant, artifact: Path, op: ModuleType) -> Callable:
-    """A module built from the sources, called like `tk_kernel.dispatch_micro(A, B, C)`."""
+def _pybind11_entry(variant: Variant, artifact: Path, op: ModuleType, dims: dict) -> Callable:
+    """A module built from the sources, called like `tk_kernel.dispatch_micro(A, B, C)`, or a
+    torch extension built as its repository builds it (`O = minimal_attn.forward(q, k, v)`)."""
     import torch  # noqa: F401  (the extension links against torch's libraries)
 
+    from workers.bindings import python_entry
+
     module_name = variant.binding.module or "tk_kernel"
-    candidates = sorted(artifact.glob(f"{module_name}*.so"))
-    if not candidates:
-        raise FileNotFoundError(f"pybind11 module {module_name!r} not found in the build artifact")
-    spec = importlib.util.spec_from_file_location(module_name, candidates[0])
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, variant.binding.entry)
+    if variant.backend == "torch":
+        from workers.torch_ext import runtime
 
-    def call(inputs: dict, out, alpha: float = 1.0, beta: float = 0.0) -> None:
-        fn(*op.tensor_args(inputs, out))
-
-    return call
+        module = runtime.import_extension(artifact, module_name)
+    else:
+        candidates = sorted(artifact.glob(f"{module_name}*.so"))
+        if not candidates:
+            raise FileNotFoundError(f"pybind11 module {module_name!r} not found in the build artifact")
+        spec = importlib.util.spec_from_file_location(module_name, candidates[0])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    try:
+        fn = getattr(module, variant.binding.entry)
+    except AttributeError:
+        exported = sorted(n for n in dir(module) if not n.startswith("_"))
+        raise AttributeError(f"module {module_name!r} has no function {variant.binding.entry!r} "
+                             f"(it exports: {exported})") from None
+    return python_entry.wrap(fn, variant, op, dims, variant.binding.returns)
 
 
 def _builtin_peer(variant: Variant, op: ModuleType) -> Callable:
-    """The op's own peer (torch on the device: `op.peer`), for a repository that declares none."""
+    """The op's own peer (torch on the device: `op.peer`, or `op.peer_returns` for an op whose
+    torch form returns its output), for a repository that declares none."""
+    from workers.ops import returns_peer
+
+    if returns_peer(op):
+        import torch
+
+        torch.set_grad_enabled(False)  # a problem's Model has weights that require grad
+
+        def returning(inputs: dict, out=None, alpha: float = 1.0, beta: float = 0.0):
+            return op.peer_returns(inputs, variant.layout)
+
+        returning.returns = True
+        return returning
     if not hasattr(op, "peer"):
         raise ValueError(f"op {variant.op!r} has no peer function")
 

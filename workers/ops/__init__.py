@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 from types import ModuleType
 
-from workers.ops import attention, attention_causal, copy, gemm, softmax
+from workers.ops import attention, attention_causal, copy, gemm, rms_norm, softmax, swiglu
 from workers.ops.repo import RepoOp
 
 OPS: dict[str, ModuleType] = {
@@ -22,6 +22,8 @@ OPS: dict[str, ModuleType] = {
     "attention": attention,
     "attention_causal": attention_causal,
     "softmax": softmax,
+    "rms_norm": rms_norm,
+    "swiglu": swiglu,
 }
 
 DTYPES = ("fp32", "fp16", "bf16")
@@ -39,13 +41,21 @@ def for_variant(variant):
     source the variant carries. The latter runs the repository's code: call it in the job's
     child only (the driver reads repository ops with `repo.parse_op`, never runs them)."""
     if variant.repo_op:
-        from workers.ops import repo
+        from workers.ops import problem, repo
 
+        if problem.is_problem(variant.repo_op):
+            return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
         return repo.load(RepoOp.from_dict(variant.repo_op))
     return get_op(variant.op)
 
 
 BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.peers`)
+
+
+def returns_peer(op) -> bool:
+    """Whether the op's peer returns its output (`peer_returns(inputs, layout)`, as torch's
+    functional calls and a problem's Model do) rather than writing into one (`peer(...)`)."""
+    return hasattr(op, "peer_returns") and not hasattr(op, "peer")
 
 
 def peer_label(row: dict) -> str:
@@ -85,9 +95,13 @@ def op_source_digest(op: str | RepoOp | dict) -> str:
     or its dict as a variant carries it), the text of its `op.py` — computable on the driver
     from the checkout, since parsing never runs it."""
     if isinstance(op, dict):
-        op = RepoOp.from_dict(op)
+        from workers.ops import problem
+
+        op = problem.ProblemOp.from_dict(op) if problem.is_problem(op) else RepoOp.from_dict(op)
     if isinstance(op, RepoOp):
         return "repo:" + op.digest
+    if not isinstance(op, str):  # a problem file (`workers.ops.problem.ProblemOp`)
+        return "problem:" + op.digest
     module = get_op(op)
     h = hashlib.sha256()
     for path in _op_files(Path(module.__file__)):

@@ -57,7 +57,8 @@ _IGNORED = frozenset({"build_directory", "verbose", "keep_intermediates", "use_p
 _DROPPED = {"runtime_library_dirs": "a run-time search path", "extra_objects": "prebuilt objects",
             "dlink": "device linking", "dlink_libraries": "device linking"}
 
-_HINTS = {"sources": "list the files in [[extensions]] sources of the variant",
+_HINTS = {"sources": "describe the extension in the variant's [[extensions]] table instead (name, sources, "
+                     "extra_cuda_cflags ...: docs/variants.md)",
           "name": "write the extension's name as a string literal",
           "arguments": "pass the arguments by name in the call"}
 
@@ -898,7 +899,8 @@ class _Reader:
         try:
             return self.value(arg.node, site.where)
         except _Unreadable as exc:
-            hint = _HINTS.get(key, f"give {key} in [[extensions]] of the variant")
+            hint = _HINTS.get(key, f"describe the extension in the variant's [[extensions]] table instead "
+                                   f"(name, sources, {key} ...: docs/variants.md)")
             raise self._fail(arg.node, key, f"{exc.message}, which flopwatch cannot read without running "
                                             f"{self.path}; {hint}") from None
 

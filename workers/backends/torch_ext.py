@@ -1,0 +1,116 @@
+"""`torch` back end: a variant whose kernels are torch C++/CUDA extensions, built with
+`torch.utils.cpp_extension` as the repository builds them (setup.py's CUDAExtension /
+CppExtension, or its `load(...)` / `load_inline(...)` call, read statically by
+`workers.torch_ext.spec`). The build runs torch's own machinery in a child process
+(`workers.torch_ext.build`): nvcc on a CUDA build of torch, hipcc after torch's hipify on a
+ROCm build, the host compiler for a C++ extension. The repository's Python files are shipped
+as the `python` back end ships them; CUDA kernels are analysed like the `cuda` back end's
+(registers, shared memory, spills from ptxas; the SASS histogram from cuobjdump)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from workers.backends.base import BuildOutput, Toolchain, first_errors
+from workers.backends.python import repository_root, ship_tree
+from workers.records import Variant
+from workers.sandbox import run_child
+
+# An extension build compiles several translation units with nvcc (minutes for a large one);
+# the build's own limit (`pipeline.config.Limits.build_timeout_s`) bounds it as a whole.
+EXTENSION_TIMEOUT_S = 1800.0
+
+
+def toolchain() -> Toolchain | None:
+    """torch and the compiler its extensions build with on this node."""
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except ImportError:
+        return None
+    device, compiler = _device_compiler(torch, cpp_extension)
+    ninja = "ninja" if cpp_extension.is_ninja_available() else "no ninja"
+    return Toolchain("torch", compiler or "c++", f"torch {torch.__version__} {device or 'cpu'} {ninja}",
+                     {"cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None),
+                      "device_compiler": compiler, "cuobjdump": shutil.which("cuobjdump"),
+                      "demangler": shutil.which("cu++filt") or shutil.which("c++filt")})
+
+
+def _device_compiler(torch, cpp_extension) -> tuple[str, str]:
+    if torch.version.cuda and cpp_extension.CUDA_HOME:
+        return f"cuda {torch.version.cuda}", os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")
+    if getattr(torch.version, "hip", None) and cpp_extension.ROCM_HOME:
+        return f"rocm {torch.version.hip}", os.path.join(cpp_extension.ROCM_HOME, "bin", "hipcc")
+    return "", ""
+
+
+def skip_reason(specs: list[dict], tc: Toolchain) -> str:
+    """Why this node cannot build these extensions, if it cannot (pure): a CUDA extension needs
+    a CUDA or ROCm build of torch and that build's compiler."""
+    cuda = [s["name"] for s in specs if s.get("with_cuda") or s.get("cuda_sources")
+            or any(f.endswith((".cu", ".cuh")) for f in s.get("sources") or ())]
+    if not cuda:
+        return ""
+    if not (tc.detail.get("cuda") or tc.detail.get("hip")):
+        return (f"extension(s) {cuda} have CUDA sources: they build on a node with a CUDA or ROCm build of torch; "
+                f"this one has {tc.version.split(' ')[1]}")
+    if not tc.detail.get("device_compiler"):
+        return f"extension(s) {cuda}: torch finds no CUDA_HOME / ROCM_HOME (nvcc or hipcc) on this node"
+    return ""
+
+
+def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
+    specs = [dict(s) for s in variant.extensions]
+    roots = tuple(dict.fromkeys(s["package_dir"] for s in specs if s.get("kind") == "setup" and s.get("package_dir")))
+    ship_tree(variant, src, out, include_dirs, extra_roots=roots)
+    reason = skip_reason(specs, tc)
+    if reason:
+        return BuildOutput(False, reason, skip_reason=reason)
+    work = out.parent / "torch-ext"
+    work.mkdir(exist_ok=True)
+    request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs}
+    (work / "request.json").write_text(json.dumps(request))
+    env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           # torch caches JIT builds per user; the build folder given here is the only one used
+           "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
+    outcome = run_child([sys.executable, "-m", "workers.torch_ext.build", "request.json", "result.json"],
+                        EXTENSION_TIMEOUT_S, work, env)
+    log = (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
+    result_file = work / "result.json"
+    if outcome.timed_out or not result_file.exists():
+        how = "timed out" if outcome.timed_out else f"exited with {outcome.returncode or outcome.signal_name}"
+        return BuildOutput(False, log, f"the extension build process {how}:\n{first_errors(log)}")
+    result = json.loads(result_file.read_text())
+    index = json.loads((out / "python.json").read_text())
+    index["extensions"] = result["built"]
+    (out / "python.json").write_text(json.dumps(index))
+    if result["failed"]:
+        name, error = next(iter(result["failed"].items()))
+        return BuildOutput(False, log, f"extension {name!r} failed to build:\n{first_errors(log) or error}")
+    return BuildOutput(True, log, analysis=analyse(log, out, result["built"], tc))
+
+
+def analyse(log: str, out: Path, built: dict, tc: Toolchain) -> dict:
+    """Per kernel of the CUDA extensions: ptxas's resources from the build log, the SASS
+    histogram of the built library; a C++ extension has no device kernels to report."""
+    if not tc.detail.get("cuda") or not any(e.get("cuda") for e in built.values()):
+        return {}
+    from workers.backends.cuda import analyse as cuda_analyse
+
+    kernels: dict = {"vendor": "nvidia", "kernels": {}}
+    for entry in built.values():
+        try:
+            found = cuda_analyse(log, out / entry["path"], tc, 0)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        kernels["kernels"].update(found.get("kernels") or {})
+    return kernels
+
+
+def _project_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
