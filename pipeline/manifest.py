@@ -345,10 +345,10 @@ def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: Project
             problem=None) -> list[Shape]:
     raw = m.shapes
     if raw is None or raw == "*":
+        if m.peer:
+            return []  # a peer runs at every shape the op's other variants use (a problem's: and its own)
         if problem is not None:
             return [Shape(dict(problem.defaults))]  # the sizes the problem file sets
-        if m.peer:
-            return []  # a peer runs at every shape the op's other variants use
         raise ManifestError(rel, "shapes", "missing: give a list of shapes or a shape-set name")
     where = "shapes"
     if isinstance(raw, str):

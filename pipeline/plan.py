@@ -69,5 +69,9 @@ def jobs_for(variants: list[Variant]) -> list[Job]:
         for kind in v.devices:
             pairs = [(s, d) for s in v.shapes for d in v.dtypes] if v.shapes else \
                 [(s, d) for s, d in needed.get((v.op, kind), []) if d in v.dtypes]
+            if not v.shapes and v.repo_op.get("defaults"):
+                # a problem's Model runs at its own sizes too: a problem onboarded alone is measured
+                own = Shape(dict(v.repo_op["defaults"]))
+                pairs += [(own, d) for d in v.dtypes if (own, d) not in pairs]
             jobs.extend(Job(v.name, v.op, s, d, kind) for s, d in pairs)
     return jobs

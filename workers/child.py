@@ -540,9 +540,11 @@ def run_batch(spec: dict, out_dir: Path) -> None:
 
 def _reported(measure) -> dict:
     """`measure()`'s result, or the failure it raised as a result (the traceback on stderr)."""
+    from workers.torch_ext.runtime import UndeclaredExtension
+
     try:
         return measure()
-    except OpCodeError as exc:  # the repository's op is wrong, not the kernel under test
+    except (OpCodeError, UndeclaredExtension) as exc:  # the op or the manifest is wrong, not the kernel
         traceback.print_exc()
         return {"status": "invalid", "diagnostic": str(exc)}
     except Exception as exc:  # reported, then the parent marks the job crashed

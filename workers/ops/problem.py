@@ -117,15 +117,34 @@ def parse_problem(path: str, source: str, name: str, flops_expr: str = "") -> Pr
     sizes: dict[str, int] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = node.value
-            if isinstance(value, ast.Constant) and type(value.value) is int and value.value > 0:
-                sizes[node.targets[0].id] = value.value
+            value = _size_value(node.value, sizes)
+            if value is not None:
+                sizes[node.targets[0].id] = value
             elif node.targets[0].id in sizes:
                 del sizes[node.targets[0].id]  # reassigned to something else: not a plain size
     dims = tuple(sizes) or (NO_SIZES,)
     defaults = dict(sizes) or {NO_SIZES: 1}
     return ProblemOp(name=name, path=path, source=source, inputs=tuple(params) or ("x",), dims=dims,
                      defaults=defaults, flops_expr=flops_expr, peer_name=f"{MODEL} of {path}")
+
+
+def _size_value(node: ast.expr, sizes: dict[str, int]) -> int | None:
+    """A positive integer a global is set to: a literal, or arithmetic of literals and earlier
+    sizes (`N = 2048 * 2`, `dim2 = dim1 // 2`); None for anything else."""
+    from workers.formula import ExpressionError, evaluate
+
+    if isinstance(node, ast.Constant) and type(node.value) is not int:
+        return None
+    if not all(isinstance(n, (ast.Constant, ast.Name, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load))
+               for n in ast.walk(node)):
+        return None
+    if any(isinstance(n, ast.Constant) and type(n.value) is not int for n in ast.walk(node)):
+        return None
+    try:
+        value = evaluate(ast.unparse(node), sizes)
+    except (ExpressionError, ZeroDivisionError):
+        return None
+    return int(value) if value == int(value) and value > 0 else None
 
 
 # -- in the job's child only ----------------------------------------------------------------------

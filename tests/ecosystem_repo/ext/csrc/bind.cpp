@@ -1,0 +1,7 @@
+#include <torch/extension.h>
+
+torch::Tensor swiglu(torch::Tensor a, torch::Tensor b);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("swiglu", &swiglu, "silu(a) * b");
+}
