@@ -51,14 +51,15 @@ def peer_name(op: str, repo_op: dict | None = None) -> str:
 def _returns(op: str, repo_op: dict) -> bool:
     """Whether the peer returns its output (torch's functional form, a problem's Model)."""
     if repo_op:
-        return repo_op.get("kind") == "problem"
+        functions = repo_op.get("functions") or ()
+        return repo_op.get("kind") == "problem" or ("peer_returns" in functions and "peer" not in functions)
     module = OPS.get(op)
     return hasattr(module, "peer_returns") and not hasattr(module, "peer")
 
 
 def _has_peer(op: str, repo_op: dict) -> bool:
     if repo_op:
-        return "peer" in (repo_op.get("functions") or ())
+        return bool({"peer", "peer_returns"} & set(repo_op.get("functions") or ()))
     module = OPS.get(op)
     return hasattr(module, "peer") or hasattr(module, "peer_returns")
 

@@ -75,7 +75,8 @@ class BindingTable(_Table):
     """How the harness calls the built variant."""
 
     kind: Literal[BINDING_KINDS] = Field(
-        description="c | raw | pybind11 (cuda, hip) | python | triton; which ones a back end allows: docs/variants.md")
+        description="c | raw | pybind11 (cuda, hip, torch) | python | triton; which ones a back end allows: "
+                    "docs/variants.md")
     entry: NonEmptyStr = Field(description='extern "C" symbol; pybind11: the module\'s function; python, triton, torch: '
                                            '"file.py:name", "package.module:name" or "torch.ops.ns.name" '
                                            "(a function, or an nn.Module class)")
@@ -167,7 +168,8 @@ class VariantManifest(_Table):
     op: NonEmptyStr = Field(description=f"what it computes: {' | '.join(OPS)} (workers/ops/), an op the "
                                          "repository declares in an op.py (docs/ops.md), or the problem of "
                                          "[problem]")
-    backend: Literal[BACKENDS] = Field(description="how it is built (docs/triton.md for triton)")
+    backend: Literal[BACKENDS] = Field(description="how it is built (docs/triton.md for triton; torch: extensions "
+                                                   "built with torch.utils.cpp_extension)")
     description: str = Field("", description="shown in listings")
     sources: list[NonEmptyStr] = Field([], description="files compiled (python, triton, torch: imported), from "
                                                        "the variant folder; a path may lead up into the rest of "
@@ -186,7 +188,8 @@ class VariantManifest(_Table):
     arches: list[NonEmptyStr] = Field([], description='cuda: sm_XX[a] or "native"; hip: gfx942, gfx950; '
                                                       "triton: both kinds")
     devices: list[Literal[DEVICE_KINDS]] = Field([], description="default from the backend: cpp/python → cpu, "
-                                                                 "cuda → cuda, hip → rocm, triton → cuda + rocm")
+                                                                 "cuda → cuda, hip → rocm, triton → cuda + rocm, "
+                                                                 "torch → cuda + rocm (CUDA sources) or cpu")
     timeout_s: PositiveSeconds | None = Field(None, description="per job; a hang is killed here "
                                                                 "(default: flopwatch.toml's)")
     peer: bool = Field(False, description="the reference everything else is compared with")

@@ -32,6 +32,7 @@ REQUIRED_FUNCTIONS = {
 }
 OPTIONAL_FUNCTIONS = {
     "peer": (2, "inputs, out, layout[, alpha, beta]"),
+    "peer_returns": (2, "inputs, layout"),
     "output_dtype": (1, "dtype"),
     "scalars": (1, "dims"),
     "c_args": (6, "inputs, out, dims, alpha, beta, alpha_beta"),
@@ -92,7 +93,7 @@ class RepoOp(Record):
 
     @property
     def has_peer(self) -> bool:
-        return "peer" in self.functions
+        return "peer" in self.functions or "peer_returns" in self.functions
 
     @property
     def digest(self) -> str:
@@ -153,7 +154,7 @@ def parse_op(path: str, source: str, default_name: str, builtin_names: tuple[str
     peer_name = constants.get("PEER_NAME", "")
     if not isinstance(peer_name, str):
         raise OpDefinitionError(path, "PEER_NAME", "must be a string naming the peer, e.g. \"torch.nn.functional.gelu\"")
-    if "peer" in functions and not peer_name:
+    if ("peer" in functions or "peer_returns" in functions) and not peer_name:
         peer_name = f"{name}.peer"
     return RepoOp(name=name, path=path, source=source, inputs=inputs, output=output, dims=dims,
                   tolerance=tolerance, layouts=layouts, scalar_names=scalar_names, peer_name=peer_name,
