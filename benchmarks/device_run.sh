@@ -28,6 +28,9 @@
 # fidelity    benchmarks/timing_fidelity.py --skip-planted (fixed vs adaptive medians per series)
 # planted     benchmarks/timing_fidelity.py --skip-fidelity (a 1% slowdown, compare --all and default)
 # ops         benchmarks/verify_ops_gpu.py, when present
+# ecosystem   benchmarks/verify_ecosystem_gpu.py --repos .ext (public repositories onboarded with
+#             flopwatch new, then run; carry the checkouts as .ext/)
+# ecosystem_drafted  the same with the drafts already in the checkouts
 # scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 # hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
@@ -44,6 +47,8 @@ fi
 # again (3-4 s of each command's start there). A pip install compiles them once; so do we.
 python3 -m compileall -q -j 0 /tmp/site pipeline workers reports benchmarks > /dev/null 2>&1 || true
 export PYTHONPATH=/tmp/site:$PWD RAY_USAGE_STATS_ENABLED=0 PYTHONUNBUFFERED=1
+# Console scripts of the carried wheels (ninja, which torch.utils.cpp_extension builds with).
+export PATH=/tmp/site/bin:$PATH
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.max.sm,power.limit --format=csv;
   python3 -c 'import torch, ray; print("torch", torch.__version__, "ray", ray.__version__)'; nproc; } \
@@ -83,6 +88,8 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     fidelity) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted "${reuse[@]}") ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
+    ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
+    ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
