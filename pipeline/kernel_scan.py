@@ -1,7 +1,9 @@
 """Read kernel sources as text: the `__global__` kernels and their parameters, the functions a
-pybind11 module exports, and where host code launches a kernel (`k<<<grid, block>>>(...)`,
-`hipLaunchKernelGGL(k, grid, block, ...)`) with the grid, block and template arguments
-written there. Pure functions over source text; `flopwatch new` drafts manifests from them.
+pybind11 module exports (with their return type), and where host code launches a kernel
+(`k<<<grid, block>>>(...)`, `hipLaunchKernelGGL(k, grid, block, ...)`) with the grid, block and
+template arguments written there, the host function the launch sits in, and the host sizes
+read off tensors (`const int B = Q.size(0)`). Pure functions over source text; `flopwatch new`
+drafts manifests from them.
 
 This is a reader of ordinary kernel files, not a C++ parser: it sees through comments,
 `extern "C"`, `template <...>`, `__launch_bounds__(...)` and `__restrict__`, and says nothing
@@ -31,11 +33,11 @@ class Param:
     @property
     def element(self) -> str:
         """The pointed-to or plain type without qualifiers: `float`, `__half`, `int`."""
-        words = [w for w in re.split(r"[\s*&]+", self.type)
-                 if w and w not in ("const", "volatile", "__restrict__", "__restrict", "restrict", "struct",
-                                    "unsigned", "signed")]
+        split = [w for w in re.split(r"[\s*&]+", self.type) if w]
+        words = [w for w in split if w not in ("const", "volatile", "__restrict__", "__restrict", "restrict", "struct",
+                                               "unsigned", "signed")]
         base = " ".join(words) or "int"
-        return ("unsigned " + base) if "unsigned" in self.type.split() else base
+        return ("unsigned " + base) if "unsigned" in split else base
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Kernel:
     entry: str = ""
     module: str = ""
     doc: str = ""  # pybind11: the docstring given to m.def
+    returns: str = ""  # pybind11: the C++ return type (`torch::Tensor`, `void`), "" if not seen
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,12 @@ class Launch:
     file: str
     line: int
     constants: dict = field(default_factory=dict)
+    caller: str = ""  # the host function the launch is written in ("" at file level or unknown)
+    # host variable → (tensor variable, dimension): `const int B = Q.size(0);` gives B → (Q, 0)
+    tensor_sizes: dict = field(default_factory=dict)
+    # host variable → the expression it is set to in the launching function, before the launch:
+    # `long long blocks = (n + 255) / 256;` gives blocks → "(n + 255) / 256"
+    locals: dict = field(default_factory=dict)
 
 
 def strip_comments(text: str) -> str:
@@ -192,27 +201,113 @@ def find_kernels(text: str, file: str) -> list[Kernel]:
 
 
 def find_pybind_functions(text: str, file: str) -> list[Kernel]:
-    """The functions of `PYBIND11_MODULE(name, m)`: `m.def("py_name", &cpp_function, "doc")`,
-    with the C++ function's parameters where it is defined in the same text."""
+    """The functions of `PYBIND11_MODULE(name, m)`: `m.def("py_name", &cpp_function, "doc")`
+    (also through `torch::wrap_pybind_function(f)` and `py::overload_cast<...>(&f)`), with the
+    C++ function's parameters and return type where it is declared or defined in the same text
+    (`find_function` reads them from another file)."""
     clean = strip_comments(text)
     mod = re.search(rf"PYBIND11_MODULE\s*\(\s*({_IDENT})\s*,\s*({_IDENT})\s*\)", clean)
     if not mod:
         return []
     module, var = mod.group(1), mod.group(2)
+    wrapped = rf"(?:{_IDENT}(?:::{_IDENT})*(?:\s*<[^;()]*>)?\s*\(\s*)?"  # wrap_pybind_function( / overload_cast<..>(
     found = []
-    for d in re.finditer(rf"\b{var}\s*\.\s*def\s*\(\s*\"([^\"]+)\"\s*,\s*&?\s*({_IDENT}(?:::{_IDENT})*)"
-                         rf"(?:\s*,\s*\"([^\"]*)\")?", clean[mod.end():]):
+    for d in re.finditer(rf"\b{var}\s*\.\s*def\s*\(\s*\"([^\"]+)\"\s*,\s*{wrapped}&?\s*({_IDENT}(?:::{_IDENT})*)"
+                         rf"\s*\)?(?:\s*,\s*\"([^\"]*)\")?", clean[mod.end():]):
         py_name, cpp_name, doc = d.group(1), d.group(2).split("::")[-1], d.group(3) or ""
-        fn = re.search(rf"\b{cpp_name}\s*\(", clean)
-        params: tuple[Param, ...] = ()
+        fn = find_function(clean, cpp_name)
         line = clean.count("\n", 0, mod.start()) + 1
-        if fn:
-            close = _matching(clean, fn.end() - 1)
-            params = parse_params(clean[fn.end():close])
-            line = clean.count("\n", 0, fn.start()) + 1
+        params, returns = (), ""
+        if fn is not None:
+            params, returns, line = fn
         found.append(Kernel(name=cpp_name, params=params, file=file, line=line, kind="pybind11", entry=py_name,
-                            module=module, doc=doc))
+                            module=module, doc=doc, returns=returns))
     return found
+
+
+_NOT_A_TYPE = {"return", "else", "case", "new", "delete", "throw", "co_return", "sizeof", "typedef", "using"}
+_SPECIFIERS = {"static", "inline", "extern", "constexpr", "virtual", "explicit", "TORCH_API", "__host__",
+               "__device__", "__forceinline__"}
+
+
+def find_function(text: str, name: str, definition: bool = False) -> tuple[tuple[Param, ...], str, int] | None:
+    """(parameters, return type, line) of the C++ function `name` declared or defined in `text`
+    (a definition preferred over a declaration; with `definition`, only a definition); None
+    when `text` has neither. Calls of `name` are told apart by what precedes them: a
+    declaration starts a statement with a type."""
+    clean = "\n" + strip_comments(text)  # a head on the first line starts after a newline too
+    best = None
+    for m in re.finditer(rf"(?<![\w.>:]){re.escape(name)}\s*\(", clean):
+        start = max(clean.rfind(c, 0, m.start()) for c in ";{}")
+        directive = clean.rfind("\n#", 0, m.start())
+        if directive > start:  # the head starts after a preprocessor line
+            start = clean.find("\n", directive + 1)
+        head = " ".join(clean[start + 1:m.start()].split())
+        words = [w for w in re.split(r"[\s*&]+", head) if w]
+        if not words or not re.fullmatch(r"[\w:<>,\s*&]+", head) or words[-1] in _NOT_A_TYPE \
+                or any(w in _NOT_A_TYPE for w in words):
+            continue
+        close = _matching(clean, m.end() - 1)
+        if close < 0:
+            continue
+        after = re.match(r"\s*(?:const\s*|noexcept\s*|override\s*)*([{;])", clean[close + 1:])
+        if not after:
+            continue
+        returns = " ".join(w for w in head.split() if w not in _SPECIFIERS)
+        found = (parse_params(clean[m.end():close]), returns, clean.count("\n", 0, m.start()))
+        if after.group(1) == "{":
+            return found
+        best = best or found
+    return None if definition else best
+
+
+def function_spans(text: str) -> list[tuple[str, int, int]]:
+    """(name, body start, body end) of every function body in comment-free `text`: a `{`
+    after `name(...)` (and `const`, `noexcept`, an initialiser list) that is not a control
+    statement, a lambda or a macro call. Pure; nested bodies are listed too (innermost last)."""
+    spans = []
+    for m in re.finditer(r"\{", text):
+        before = text[max(0, m.start() - 2000):m.start()].rstrip()
+        before = re.sub(r"(?:\bconst|\bnoexcept|\boverride|->\s*[\w:<>]+)\s*$", "", before).rstrip()
+        if not before.endswith(")"):
+            continue
+        open_ = _matching_back(before, len(before) - 1)
+        if open_ < 0:
+            continue
+        name = re.search(rf"({_IDENT})\s*$", before[:open_])
+        if not name or name.group(1) in ("if", "for", "while", "switch", "catch", "return", "sizeof") \
+                or before[:name.start()].rstrip().endswith(("]", ".", "->", "=", "(")):
+            continue
+        end = _matching(text, m.start(), "{", "}")
+        if end > 0:
+            spans.append((name.group(1), m.start(), end))
+    return spans
+
+
+def _matching_back(text: str, close: int, open_: str = "(", close_: str = ")") -> int:
+    """Index of the bracket opening the one at `close`, or -1."""
+    depth = 0
+    for i in range(close, -1, -1):
+        if text[i] == close_:
+            depth += 1
+        elif text[i] == open_:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+_TYPEDEF = re.compile(rf"\btypedef\s+((?:const\s+)?{_IDENT}(?:::{_IDENT})*)\s+({_IDENT})\s*;"
+                      rf"|\busing\s+({_IDENT})\s*=\s*((?:const\s+)?{_IDENT}(?:::{_IDENT})*)\s*;")
+
+
+def type_aliases(text: str) -> dict[str, str]:
+    """`typedef __half fw_half;` and `using fw_half = __half;` → {"fw_half": "__half"}."""
+    out = {}
+    for m in _TYPEDEF.finditer(strip_comments(text)):
+        alias, target = (m.group(2), m.group(1)) if m.group(2) else (m.group(3), m.group(4))
+        out[alias] = target.replace("const ", "").split("::")[-1]
+    return out
 
 
 # -- launches in host code --------------------------------------------------------------------------
@@ -238,6 +333,7 @@ def find_launches(text: str, file: str, extra_constants: dict | None = None) -> 
     """Every kernel launch in `text` with its configuration resolved against the `dim3`
     variables and integer constants defined before it."""
     clean = strip_comments(text)
+    spans = function_spans(clean)
     found = []
     for m in _CHEVRON.finditer(clean):
         cfg_end = clean.find(">>>", m.end())
@@ -247,7 +343,7 @@ def find_launches(text: str, file: str, extra_constants: dict | None = None) -> 
         paren = clean.find("(", cfg_end)
         close = _matching(clean, paren) if paren >= 0 else -1
         args = tuple(split_top(clean[paren + 1:close])) if close > 0 else ()
-        found.append(_launch(clean, m.start(), m.group(1), m.group(2), config, args, file, extra_constants))
+        found.append(_launch(clean, m.start(), m.group(1), m.group(2), config, args, file, extra_constants, spans))
     for m in _GGL.finditer(clean):
         open_ = clean.find("(", m.start())
         close = _matching(clean, open_)
@@ -255,13 +351,40 @@ def find_launches(text: str, file: str, extra_constants: dict | None = None) -> 
         if len(parts) < 5:
             continue
         found.append(_launch(clean, m.start(), m.group(1), m.group(2), [parts[1], parts[2], parts[3]],
-                             tuple(parts[5:]), file, extra_constants))
+                             tuple(parts[5:]), file, extra_constants, spans))
     return found
 
 
+_TENSOR_SIZE = re.compile(rf"\b(?:const\s+)?(?:int|int64_t|long|long long|auto|size_t|unsigned|uint32_t|int32_t)\s+"
+                          rf"({_IDENT})\s*=\s*(?:\(\w+\)\s*)?({_IDENT})\s*(?:\.|->)\s*(?:size\s*\(\s*(\d+)\s*\)"
+                          rf"|sizes\s*\(\s*\)\s*\[\s*(\d+)\s*\]|shape\s*\[\s*(\d+)\s*\])\s*[;,]")
+
+
+def tensor_sizes(text: str) -> dict[str, tuple[str, int]]:
+    """Host sizes read off tensors: `const int B = Q.size(0);`, `int64_t n = x.sizes()[1];` →
+    {"B": ("Q", 0), "n": ("x", 1)} (the last definition of a name wins)."""
+    out = {}
+    for m in _TENSOR_SIZE.finditer(text):
+        out[m.group(1)] = (m.group(2), int(next(g for g in m.groups()[2:] if g is not None)))
+    return out
+
+
+_LOCAL = re.compile(rf"\b(?:const\s+|constexpr\s+|static\s+)*(?:unsigned\s+|signed\s+)?"
+                    rf"(?:int|long long|long|size_t|unsigned|int64_t|int32_t|uint32_t|uint64_t|auto|uint|dim_t)"
+                    rf"\s+({_IDENT})\s*=\s*([^;{{}}=]+?)\s*;")
+
+
+def local_values(text: str) -> dict[str, str]:
+    """Integer variables set from an expression: `long long blocks = (n + 255) / 256;` →
+    {"blocks": "(n + 255) / 256"} (the last setting of a name wins)."""
+    return {m.group(1): " ".join(m.group(2).split()) for m in _LOCAL.finditer(text)}
+
+
 def _launch(clean: str, at: int, kernel: str, targs: str | None, config: list[str], args: tuple[str, ...],
-            file: str, extra_constants: dict | None) -> Launch:
+            file: str, extra_constants: dict | None, spans: list[tuple[str, int, int]] = ()) -> Launch:
     before = clean[:at]
+    inside = [s for s in spans if s[1] < at < s[2]]
+    caller, body_start = (inside[-1][0], inside[-1][1]) if inside else ("", 0)
     # constants of this file, the nearest definition before the launch winning
     constants = {**(extra_constants or {}), **int_constants(before)}
     grid = _dim3(before, config[0] if config else "1")
@@ -270,7 +393,8 @@ def _launch(clean: str, at: int, kernel: str, targs: str | None, config: list[st
     template_args = tuple(split_top(targs.strip()[1:-1])) if targs else ()
     return Launch(kernel=kernel, template_args=template_args, grid=grid, block=block, shared=shared,
                   args=tuple(" ".join(a.split()) for a in args), file=file, line=before.count("\n") + 1,
-                  constants=constants)
+                  constants=constants, caller=caller, tensor_sizes=tensor_sizes(clean[body_start:at]),
+                  locals=local_values(clean[body_start:at]) if body_start else {})
 
 
 def _dim3(before: str, expr: str) -> tuple[str, ...]:
