@@ -2,20 +2,23 @@
 once here, with what still needs the user's hand.
 
 Steps: find the kernels (`pipeline.kernel_scan`) in the given files, and their launches in every
-source file of the repository; draft one variant folder per kernel (`pipeline.drafting`); write
-them; add the drafts' folder to the kernel folders and the kernels' folders to the shared include
+source file of the repository and in its Python scripts (`pipeline.python_scan`), with the
+tensors and sizes of the scripts that launch them; draft one variant folder per kernel
+(`pipeline.drafting`); write them; add the drafts' folder to the kernel folders and the kernels' folders to the shared include
 folders of `flopwatch.toml` (tomlkit keeps the file's comments); load each draft as `run` would
 and build it on this machine.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline import drafting, kernel_scan
+from pipeline import drafting, kernel_scan, python_scan
 from pipeline.config import load_config
 from pipeline.discovery import find_ops
 from pipeline.manifest import ManifestError, load_variant
@@ -25,6 +28,9 @@ from workers.records import BuildResult
 
 # Host code searched for launches: enough for a kernel collection, bounded for a monorepo.
 MAX_HOST_FILES, MAX_FILE_BYTES = 3000, 2 << 20
+# Python scripts read for launches, tensors and sizes, bounded the same way.
+MAX_SCRIPTS = 2000
+_LAUNCH_WORDS = ("LaunchKernel", "RawKernel", "RawModule")  # a script that may launch a compiled kernel
 
 
 @dataclass
@@ -64,44 +70,255 @@ def source_files(root: Path, paths: list[str]) -> list[Path]:
     return [f for f in found if f.resolve().is_relative_to(root.resolve())]
 
 
-def repository_sources(root: Path, skip: str = "") -> list[Path]:
-    """Every C/C++/CUDA/HIP source of the repository (git's list where it is one)."""
+def repository_sources(root: Path, skip: str = "", suffixes: tuple[str, ...] = kernel_scan.SOURCE_SUFFIXES,
+                       limit: int = MAX_HOST_FILES) -> list[Path]:
+    """Every C/C++/CUDA/HIP source of the repository (git's list where it is one), or every
+    file with one of `suffixes` (the Python scripts: `(".py",)`), at most `limit`."""
     try:
         listed = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard"], capture_output=True,
                                 text=True, timeout=60, check=True).stdout.splitlines()
         files = [root / f for f in listed]
     except (OSError, subprocess.SubprocessError):
         files = [f for f in root.rglob("*") if ".git" not in f.parts]
-    picked = [f for f in files if f.suffix in kernel_scan.SOURCE_SUFFIXES and f.is_file()
+    picked = [f for f in files if f.suffix in suffixes and f.is_file()
               and f.stat().st_size <= MAX_FILE_BYTES and not (skip and f.relative_to(root).as_posix().startswith(skip + "/"))]
-    return sorted(picked)[:MAX_HOST_FILES]
+    return sorted(picked)[:limit]
 
 
-def plan(root: Path, files: list[Path], out_dir: str) -> list[drafting.Draft]:
+@dataclass
+class Plan:
+    """What `new` / `init` drafts: one draft per kernel or module function, and one line for
+    each kernel measured through another draft (`notes`)."""
+
+    drafts: list[drafting.Draft]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Repository:
+    """The repository as the drafts need it: host sources, scripts, launches, exported functions."""
+
+    root: Path
+    host: dict[Path, str]
+    scripts: dict[Path, str]
+    launches: dict[str, list[kernel_scan.Launch]]
+    py_launches: list[tuple[str, python_scan.PyLaunch]]
+    exported: dict[str, kernel_scan.Kernel]  # C++ function name → the pybind11 function exporting it
+    type_aliases: dict[str, str]
+    _kernels: dict[Path, list[kernel_scan.Kernel]] = field(default_factory=dict)
+
+    def rel(self, f: Path) -> str:
+        return f.relative_to(self.root).as_posix()
+
+    def kernels_in(self, f: Path) -> list[kernel_scan.Kernel]:
+        if f not in self._kernels:
+            self._kernels[f] = kernel_scan.find_kernels(self.host.get(f, ""), self.rel(f))
+        return self._kernels[f]
+
+
+def plan(root: Path, files: list[Path], out_dir: str, skip_files: frozenset[str] | set[str] = frozenset()) -> Plan:
     """One draft per kernel of `files` (a pybind11 module: one per exported function, its
-    kernels then being its own business)."""
-    texts = {f: f.read_text(errors="replace") for f in files}
-    host = {f: (texts.get(f) or f.read_text(errors="replace")) for f in repository_sources(root, out_dir)}
+    kernels then being its own business; a kernel whose launches all sit in functions a module
+    exports: measured through that module's draft, whose file is drafted too).
+
+    `skip_files`: repository-relative sources another drafter handles (those the repository
+    builds with torch.utils.cpp_extension, `torch_extension_sources`): neither their kernels nor
+    their module functions are drafted here."""
+    skip = set(skip_files)
+    repo = _read_repository(root, out_dir, skip)
+    texts = {f: (repo.host.get(f) or f.read_text(errors="replace")) for f in files
+             if f.relative_to(root).as_posix() not in skip}
     # Constants a launch may use: those of the kernels' files (a kernel header's #define of its
     # thread count), then those of the launch's own file above it. Not every file's: a test
     # program's `const int N = 4096` must not turn a size into a number.
     kernel_constants: dict[str, str] = {}
     for text in texts.values():
         kernel_constants.update(kernel_scan.int_constants(text))
-    launches: dict[str, kernel_scan.Launch] = {}
-    for f, text in host.items():
-        for launch in kernel_scan.find_launches(text, f.relative_to(root).as_posix(), kernel_constants):
-            launches.setdefault(launch.kernel, launch)  # the first launch found: a big-shape branch first
+    launches = {name: [_with_constants(x, kernel_constants) for x in found] for name, found in repo.launches.items()}
+    notes: list[str] = []
+    items: list[tuple[Path, kernel_scan.Kernel]] = []
+    queue = list(texts)
+    seen: set[Path] = set()
+    while queue:
+        f = queue.pop(0)
+        if f in seen:
+            continue
+        seen.add(f)
+        text = texts.get(f) or repo.host.get(f, "")
+        rel = repo.rel(f)
+        module = kernel_scan.find_pybind_functions(text, rel)
+        if module:
+            items += [(f, _complete(repo, fn)) for fn in module]
+            continue
+        for k in kernel_scan.find_kernels(text, rel):
+            wrappers = _exported_callers(launches.get(k.name, []), repo.exported)
+            if not wrappers:
+                items.append((f, k))
+                continue
+            modules = sorted({w.file for w in wrappers})
+            notes.append(f"{k.name}: launched by {', '.join(sorted({w.name for w in wrappers}))} (exported by the "
+                         f"module in {', '.join(modules)}): measured through that draft")
+            for m in modules:  # the module is drafted with the kernel's file, unless another drafter has it
+                path = root / m
+                if m not in skip and path not in texts:
+                    texts[path] = repo.host.get(path) or path.read_text(errors="replace")
+                    queue.append(path)
+    bases = drafting.base_names([k for _, k in items])
     taken: set[str] = set()  # names within this run; an existing draft of the same name is kept (write)
     drafts = []
-    for f, text in texts.items():
+    for (f, k), base in zip(items, bases):
+        text = texts.get(f) or repo.host.get(f, "")
+        include = umbrella_header(root, f, repo.host)
+        if k.kind == "pybind11":
+            launch, evidence = None, _module_evidence(repo, k, text)
+        else:
+            launch, evidence = _kernel_evidence(repo, k, launches)
+        drafts.append(drafting.draft(k, launch, text, out_dir, taken, kernel_constants, include=include,
+                                     evidence=evidence, base=base))
+    return Plan(drafts, notes)
+
+
+def _with_constants(launch: kernel_scan.Launch, constants: dict[str, str]) -> kernel_scan.Launch:
+    """The launch with the kernels' files' constants under those of its own file."""
+    return dataclasses.replace(launch, constants={**constants, **launch.constants})
+
+
+def _read_repository(root: Path, out_dir: str, skip: set[str]) -> _Repository:
+    host = {f: f.read_text(errors="replace") for f in repository_sources(root, out_dir)}
+    scripts = {f: f.read_text(errors="replace") for f in repository_sources(root, out_dir, (".py",), MAX_SCRIPTS)}
+    launches: dict[str, list[kernel_scan.Launch]] = {}
+    exported: dict[str, kernel_scan.Kernel] = {}
+    aliases: dict[str, str] = {}
+    clashing: set[str] = set()
+    for f, text in host.items():
         rel = f.relative_to(root).as_posix()
-        module = kernel_scan.find_pybind_functions(text, rel)
-        kernels = module or kernel_scan.find_kernels(text, rel)
-        include = umbrella_header(root, f, host)
-        for k in kernels:
-            drafts.append(drafting.draft(k, launches.get(k.name), text, out_dir, taken, include=include))
-    return drafts
+        for launch in kernel_scan.find_launches(text, rel):
+            launches.setdefault(launch.kernel, []).append(launch)  # the first launch found: a big-shape branch first
+        for fn in kernel_scan.find_pybind_functions(text, rel):
+            exported.setdefault(fn.name, fn)
+        for alias, target in kernel_scan.type_aliases(text).items():
+            if aliases.get(alias, target) != target and drafting.DTYPE_OF.get(aliases[alias]) != drafting.DTYPE_OF.get(target):
+                clashing.add(alias)
+            aliases.setdefault(alias, target)
+    py_launches = []
+    for f, text in scripts.items():
+        if any(word in text for word in _LAUNCH_WORDS):
+            py_launches += [(f.relative_to(root).as_posix(), x)
+                            for x in python_scan.python_launches(f.relative_to(root).as_posix(), text)]
+    return _Repository(root, host, scripts, launches, py_launches, exported,
+                       {k: v for k, v in aliases.items() if k not in clashing})
+
+
+def _exported_callers(launches: list[kernel_scan.Launch], exported: dict[str, kernel_scan.Kernel]) -> list:
+    """The exported functions a kernel is launched from, when every launch sits in one."""
+    if not launches or not all(x.caller in exported for x in launches):
+        return []
+    return [exported[x.caller] for x in launches]
+
+
+def _complete(repo: _Repository, fn: kernel_scan.Kernel) -> kernel_scan.Kernel:
+    """A module function whose parameters its module's file does not give: those of its
+    definition elsewhere in the repository."""
+    if fn.params:
+        return fn
+    for text in repo.host.values():
+        found = kernel_scan.find_function(text, fn.name, definition=True)
+        if found:
+            return dataclasses.replace(fn, params=found[0], returns=found[1])
+    return fn
+
+
+def _kernel_evidence(repo: _Repository, k: kernel_scan.Kernel, launches: dict[str, list]) -> tuple:
+    """(the launch the draft's geometry comes from, what the launching script says)."""
+    cxx = launches.get(k.name, [])
+    path = repo.root / k.file
+    same_file = repo.kernels_in(path) if path in repo.host else [k]
+    scripted = [(script, x) for script, x in repo.py_launches if _launches(x, k, len(same_file) <= 1)]
+    launch = cxx[0] if cxx else scripted[0][1] if scripted else None
+    # a script compiling the file with hiprtc makes every kernel of it HIP, launched there or not
+    apis = {x.api for _, x in repo.py_launches for other in same_file if _launches(x, other, len(same_file) <= 1)}
+    backend = "hip" if apis == {"hip"} else "cuda" if apis and "hip" not in apis else ""
+    if not scripted:
+        return launch, drafting.Evidence(type_aliases=repo.type_aliases, backend=backend)
+    script, py = scripted[0]
+    text = repo.scripts[repo.root / script]
+    return launch, drafting.Evidence(script=script, tensors=tuple(python_scan.script_tensors(script, text)),
+                                     sizes=python_scan.script_sizes(script, text), call_args=py.args,
+                                     type_aliases=repo.type_aliases, backend=backend)
+
+
+def _launches(launch: python_scan.PyLaunch, k: kernel_scan.Kernel, alone: bool) -> bool:
+    """Whether a script's launch launches kernel `k`: its name (or, unnamed, the only kernel of
+    a file it compiles) and, where the script's sources are known, `k`'s file among them."""
+    if launch.inline and not launch.sources:
+        return False  # the kernel is written in the script itself
+    named = launch.kernel == k.name or (not launch.kernel and alone and bool(launch.sources))
+    if not named:
+        return False
+    return not launch.sources or any(fnmatch.fnmatchcase(k.file, pattern) for pattern in launch.sources)
+
+
+def _module_evidence(repo: _Repository, fn: kernel_scan.Kernel, module_text: str) -> drafting.Evidence:
+    """What the repository says about a module function: the file defining it (when the module
+    only declares it), the kernels it launches, and the script calling it."""
+    includes: tuple[str, ...] = ()
+    defining = fn.file
+    if kernel_scan.find_function(module_text, fn.name, definition=True) is None:
+        for f, text in repo.host.items():
+            if repo.rel(f) != fn.file and kernel_scan.find_function(text, fn.name, definition=True):
+                defining = repo.rel(f)
+                includes = (defining,)
+                break
+    launched = []
+    for name, found in repo.launches.items():
+        if any(x.caller == fn.name and x.file in (defining, fn.file) for x in found):
+            launched += [k for f in repo.host for k in repo.kernels_in(f) if k.name == name][:1]
+    evidence = drafting.Evidence(type_aliases=repo.type_aliases, launched=tuple(launched), includes=includes)
+    for f, text in repo.scripts.items():
+        if f".{fn.entry}(" not in text:
+            continue
+        script = repo.rel(f)
+        tensors = python_scan.script_tensors(script, text)
+        made = {t.name for t in tensors if t.name}
+        for call in python_scan.python_calls(script, text):
+            prefix, _, entry = call.callee.rpartition(".")
+            if entry != fn.entry or not prefix:
+                continue
+            if fn.module != "TORCH_EXTENSION_NAME" and prefix.split(".")[-1] != fn.module:
+                continue
+            if fn.module == "TORCH_EXTENSION_NAME" and not (call.args and all(a in made for a in call.args)
+                                                            and len(call.args) == len(fn.params)):
+                continue  # `forward` is a common name: only a call with the function's tensors counts
+            return dataclasses.replace(evidence, script=script, tensors=tuple(tensors),
+                                       sizes=python_scan.script_sizes(script, text), call_args=call.args,
+                                       module=prefix.split(".")[-1] if fn.module == "TORCH_EXTENSION_NAME" else "")
+    return evidence
+
+
+def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:
+    """Repository-relative source file → `file:line` of the torch.utils.cpp_extension call that
+    builds it (setup.py's CUDAExtension / CppExtension, load(); load_inline's sources are text,
+    not files): the files `plan` leaves to the torch extension drafter (`skip_files`). A call
+    flopwatch cannot read (`workers.torch_ext.spec`) is passed over: its files are drafted here."""
+    from workers.torch_ext import spec
+
+    scripts = repository_sources(root, out_dir, (".py",), MAX_SCRIPTS)
+    candidates = [(f, f.read_text(errors="replace")) for f in scripts]
+    candidates = [(f, t) for f, t in candidates if "cpp_extension" in t]
+    if not candidates:
+        return {}
+    files = frozenset(f.relative_to(root).as_posix() for f in repository_sources(
+        root, out_dir, (*kernel_scan.SOURCE_SUFFIXES, ".py"), MAX_HOST_FILES + MAX_SCRIPTS))
+    out: dict[str, str] = {}
+    for f, text in candidates:
+        try:
+            specs = spec.find_extensions(f.relative_to(root).as_posix(), text, files)
+        except spec.ExtensionReadError:
+            continue
+        for s in specs:
+            for source in s.sources:
+                out.setdefault(source, s.origin)
+    return out
 
 
 _HEADERS = (".cuh", ".h", ".hpp", ".hh")

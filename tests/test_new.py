@@ -15,14 +15,16 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline import drafting
+from pipeline import drafting, onboard
 from pipeline.cli import main as cli
 from pipeline.kernel_scan import (
     Kernel,
+    find_function,
     find_kernels,
     find_launches,
     find_pybind_functions,
     strip_comments,
+    type_aliases,
 )
 from workers.build import toolchains
 
@@ -71,6 +73,33 @@ def test_pybind_module_functions_are_found_with_their_tensors():
                                                                   ["A", "B", "C"])
 
 
+def test_module_functions_through_wrappers_with_return_types_and_definitions_elsewhere():
+    main = (HERE / "new_kernels" / "torch_ext_attention" / "csrc" / "main.cpp").read_text()
+    (fn,) = find_pybind_functions(main, "main.cpp")
+    assert (fn.name, fn.entry, fn.module, fn.returns, [p.name for p in fn.params]) == (
+        "forward", "forward", "TORCH_EXTENSION_NAME", "torch::Tensor", ["Q", "K", "V"])
+    flash = (HERE / "new_kernels" / "torch_ext_attention" / "csrc" / "flash.cu").read_text()
+    assert find_function(main, "forward", definition=True) is None  # main.cpp only declares it
+    params, returns, line = find_function(flash, "forward", definition=True)
+    assert (returns, line, [p.type for p in params]) == ("torch::Tensor", 55, ["torch::Tensor"] * 3)
+    assert find_function("void g() { int y = f(2); return f(3); }", "f") is None  # calls are no declarations
+
+
+def test_a_launch_knows_its_host_function_and_the_sizes_it_reads_off_tensors():
+    flash = (HERE / "new_kernels" / "torch_ext_attention" / "csrc" / "flash.cu").read_text()
+    (launch,) = find_launches(flash, "flash.cu")
+    assert (launch.caller, launch.grid, launch.block, launch.constants["Bc"]) == ("forward", ("B", "nh"), ("Bc",), "32")
+    assert launch.tensor_sizes == {"B": ("Q", 0), "nh": ("Q", 1), "N": ("Q", 2), "d": ("Q", 3)}
+    copy = (ROOT / "kernels" / "copy" / "cuda_coalesced" / "copy_coalesced.cu").read_text()
+    (launch,) = find_launches(copy, "copy.cu")
+    assert launch.locals == {"blocks": "(n + 255) / 256"}
+    (kernel,) = find_kernels(copy, "copy.cu")
+    grid, block, _, why = drafting.launch_geometry(launch, kernel, ("src", "dst", "n"), ("n",), {}, "copy")
+    assert (grid, block, why) == (["(n+255)//256"], [256], "")
+    assert type_aliases("typedef __half fw_half;\nusing bf = __nv_bfloat16;") == {"fw_half": "__half",
+                                                                               "bf": "__nv_bfloat16"}
+
+
 # -- telling the op ------------------------------------------------------------------------------------
 
 def _k(name: str, params: str, body: str = "") -> Kernel:
@@ -99,13 +128,63 @@ def test_the_op_is_told_from_names_and_signature(name, params, body, op, args, d
         assert guess.layout == layout
 
 
-def test_what_cannot_be_told_becomes_a_reason():
-    guess = drafting.guess_op(_k("histogram", "const unsigned* values, unsigned* bins, int n, int nbins, int stride"))
-    assert guess.op == "" and "fits no op" in guess.reason
-    draft = drafting.draft(_k("histogram", "const unsigned* values, unsigned* bins, int n, int nbins, int stride"),
-                           None, "", "flopwatch", set())
-    manifest = draft.files["variant.toml"]
-    assert 'op = "?"  # TODO: the signature fits no op' in manifest and draft.todo[0].startswith("op: ")
+def test_what_cannot_be_told_is_a_guess_marked_on_its_line():
+    kernel = _k("histogram", "const unsigned* values, unsigned* bins, int n, int nbins, int stride")
+    guess = drafting.guess_op(kernel)
+    assert (guess.op, guess.args, guess.dtype) == ("copy", ("src", "dst", "n"), "fp32")
+    assert guess.reason.startswith("the signature fits no op")
+    draft = drafting.draft(kernel, None, "", "flopwatch", set())
+    text = draft.files["variant.toml"]
+    manifest = tomllib.loads(text)
+    assert (manifest["op"], manifest["dtypes"], manifest["binding"]["args"]) == ("copy", ["fp32"], ["src", "dst", "n"])
+    assert 'op = "copy"  # TODO (guess): the signature fits no op; copy\'s arguments match best' in text
+    assert ('dtypes = ["fp32"]  # TODO (guess): the element type \'unsigned int\' is no fp32, fp16 or bf16, and no '
+            'script tells') in text
+    assert ('args = ["src", "dst", "n"]  # TODO (guess): nbins, stride are no copy argument: flopwatch cannot launch '
+            'histogram as it is') in text
+    assert draft.guessed == ("op", "binding.args", "dtypes", "binding.grid", "binding.block")
+    assert draft.todo[0].startswith("op (guess): the signature fits no op")
+
+
+def test_a_pointer_type_gives_the_dtype_even_when_the_op_is_a_guess():
+    guess = drafting.guess_op(_k("step", "const float* state, float* next, int n, int steps, float dt"))
+    assert (guess.op, guess.dtype, dict(guess.guesses)["op"].startswith("the signature fits no op")) == (
+        "copy", "fp32", True)
+    assert "dtypes" not in dict(guess.guesses)
+
+
+def test_drafts_are_named_after_their_files_when_kernel_symbols_repeat():
+    kernels = [*find_kernels("__global__ void matmul_kernel(float* c) {}", "k/naive.cpp"),
+               *find_kernels("__global__ void matmul_kernel(float* c) {}\n__global__ void zero(float* c) {}",
+                             "k/double_buffer.cpp"),
+               *find_kernels("__global__ void matmul_kernel(float* c) {}", "other/naive.cpp"),
+               *find_kernels("__global__ void softmax(float* c) {}", "k/softmax.cu")]
+    assert drafting.base_names(kernels) == ["naive", "double_buffer_matmul_kernel", "zero", "naive", "softmax"]
+    taken: set[str] = set()
+    names = [drafting.variant_name(k, taken, base) for k, base in zip(kernels, drafting.base_names(kernels))]
+    assert names == ["naive", "double_buffer_matmul_kernel", "zero", "naive_2", "softmax"]
+    # a wrapper never shadows the file it includes
+    (soft,) = find_kernels("__global__ void s(const float* x, float* y, int rows, int cols) {}", "k/softmax.cu")
+    draft = drafting.draft(soft, None, "", "flopwatch", set(), base="softmax")
+    assert set(draft.files) == {"variant.toml", "softmax_draft.cu"}
+    assert '#include "softmax.cu"' in draft.files["softmax_draft.cu"]
+
+
+def test_a_script_launch_becomes_geometry_in_the_op_sizes():
+    from pipeline.python_scan import PyLaunch
+
+    kernel = _k("mm", "const float* A, const float* B, float* C, int M, int N, int K")
+    launch = PyLaunch(kernel="mm", grid=("ceil(args.N/128)", "(args.M+63)//64"), block=("256",), shared="64*32*4",
+                      args=("A", "B", "C", "args.M", "args.N", "args.K"), file="bench.py", line=9, api="cupy")
+    grid, block, table, why = drafting.launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"),
+                                                       ("M", "N", "K"), {}, "gemm", "nn")
+    assert (grid, block, table, why) == (["ceil(N/128)", "(M+63)//64"], [256],
+                                         {"dynamic_smem_bytes": 8192, "block_threads": 256}, "")
+    # sizes read off a tensor passed as one of the op's: A.shape[0] is M (A is M×K)
+    launch = PyLaunch(kernel="mm", grid=("ceil(A.shape[0]/64)",), block=("64",), shared="0",
+                      args=("A", "B", "C", "M", "N", "K"), file="bench.py", line=9, api="cupy")
+    assert drafting.launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"), ("M", "N", "K"), {},
+                                    "gemm", "nn")[0] == ["ceil(M/64)"]
 
 
 def test_launch_expressions_become_expressions_of_the_op_sizes():
@@ -211,3 +290,88 @@ def test_a_kernel_header_is_built_through_the_header_that_includes_it(tmp_path):
     (k,) = find_kernels(sources[tmp_path / "src" / "kernels" / "b.cuh"], "src/kernels/b.cuh")
     draft = drafting.draft(k, None, "", "flopwatch", set(), include="src/all.cuh")
     assert draft.include_dir == "src" and '#include "all.cuh"' in draft.files["b.cu"]
+
+
+# -- kernels launched from Python, and torch extensions --------------------------------------------
+
+@pytest.fixture
+def ecosystem(tmp_path) -> Path:
+    """A repository holding a hiprtc harness (kernels/*.cpp each defining `matmul_kernel`, run by
+    bench.py), a cupy kernel, and a torch extension whose kernel only its exported forward launches."""
+    base = tmp_path / "repo"
+    for name in ("hiprtc_bench", "torch_ext_attention", "cupy_softmax"):
+        shutil.copytree(HERE / "new_kernels" / name, base / name)
+    git.Repo.init(base, initial_branch="main")
+    return base
+
+
+def test_kernels_a_python_harness_compiles_are_named_after_their_files_and_launched_as_it_launches(ecosystem, capsys):
+    code, out = _new(ecosystem, capsys, "hiprtc_bench/kernels", "--no-build")
+    rows = {r["variant"]: r for r in out["drafts"]}
+    assert code == 0
+    assert {name: r["guessed"] for name, r in rows.items()} == {
+        "clear_output": ["op", "binding.grid", "binding.block"], "double_buffer_matmul_kernel": [],
+        "lds_tiling": [], "naive": []}
+    for name in ("naive", "lds_tiling", "double_buffer_matmul_kernel"):
+        folder = ecosystem / "flopwatch" / name
+        manifest = tomllib.loads((folder / "variant.toml").read_text())
+        assert (manifest["backend"], manifest["op"], manifest["layout"], manifest["dtypes"], manifest["shapes"]) == (
+            "hip", "gemm", "nn", ["bf16"], [[4096, 4096, 2048]])  # bf16 and the sizes from bench.py's argparse
+        assert manifest["binding"] == {"kind": "raw", "entry": "matmul_kernel", "args": ["A", "B", "C", "M", "N", "K"],
+                                       "grid": ["(N+64-1)//64", "ceil(M/64)"], "block": [256]}
+        assert manifest["launch"] == {"block_threads": 256}
+    assert '#include "naive.cpp"' in (ecosystem / "flopwatch" / "naive" / "naive.hip").read_text()
+    # the file's other kernel is built as the harness builds the file: with hiprtc, for AMD
+    clear = tomllib.loads((ecosystem / "flopwatch" / "clear_output" / "variant.toml").read_text())
+    assert (clear["backend"], clear["op"], clear["binding"]["args"]) == ("hip", "copy", ["dst", "n"])
+    assert any(t.startswith("op (guess): the signature fits no op; copy's arguments match best (C→dst, count→n)")
+               for t in rows["clear_output"]["todo"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TOOLS["hip"].get("ident"), reason="needs the HIP toolchain")
+def test_a_python_harness_s_kernels_build_for_gfx942_as_drafted(ecosystem, capsys):
+    code, out = _new(ecosystem, capsys, "hiprtc_bench/kernels/naive.cpp", "hiprtc_bench/kernels/lds_tiling.cpp")
+    assert code == 0 and {r["variant"]: r["state"] for r in out["drafts"]} == {"naive": "built", "lds_tiling": "built"}
+
+
+def test_a_cupy_launch_gives_geometry_shared_memory_and_sizes(ecosystem, capsys):
+    code, out = _new(ecosystem, capsys, "cupy_softmax/softmax.cu", "--no-build")
+    assert code == 0 and [r["guessed"] for r in out["drafts"]] == [[]]
+    manifest = tomllib.loads((ecosystem / "flopwatch" / "softmax_rows" / "variant.toml").read_text())
+    assert (manifest["op"], manifest["dtypes"], manifest["shapes"]) == ("softmax", ["fp32"], [[4096, 1024], [8192, 4096]])
+    assert (manifest["binding"]["grid"], manifest["binding"]["block"], manifest["launch"]) == (
+        ["M"], [256], {"dynamic_smem_bytes": 1024, "block_threads": 256})
+
+
+def test_a_kernel_only_an_exported_wrapper_launches_is_measured_through_the_module(ecosystem, capsys):
+    code, out = _new(ecosystem, capsys, "torch_ext_attention/csrc/flash.cu", "--no-build")
+    assert code == 0 and out["notes"] == [("forward_kernel: launched by forward (exported by the module in "
+                                           "torch_ext_attention/csrc/main.cpp): measured through that draft")]
+    (row,) = out["drafts"]
+    assert (row["variant"], row["op"], row["guessed"], row["todo"]) == ("main", "attention", [], [])
+    folder = ecosystem / "flopwatch" / "main"
+    manifest = tomllib.loads((folder / "variant.toml").read_text())
+    # forward(Q, K, V) returns O; its kernel's `const float*` gives the dtype, bench.py's q the shape
+    assert manifest["binding"] == {"kind": "pybind11", "module": "minimal_attn", "entry": "forward", "returns": True,
+                                   "args": ["Q", "K", "V"]}
+    assert (manifest["backend"], manifest["dtypes"], manifest["shapes"]) == ("cuda", ["fp32"], [[16, 12, 64, 64]])
+    wrapper = (folder / "main.cu").read_text()
+    assert '#include "main.cpp"' in wrapper and '#include "flash.cu"' in wrapper  # flash.cu defines forward
+
+
+def test_sources_a_torch_extension_builds_are_left_to_the_torch_drafter(ecosystem, capsys):
+    (ecosystem / "torch_ext_attention" / "build.py").write_text(
+        "from torch.utils.cpp_extension import load\n"
+        "minimal_attn = load(name='minimal_attn', sources=['csrc/main.cpp', 'csrc/flash.cu'])\n")
+    sources = onboard.torch_extension_sources(ecosystem)
+    assert sources == {"torch_ext_attention/csrc/main.cpp": "torch_ext_attention/build.py:2",
+                       "torch_ext_attention/csrc/flash.cu": "torch_ext_attention/build.py:2"}
+    files = [ecosystem / s for s in sorted(sources)]
+    assert onboard.plan(ecosystem, files, "flopwatch", skip_files=set(sources)) == onboard.Plan([], [])
+    code, out = _new(ecosystem, capsys, "torch_ext_attention/csrc")
+    assert code == 1 and out["drafts"] == []
+    assert out["notes"] == [("torch_ext_attention/csrc/flash.cu, torch_ext_attention/csrc/main.cpp: a torch extension "
+                             "built by torch_ext_attention/build.py:2 (torch.utils.cpp_extension): measured as a "
+                             'backend = "torch" variant ([[extensions]] from = "torch_ext_attention/build.py"), not '
+                             "drafted here")]

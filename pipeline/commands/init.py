@@ -19,9 +19,9 @@ def add_arguments(p) -> None:
 
 def main(args) -> int:
     root = Path(args.repo).resolve()
-    files = [f for f in onboard.repository_sources(root, args.out.strip("/"))
-             if onboard.kernel_scan.find_kernels(f.read_text(errors="replace"), "")
-             or onboard.kernel_scan.find_pybind_functions(f.read_text(errors="replace"), "")]
+    texts = {f: f.read_text(errors="replace") for f in onboard.repository_sources(root, args.out.strip("/"))}
+    files = [f for f, text in texts.items()
+             if onboard.kernel_scan.find_kernels(text, "") or onboard.kernel_scan.find_pybind_functions(text, "")]
     if not files:
         raise UsageError(f"no __global__ kernel or pybind11 module in the sources of {root}")
     extra = [] if args.no_workflow else [onboard.write_workflow(root)]

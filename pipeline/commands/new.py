@@ -43,32 +43,54 @@ def main(args) -> int:
 
 def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = ()) -> int:
     out_dir = args.out.strip("/")
-    drafts = onboard.plan(root, files, out_dir)
-    if not drafts:
-        print(f"flopwatch new: no __global__ kernel or pybind11 module in {len(files)} file(s)", file=sys.stderr)
+    extensions = onboard.torch_extension_sources(root, out_dir)
+    planned = onboard.plan(root, files, out_dir, skip_files=set(extensions))
+    said = [*planned.notes, *_extension_lines(root, files, extensions)]
+    if not planned.drafts:
+        if args.json:
+            print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra)}))
+        for line in said:
+            print(f"flopwatch new: {line}", file=sys.stderr)
+        print(f"flopwatch new: no __global__ kernel or pybind11 module to draft in {len(files)} file(s)",
+              file=sys.stderr)
         return 1
-    done = onboard.write(root, drafts, args.force)
-    changes = onboard.update_config(root, out_dir, [d.include_dir for d in drafts]) if any(x.written for x in done) else []
+    done = onboard.write(root, planned.drafts, args.force)
+    folders = [d for draft in planned.drafts for d in draft.include_dirs]
+    changes = onboard.update_config(root, out_dir, folders) if any(x.written for x in done) else []
     if not args.no_build:
         onboard.build_all(root, done)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
-             "detail": onboard.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo)}
+             "detail": onboard.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
+             "guessed": list(x.draft.guessed)}
             for x in done]
     if args.json:
-        print(json.dumps({"drafts": rows, "config": changes, "other": list(extra)}))
+        print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra)}))
     else:
-        _print(rows, [*changes, *extra])
+        _print(rows, [*said, *changes, *extra])
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
+
+
+def _extension_lines(root: Path, files: list[Path], extensions: dict[str, str]) -> list[str]:
+    """One line per torch extension whose sources were asked for and left out."""
+    by_origin: dict[str, list[str]] = {}
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        if rel in extensions:
+            by_origin.setdefault(extensions[rel], []).append(rel)
+    return [f"{', '.join(sources)}: a torch extension built by {origin} (torch.utils.cpp_extension): measured as a "
+            f'backend = "torch" variant ([[extensions]] from = "{origin.rsplit(":", 1)[0]}"), not drafted here'
+            for origin, sources in by_origin.items()]
 
 
 def _print(rows: list[dict], changes: list[str]) -> None:
     console = Console(width=None if sys.stdout.isatty() else 140)
     table = Table(title="drafted variants", title_justify="left")
-    for col in ("variant", "op", "state", "build here / what is wrong"):
+    for col in ("variant", "op", "state", "guessed", "build here / what is wrong"):
         table.add_column(col, overflow="fold")
     for r in rows:
         style = {"built": None, "skipped": "dim"}.get(r["state"], "red")
-        table.add_row(cell(r["variant"]), cell(r["op"]), r["state"], cell(r["detail"][:300]), style=style)
+        table.add_row(cell(r["variant"]), cell(r["op"]), r["state"], cell(", ".join(r["guessed"]) or "-"),
+                      cell(r["detail"][:300]), style=style)
     console.print(table)
     for change in changes:
         console.print(cell(change))
