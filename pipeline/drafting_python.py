@@ -13,8 +13,8 @@
   package they live in (`liger_kernel.transformers.functional:liger_rms_norm`).
 
 Every draft is a valid manifest: what cannot be told is a best guess on a line marked
-`# TODO (guess)`, listed in the draft's `todo` and `guessed` fields. Pure functions over the
-repository's text; nothing of it is run.
+`# TODO (guess)`, listed in the draft's `todo` and `guessed` fields (`pipeline.drafting.Draft`).
+Pure functions over the repository's text; nothing of it is run.
 """
 
 from __future__ import annotations
@@ -32,14 +32,6 @@ from workers.torch_ext import spec as ext_spec
 
 GUESS = "# TODO (guess)"
 _TENSOR_PARAM = re.compile(r"\b(?:torch::)?(?:Tensor|at::Tensor)\b")
-
-
-@dataclass(frozen=True)
-class PyDraft:
-    """One drafted variant of a Python-side entry: the draft and the fields that are guesses."""
-
-    draft: drafting.Draft
-    guessed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -199,12 +191,12 @@ def _lines_common(name: str, op: str, backend: str, origin: str) -> list[str]:
 
 
 def _draft(name: str, folder: str, lines: list[str], op: str, todo: list[str], guessed: list[str],
-           include_dir: str = "") -> PyDraft:
+           include_dir: str = "") -> drafting.Draft:
     files = {"variant.toml": "\n".join(lines) + "\n"}
-    return PyDraft(drafting.Draft(name, folder, files, include_dir, op, tuple(todo)), tuple(guessed))
+    return drafting.Draft(name, folder, files, include_dir, op, tuple(todo), tuple(guessed))
 
 
-def problem_draft(rel: str, out_dir: str, taken: set[str]) -> PyDraft:
+def problem_draft(rel: str, out_dir: str, taken: set[str]) -> drafting.Draft:
     """A KernelBench problem: its Model measured as the op's peer, with its own inputs."""
     name = _name(PurePosixPath(rel).stem, taken)
     folder = f"{out_dir}/{name}"
@@ -217,7 +209,7 @@ def problem_draft(rel: str, out_dir: str, taken: set[str]) -> PyDraft:
 
 
 def solution_draft(rel: str, text: str, problem: str, guessed_problem: bool, repo: Repo, out_dir: str,
-                   taken: set[str]) -> PyDraft:
+                   taken: set[str]) -> drafting.Draft:
     """A KernelBench solution (`class ModelNew`) measured against its problem's Model."""
     name = _name(PurePosixPath(rel).stem, taken)
     folder = f"{out_dir}/{name}"
@@ -273,7 +265,7 @@ def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSp
         return []
 
 
-def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[PyDraft], list[str]]:
+def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
     """One `backend = "torch"` draft per function each extension built in `rel` exports (a
     load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`); notes for
     what could not be read."""
@@ -281,7 +273,7 @@ def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[s
         specs = ext_spec.find_extensions(rel, text, repo.files)
     except ext_spec.ExtensionReadError as exc:
         return [], [f"{exc}"]
-    drafts: list[PyDraft] = []
+    drafts: list[drafting.Draft] = []
     for spec in specs:
         for fn in exported_functions(spec, repo):
             drafts.append(_extension_function_draft(rel, spec, fn, repo, out_dir, taken))
@@ -328,7 +320,7 @@ def _signature(text: str, cpp: str) -> tuple[tuple[kernel_scan.Param, ...], bool
 
 
 def _extension_function_draft(rel: str, spec: ext_spec.ExtensionSpec, fn: Exported, repo: Repo, out_dir: str,
-                              taken: set[str]) -> PyDraft:
+                              taken: set[str]) -> drafting.Draft:
     name = _name(f"{spec.name}_{fn.py_name}" if fn.py_name not in ("forward", "run", "main") else spec.name, taken)
     folder = f"{out_dir}/{name}"
     kinds = ["tensor" if _TENSOR_PARAM.search(p.type) else drafting._kind(p) for p in fn.params]
@@ -403,7 +395,7 @@ def _pointer_dtype(text: str) -> str:
     return ""
 
 
-def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[PyDraft], list[str]]:
+def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
     """Functional entries of a module: each public top-level function whose name and
     parameters fit an op (required parameters all mapped; optional ones keep their defaults)."""
     tree = _tree(text)
@@ -472,8 +464,11 @@ def _name(base: str, taken: set[str]) -> str:
 
 # -- one file ----------------------------------------------------------------------------------------
 
-def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[PyDraft], list[str]]:
-    """The drafts of one Python file, and notes on what was not drafted."""
+def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
+               functional: bool = True) -> tuple[list[drafting.Draft], list[str]]:
+    """The drafts of one Python file, and notes on what was not drafted. `functional`: also a
+    module's public functions that fit an op (asked for by name with `new`; `init` drafts only
+    problems, solutions and extensions, not every helper of a package)."""
     text = repo.texts.get(rel, "")
     tree = _tree(text)
     if tree is None:
@@ -486,7 +481,7 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[lis
     if is_problem(tree):
         return [problem_draft(rel, out_dir, taken)], []
     drafts, notes = extension_drafts(rel, text, repo, out_dir, taken)
-    if drafts or notes:
+    if drafts or notes or not functional:
         return drafts, notes
     return function_drafts(rel, text, repo, out_dir, taken)
 

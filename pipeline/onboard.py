@@ -62,7 +62,8 @@ def source_files(root: Path, paths: list[str]) -> list[Path]:
     for p in paths:
         path = (root / p) if not Path(p).is_absolute() else Path(p)
         if path.is_dir():
-            found += sorted(f for f in path.rglob("*") if f.suffix in kernel_scan.SOURCE_SUFFIXES and f.is_file())
+            found += sorted(f for f in path.rglob("*") if f.suffix in (*kernel_scan.SOURCE_SUFFIXES, ".py")
+                            and f.is_file() and "__pycache__" not in f.parts)
         elif path.is_file():
             found.append(path)
         else:
@@ -293,6 +294,49 @@ def _module_evidence(repo: _Repository, fn: kernel_scan.Kernel, module_text: str
                                        sizes=python_scan.script_sizes(script, text), call_args=call.args,
                                        module=prefix.split(".")[-1] if fn.module == "TORCH_EXTENSION_NAME" else "")
     return evidence
+
+
+def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], functional: bool) -> Plan:
+    """Drafts of the Python-side entries (`pipeline.drafting_python`) of these repository-
+    relative Python files: torch extensions they build, KernelBench problems and solutions, and
+    (`functional`) a module's public functions that fit an op."""
+    from pipeline import drafting_python
+
+    texts = {f.relative_to(root).as_posix(): f.read_text(errors="replace")
+             for f in repository_sources(root, out_dir, (*kernel_scan.SOURCE_SUFFIXES, ".py"),
+                                         MAX_HOST_FILES + MAX_SCRIPTS)}
+    for rel in py_files:  # a file named on the command line is read even beyond the bounds
+        if rel not in texts and (root / rel).is_file():
+            texts[rel] = (root / rel).read_text(errors="replace")
+    repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir))
+    drafts, notes = [], []
+    for rel in py_files:
+        found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, functional)
+        drafts += found
+        notes += said
+    return Plan(drafts, notes)
+
+
+def python_entry_files(root: Path, out_dir: str) -> list[str]:
+    """The Python files `init` drafts: problems and solutions (class Model / ModelNew with
+    get_inputs), and the files that build torch extensions."""
+    found = []
+    for f in repository_sources(root, out_dir, (".py",), MAX_SCRIPTS):
+        text = f.read_text(errors="replace")
+        if ("get_inputs" in text and re.search(r"^class (Model|ModelNew)\b", text, re.MULTILINE)) or \
+                re.search(r"\b(load_inline|cpp_extension|CUDAExtension|CppExtension)\b", text):
+            found.append(f.relative_to(root).as_posix())
+    return found
+
+
+def _all_files(root: Path, out_dir: str) -> frozenset[str]:
+    """Every file of the repository (what a setup.py glob may match), git's list where it is one."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard"], capture_output=True,
+                                text=True, timeout=60, check=True).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        listed = [f.relative_to(root).as_posix() for f in root.rglob("*") if ".git" not in f.parts and f.is_file()]
+    return frozenset(f for f in listed if not (out_dir and f.startswith(out_dir + "/")))
 
 
 def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:

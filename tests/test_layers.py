@@ -20,7 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery", "pipeline.peers",
-            "pipeline.kernel_scan", "pipeline.drafting", "pipeline.onboard",
+            "pipeline.kernel_scan", "pipeline.drafting", "pipeline.drafting_python", "pipeline.python_scan",
+            "pipeline.onboard",
             "pipeline.manifest", "pipeline.plan", "pipeline.progress", "pipeline.runflow",
             "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting",
             "pipeline.ray_access", "pipeline.local_ray", "pipeline.build_cache")

@@ -8,6 +8,7 @@ max-abs-error map shows which 64×64 tile a bad index corrupted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -77,40 +78,47 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
     int_dtype, poison, sentinel = _PATTERNS.get(g.buffer.element_size(), (None, None, None))
     numel = g.out.numel()
     if int_dtype is None:  # a 1-byte output (bool, int8): no pattern tells "never written"
-        raw = g.buffer
         before = after = torch.empty(0, dtype=torch.long)
-        unwritten_mask = torch.zeros(g.out.shape, dtype=torch.bool, device=g.out.device)
     else:
         raw = g.buffer.view(int_dtype)
         before = (raw[:g.guard] != sentinel).nonzero()
         after = (raw[g.guard + numel:] != sentinel).nonzero()
-        # Everything stays on the output's device (an 8192² check on the host would take
-        # seconds); only the tile map and scalars come back.
-        unwritten_mask = (g.out.view(int_dtype) == poison) if g.out.is_floating_point() or g.guard \
-            else torch.zeros(g.out.shape, dtype=torch.bool, device=g.out.device)
-    out = g.out.double()
-    ref = ref.to(out.device)
-    nonfinite_mask = ~torch.isfinite(out) & ~unwritten_mask
-    err = (out - ref).abs()
-    err[unwritten_mask | nonfinite_mask] = float("inf")
-    finite = ~(unwritten_mask | nonfinite_mask)
-    ref_norm = float(torch.linalg.vector_norm(ref)) or 1.0
-    rel_fro = float(torch.linalg.vector_norm(torch.where(finite, out - ref, 0.0))) / ref_norm
-    if not bool(finite.all()):
-        rel_fro = float("inf")
-    scale = float(ref.abs().max()) or 1.0
-    tiles = tile_map(err)
+    # Poison marks never-written elements of a float output, or of any output the harness
+    # allocated (guarded); an integer result an entry returned may hold the pattern's value.
+    check_poison = int_dtype is not None and (g.out.is_floating_point() or g.guard > 0)
+    # Everything stays on the output's device (an 8192² check on the host would take seconds);
+    # only the tile map and scalars come back. A large output is judged in blocks of whole tile
+    # rows, so the fp64 temporaries stay bounded (a 1.6-billion-element softmax output would
+    # otherwise need five fp64 copies of itself at once).
+    out2d, ref2d, th, tw = _as_rows(g.out), _as_rows(ref.to(g.out.device)), *_tile_shape(g.out)
+    acc = _Sums()
+    tile_rows = []
+    for rows, cols in _blocks(out2d.shape, th, tw):
+        o, r = out2d[rows, cols], ref2d[rows, cols]
+        unwritten = (o.view(int_dtype) == poison) if check_poison else torch.zeros_like(o, dtype=torch.bool)
+        out = o.double()
+        nonfinite = ~torch.isfinite(out) & ~unwritten
+        finite = ~(unwritten | nonfinite)
+        err = (out - r).abs()
+        err[~finite] = float("inf")
+        acc.add(out, r, err, finite, unwritten, nonfinite, rows, cols, out2d.shape[1])
+        tile_rows.append(tile_map(err, (th, tw)))
+    tiles = torch.cat(tile_rows, dim=1 if out2d.shape[0] == 1 else 0) if tile_rows else torch.zeros((0, 0))
+    ref_norm = math.sqrt(acc.ref_sq) or 1.0
+    rel_fro = math.sqrt(acc.diff_sq) / ref_norm if acc.all_finite else float("inf")
+    scale = acc.ref_max or 1.0
     bad_tiles = _bad_tiles(tiles, atol * scale)
+    shape = tuple(g.out.shape)
     figures = {
         "rel_fro_err": rel_fro,
-        "max_abs_err": float(err.max()),
+        "max_abs_err": acc.err_max,
         "ref_max_abs": scale,
         "rtol": rtol,
         "atol": atol,
-        "unwritten": int(unwritten_mask.sum()),
-        "first_unwritten": _first_index(unwritten_mask),
-        "nonfinite": int(nonfinite_mask.sum()),
-        "first_nonfinite": _first_index(nonfinite_mask),
+        "unwritten": acc.unwritten,
+        "first_unwritten": _unravel(acc.first_unwritten, shape),
+        "nonfinite": acc.nonfinite,
+        "first_nonfinite": _unravel(acc.first_nonfinite, shape),
         "guard_before": int(before.numel()),
         "guard_after": int(after.numel()),
         "first_guard_after": int(after[0]) if after.numel() else None,
@@ -125,12 +133,90 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
     return figures
 
 
-def tile_map(err: torch.Tensor) -> torch.Tensor:
+# Elements judged at once: bounds the fp64 temporaries of a check to a few GiB.
+BLOCK_ELEMENTS = 1 << 26
+
+
+class _Sums:
+    """What the blocks of an output add up to: squared norms, maxima, counts, first indices."""
+
+    def __init__(self):
+        self.diff_sq = self.ref_sq = 0.0
+        self.err_max = self.ref_max = 0.0
+        self.unwritten = self.nonfinite = 0
+        self.first_unwritten: int | None = None
+        self.first_nonfinite: int | None = None
+        self.all_finite = True
+
+    def add(self, out, ref, err, finite, unwritten, nonfinite, rows: slice, cols: slice, width: int) -> None:
+        self.diff_sq += float(torch.where(finite, out - ref, 0.0).pow(2).sum())
+        self.ref_sq += float(ref.double().pow(2).sum())
+        if err.numel():
+            self.err_max = max(self.err_max, float(err.max()))
+            self.ref_max = max(self.ref_max, float(ref.abs().max()))
+        self.all_finite = self.all_finite and bool(finite.all())
+        n_unwritten, n_nonfinite = int(unwritten.sum()), int(nonfinite.sum())
+        self.unwritten += n_unwritten
+        self.nonfinite += n_nonfinite
+        if n_unwritten and self.first_unwritten is None:
+            self.first_unwritten = _flat_first(unwritten, rows, cols, width)
+        if n_nonfinite and self.first_nonfinite is None:
+            self.first_nonfinite = _flat_first(nonfinite, rows, cols, width)
+
+
+def _flat_first(mask: torch.Tensor, rows: slice, cols: slice, width: int) -> int:
+    r, c = (int(v) for v in mask.nonzero()[0].tolist())
+    return (rows.start + r) * width + cols.start + c
+
+
+def _unravel(flat: int | None, shape: tuple) -> list[int] | None:
+    if flat is None:
+        return None
+    index = []
+    for size in reversed(shape or (1,)):
+        index.append(flat % size)
+        flat //= size
+    return list(reversed(index)) if shape else []
+
+
+def _as_rows(t: torch.Tensor) -> torch.Tensor:
+    """The output as the tile map reads it: [rows, last dimension]; a 1-D output as one row."""
+    if t.dim() == 0:
+        return t.reshape(1, 1)
+    if t.dim() == 1:
+        return t.view(1, -1)
+    return t.reshape(-1, t.shape[-1])
+
+
+def _tile_shape(t: torch.Tensor) -> tuple[int, int]:
+    return (1, TILE * TILE) if t.dim() <= 1 else (TILE, TILE)
+
+
+def _blocks(shape: tuple, th: int, tw: int):
+    """(row slice, column slice) blocks of whole tiles, each about BLOCK_ELEMENTS or fewer."""
+    rows, cols = shape
+    if rows == 1:  # one long row (a 1-D output): blocks along it
+        step = max(tw, BLOCK_ELEMENTS // tw * tw)
+        for c in range(0, cols, step):
+            yield slice(0, 1), slice(c, min(cols, c + step))
+        if cols == 0:
+            yield slice(0, 1), slice(0, 0)
+        return
+    step = max(th, BLOCK_ELEMENTS // max(cols, 1) // th * th)
+    for r in range(0, rows, step):
+        yield slice(r, min(rows, r + step)), slice(0, cols)
+
+
+def tile_map(err: torch.Tensor, tile: tuple[int, int] | None = None) -> torch.Tensor:
     """Max abs error per TILE×TILE tile (1-D outputs: per TILE² chunk, as one row; outputs of
-    more dimensions, such as attention's [B, H, S, D], as rows of their last dimension)."""
-    if err.dim() > 2:
+    more dimensions, such as attention's [B, H, S, D], as rows of their last dimension).
+    `tile`: (rows, columns) of a tile for an error already laid out as rows."""
+    if tile is not None:
+        th, tw = tile
+    elif err.dim() > 2:
         err = err.reshape(-1, err.shape[-1])
-    if err.dim() == 1:
+        th = tw = TILE
+    elif err.dim() == 1:
         err = err.view(1, -1)
         th, tw = 1, TILE * TILE
     else:
@@ -147,11 +233,6 @@ def _bad_tiles(tiles: torch.Tensor, limit: float) -> list[dict]:
     bad = (tiles > limit).nonzero().tolist()
     bad.sort(key=lambda rc: -float(tiles[rc[0], rc[1]]))
     return [{"row": r, "col": c, "max_abs_err": _round(float(tiles[r, c]))} for r, c in bad]
-
-
-def _first_index(mask: torch.Tensor) -> list[int] | None:
-    idx = mask.nonzero()
-    return idx[0].cpu().tolist() if idx.numel() else None
 
 
 def _round(v: float) -> float | str:

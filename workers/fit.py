@@ -34,14 +34,39 @@ def bytes_available(kind: str) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def too_big(op, dims: dict, itemsize: int, kind: str) -> str:
-    """Why the shape cannot run on this device, or "" when it may."""
+# How long a job waits for memory the device has but another process holds: the job before it
+# on the same slot is still ending (its last check and exit overlap this job's start,
+# `workers.handoff`), and a problem of tens of GiB takes seconds to judge and free.
+WAIT_FOR_MEMORY_S = 120.0
+
+
+def bytes_total(kind: str) -> int:
+    if kind == "cpu":
+        return bytes_available(kind)
+    import torch
+
+    return int(torch.cuda.mem_get_info(0)[1])
+
+
+def too_big(op, dims: dict, itemsize: int, kind: str, wait_s: float = WAIT_FOR_MEMORY_S) -> str:
+    """Why the shape cannot run on this device, or "" when it may. A GPU shape that fits the
+    device but not what is free now waits up to `wait_s` for the memory to be freed."""
+    import time
+
     need, have = bytes_needed(op, dims, itemsize), bytes_available(kind)
+    deadline = time.monotonic() + wait_s
+    while need > have and kind != "cpu" and need <= bytes_total(kind) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        have = bytes_available(kind)
     if need <= have:
         return ""
     where = "host memory available" if kind == "cpu" else "free on the device"
+    held = ""
+    if kind != "cpu" and need <= bytes_total(kind):
+        held = (f" (the device has {_size(bytes_total(kind))}: other processes held the rest for the "
+                f"{wait_s:g} s this job waited)")
     return (f"the shape needs at least {_size(need)} ({need} bytes: inputs and output, and their fp64 reference) "
-            f"but only {_size(have)} ({have} bytes) are {where}; not run")
+            f"but only {_size(have)} ({have} bytes) are {where}{held}; not run")
 
 
 def _size(n: float) -> str:

@@ -22,7 +22,9 @@ def main(args) -> int:
     texts = {f: f.read_text(errors="replace") for f in onboard.repository_sources(root, args.out.strip("/"))}
     files = [f for f, text in texts.items()
              if onboard.kernel_scan.find_kernels(text, "") or onboard.kernel_scan.find_pybind_functions(text, "")]
-    if not files:
-        raise UsageError(f"no __global__ kernel or pybind11 module in the sources of {root}")
+    py_files = onboard.python_entry_files(root, args.out.strip("/"))
+    if not files and not py_files:
+        raise UsageError(f"no __global__ kernel, pybind11 module, torch extension or KernelBench problem in the "
+                         f"sources of {root}")
     extra = [] if args.no_workflow else [onboard.write_workflow(root)]
-    return draft_and_report(root, files, args, extra)
+    return draft_and_report(root, files, args, extra, py_files=py_files, functional=False)

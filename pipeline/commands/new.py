@@ -14,11 +14,13 @@ from pipeline import onboard
 from pipeline.commands.common import UsageError
 from pipeline.summary import cell
 
-HELP = "draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules) and build each once"
+HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
+        "KernelBench problems and solutions, a module's functional entries) and build each once")
 
 
 def add_arguments(p) -> None:
-    p.add_argument("paths", nargs="+", help="kernel source files or folders, inside the repository")
+    p.add_argument("paths", nargs="+", help="kernel source files (C++/CUDA/HIP, or Python) or folders, inside the "
+                                            "repository")
     add_common(p)
 
 
@@ -41,18 +43,30 @@ def main(args) -> int:
     return draft_and_report(root, files, args)
 
 
-def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = ()) -> int:
+def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (), py_files: list[str] | None = None,
+                     functional: bool = True) -> int:
+    """Draft, write, build and report. `py_files`: the Python files whose entries to draft
+    (default: the .py files among `files`, and the files that build the extensions whose
+    sources are among them)."""
     out_dir = args.out.strip("/")
     extensions = onboard.torch_extension_sources(root, out_dir)
-    planned = onboard.plan(root, files, out_dir, skip_files=set(extensions))
+    native = [f for f in files if f.suffix != ".py"]
+    planned = onboard.plan(root, native, out_dir, skip_files=set(extensions)) if native else onboard.Plan([])
+    if py_files is None:
+        asked = [f.relative_to(root).as_posix() for f in files]
+        py_files = [r for r in asked if r.endswith(".py")]
+        py_files += sorted({extensions[r].rsplit(":", 1)[0] for r in asked if r in extensions} - set(py_files))
+    taken = {d.name for d in planned.drafts}
+    python = onboard.python_plan(root, py_files, out_dir, taken, functional)
+    planned = onboard.Plan([*planned.drafts, *python.drafts], [*planned.notes, *python.notes])
     said = [*planned.notes, *_extension_lines(root, files, extensions)]
     if not planned.drafts:
         if args.json:
             print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra)}))
         for line in said:
             print(f"flopwatch new: {line}", file=sys.stderr)
-        print(f"flopwatch new: no __global__ kernel or pybind11 module to draft in {len(files)} file(s)",
-              file=sys.stderr)
+        print(f"flopwatch new: no __global__ kernel, pybind11 module, torch extension, problem or functional entry "
+              f"to draft in {len(files)} file(s)", file=sys.stderr)
         return 1
     done = onboard.write(root, planned.drafts, args.force)
     folders = [d for draft in planned.drafts for d in draft.include_dirs]
@@ -71,14 +85,16 @@ def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = ())
 
 
 def _extension_lines(root: Path, files: list[Path], extensions: dict[str, str]) -> list[str]:
-    """One line per torch extension whose sources were asked for and left out."""
+    """One line per torch extension whose sources were asked for: drafted as the extension's
+    module functions, built as the repository builds it."""
     by_origin: dict[str, list[str]] = {}
     for f in files:
         rel = f.relative_to(root).as_posix()
         if rel in extensions:
             by_origin.setdefault(extensions[rel], []).append(rel)
-    return [f"{', '.join(sources)}: a torch extension built by {origin} (torch.utils.cpp_extension): measured as a "
-            f'backend = "torch" variant ([[extensions]] from = "{origin.rsplit(":", 1)[0]}"), not drafted here'
+    return [f"{', '.join(sources)}: a torch extension built by {origin} (torch.utils.cpp_extension): drafted as "
+            f'backend = "torch" variants of the functions its module exports ([[extensions]] from = '
+            f'"{origin.rsplit(":", 1)[0]}"), not as kernels of their own'
             for origin, sources in by_origin.items()]
 
 
