@@ -54,3 +54,20 @@ def test_a_shape_that_fits_the_device_waits_for_memory_another_job_holds(monkeyp
     assert "not run" in said and "other processes held the rest for the 0.3 s this job waited" in said
     monkeypatch.setattr(fit, "bytes_total", lambda kind: 4 << 30)  # larger than the device: no wait
     assert "other processes" not in fit.too_big(op, {}, 4, "cuda", wait_s=30.0)
+
+
+def test_a_huge_wrong_output_keeps_its_worst_tiles_and_a_coarser_map(monkeypatch):
+    monkeypatch.setattr(correctness, "MAX_MAP_CELLS", 16)
+    monkeypatch.setattr(correctness, "MAX_BAD_TILES", 3)
+    ref = torch.zeros((64 * 10, 64 * 6), dtype=torch.float64)
+    g = correctness.guarded_output(tuple(ref.shape), torch.float32, "cpu")
+    g.out.copy_(ref.float() + 1.0)  # every tile wrong
+    g.out[64 * 9 + 5, 64 * 5 + 7] = 9.0  # the worst, in the last tile
+    ref[0, 0] = 1.0  # a scale for atol
+    f = correctness.evaluate(g, ref, 1e-5, 1e-4)
+    assert f["tile_count"] == 60 and f["bad_tile_count"] == 60 and not f["passed"]
+    assert f["bad_tiles"][0] == {"row": 9, "col": 5, "max_abs_err": 9.0} and len(f["bad_tiles"]) == 3
+    assert f["map_tile"] == 128 and (len(f["tile_map"]), len(f["tile_map"][0])) == (5, 3)  # pooled by 2
+    assert max(max(row) for row in f["tile_map"]) == 9.0  # the worst still shows
+    text = correctness.diagnose(f, tuple(ref.shape))
+    assert text.startswith("60 of 60 tiles wrong: tile (9, 5) = C[576:640, 320:384] max abs err 9.0")

@@ -107,7 +107,8 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
     ref_norm = math.sqrt(acc.ref_sq) or 1.0
     rel_fro = math.sqrt(acc.diff_sq) / ref_norm if acc.all_finite else float("inf")
     scale = acc.ref_max or 1.0
-    bad_tiles = _bad_tiles(tiles, atol * scale)
+    bad_tiles, bad_count = _bad_tiles(tiles, atol * scale)
+    stored, factor = _stored_map(tiles)
     shape = tuple(g.out.shape)
     figures = {
         "rel_fro_err": rel_fro,
@@ -123,12 +124,15 @@ def evaluate(g: GuardedOutput, ref: torch.Tensor, rtol: float, atol: float) -> d
         "guard_after": int(after.numel()),
         "first_guard_after": int(after[0]) if after.numel() else None,
         "tile": TILE,
-        "tile_map": [[_round(v) for v in row] for row in tiles.cpu().tolist()],
+        "tile_map": [[_round(v) for v in row] for row in stored.cpu().tolist()],
+        "tile_count": int(tiles.numel()),
         "bad_tiles": bad_tiles,
+        "bad_tile_count": bad_count,
+        **({"map_tile": TILE * factor} if factor > 1 else {}),
     }
     figures["passed"] = (
         figures["guard_before"] == 0 and figures["guard_after"] == 0 and figures["unwritten"] == 0
-        and figures["nonfinite"] == 0 and rel_fro <= rtol and not bad_tiles
+        and figures["nonfinite"] == 0 and rel_fro <= rtol and not bad_count
     )
     return figures
 
@@ -228,11 +232,40 @@ def tile_map(err: torch.Tensor, tile: tuple[int, int] | None = None) -> torch.Te
     return padded.view(tr, th, tc, tw).amax(dim=(1, 3))
 
 
-def _bad_tiles(tiles: torch.Tensor, limit: float) -> list[dict]:
+# The worst tiles kept with a check (the count says how many there are): a wrong index in a
+# 1.6-billion-element output can leave half a million of them.
+MAX_BAD_TILES = 64
+# Cells of the tile map stored with a result: a larger grid is kept max-pooled (`map_tile`).
+MAX_MAP_CELLS = 1 << 14
+
+
+def _bad_tiles(tiles: torch.Tensor, limit: float) -> tuple[list[dict], int]:
+    """The worst tiles over `limit`, worst first (ties in row-major order), and their count."""
     tiles = tiles.cpu()
-    bad = (tiles > limit).nonzero().tolist()
-    bad.sort(key=lambda rc: -float(tiles[rc[0], rc[1]]))
-    return [{"row": r, "col": c, "max_abs_err": _round(float(tiles[r, c]))} for r, c in bad]
+    mask = tiles > limit
+    count = int(mask.sum())
+    if not count:
+        return [], 0
+    where, values = mask.nonzero(), tiles[mask]
+    order = torch.argsort(values, descending=True, stable=True)[:MAX_BAD_TILES]
+    return [{"row": int(where[i, 0]), "col": int(where[i, 1]), "max_abs_err": _round(float(values[i]))}
+            for i in order.tolist()], count
+
+
+def _stored_map(tiles: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The tile map as stored: whole, or max-pooled by a power of two until it has at most
+    MAX_MAP_CELLS cells (a wrong region still shows, at a coarser grain)."""
+    rows, cols = tiles.shape
+    factor = 1
+    while -(-rows // factor) * -(-cols // factor) > MAX_MAP_CELLS:
+        factor *= 2
+    if factor == 1:
+        return tiles, 1
+    fr = factor if rows > 1 else 1
+    pr, pc = -(-rows // fr) * fr, -(-cols // factor) * factor
+    padded = torch.zeros((pr, pc), dtype=tiles.dtype, device=tiles.device)
+    padded[:rows, :cols] = tiles
+    return padded.view(pr // fr, fr, pc // factor, factor).amax(dim=(1, 3)), factor
 
 
 def _round(v: float) -> float | str:
@@ -305,10 +338,11 @@ def diagnose(figures: dict, out_shape: tuple) -> str:
         parts.append(f"{figures['nonfinite']} NaN/Inf element(s), first at {figures['first_nonfinite']}")
     bad = figures["bad_tiles"]
     if bad:
-        total = sum(len(r) for r in figures["tile_map"])
+        total = figures.get("tile_count", sum(len(r) for r in figures["tile_map"]))
+        count = figures.get("bad_tile_count", len(bad))
         listed = "; ".join(_tile_text(t, figures["tile"], len(out_shape)) for t in bad[:MAX_TILES_LISTED])
-        more = f" (+{len(bad) - MAX_TILES_LISTED} more)" if len(bad) > MAX_TILES_LISTED else ""
-        parts.append(f"{len(bad)} of {total} tiles wrong: {listed}{more}")
+        more = f" (+{count - MAX_TILES_LISTED} more)" if count > MAX_TILES_LISTED else ""
+        parts.append(f"{count} of {total} tiles wrong: {listed}{more}")
     if figures["rel_fro_err"] > figures["rtol"] and figures["rel_fro_err"] != float("inf"):
         parts.append(f"relative error {figures['rel_fro_err']:.3g} > tolerance {figures['rtol']:.3g}")
     return "; ".join(parts) or "output matches the reference"

@@ -176,7 +176,7 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
     compared = [c for c in checks if "tile_map" in c]  # not a returned value of the wrong kind
     if compared:  # keep one tile map: the failing check's, else the first
         worst = next((c for c in compared if not c["passed"]), compared[0])
-        correctness.update(tile_map=worst["tile_map"], tile=worst["tile"],
+        correctness.update(tile_map=worst["tile_map"], tile=worst.get("map_tile", worst["tile"]),
                            rel_fro_err=max(c["rel_fro_err"] for c in compared),
                            max_abs_err=max(c["max_abs_err"] for c in compared))
     base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
