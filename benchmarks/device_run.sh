@@ -31,6 +31,8 @@
 # ecosystem   benchmarks/verify_ecosystem_gpu.py --repos .ext (public repositories onboarded with
 #             flopwatch new, then run; carry the checkouts as .ext/)
 # ecosystem_drafted  the same with the drafts already in the checkouts
+# entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
+#             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 # hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
@@ -89,6 +91,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     planted) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity "${reuse[@]}") ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
     ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
+    entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
     ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;

@@ -323,7 +323,8 @@ def python_entry_files(root: Path, out_dir: str) -> list[str]:
     found = []
     for f in repository_sources(root, out_dir, (".py",), MAX_SCRIPTS):
         text = f.read_text(errors="replace")
-        if ("get_inputs" in text and re.search(r"^class (Model|ModelNew)\b", text, re.MULTILINE)) or \
+        if re.search(r"^class ModelNew\b", text, re.MULTILINE) or \
+                ("get_inputs" in text and re.search(r"^class Model\b", text, re.MULTILINE)) or \
                 re.search(r"\b(load_inline|cpp_extension|CUDAExtension|CppExtension)\b", text):
             found.append(f.relative_to(root).as_posix())
     return found

@@ -89,6 +89,8 @@ def test_functional_entries_are_checked_on_what_they_return(eco_run):
         assert r.bytes_moved == (2 * 64 * 512 + 512) * (4 if r.dtype == "fp32" else 2)
     (out_style,) = rows["my_rms_out"]
     assert out_style.status == "ok", out_style.diagnostic  # args name the output it writes
+    (library_op,) = rows["torch_op_swiglu"]
+    assert library_op.status == "ok", library_op.diagnostic  # torch.ops.mylib_test.swiglu, registered by its source
     (shape,) = rows["rms_wrong_shape"]
     assert shape.status == "incorrect"
     assert "returned a tensor of shape [64, 511], expected [64, 512]" in shape.diagnostic
