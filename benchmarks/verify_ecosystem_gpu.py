@@ -60,9 +60,9 @@ REPOS = (
                        "a problem file does not say its FLOPs: one line makes the row TFLOP/s"),
                       ("63_conv_standard_2D__square_input__square_kernel",
                        "file = \"../../KernelBench/level1/63_conv_standard_2D__square_input__square_kernel.py\"",
-                       "file = \"../../KernelBench/level1/63_conv_standard_2D__square_input__square_kernel.py\"\n"
-                       "flops = \"2*batch_size*out_channels*(height-kernel_size+1)*(width-kernel_size+1)*in_channels"
-                       "*kernel_size*kernel_size\"", "the convolution's FLOPs, likewise")),
+                       ("file = \"../../KernelBench/level1/63_conv_standard_2D__square_input__square_kernel.py\"\n"
+                        "flops = \"2*batch_size*out_channels*(height-kernel_size+1)*(width-kernel_size+1)*in_channels"
+                        "*kernel_size*kernel_size\""), "the convolution's FLOPs, likewise")),
                expect_ok=("1_Square_matrix_multiplication_", "23_Softmax", "40_LayerNorm",
                           "47_Sum_reduction_over_a_dimension", "19_ReLU",
                           "63_conv_standard_2D__square_input__square_kernel", "model_new_ex_add",

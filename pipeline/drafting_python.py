@@ -255,7 +255,7 @@ def find_problem(rel: str, repo: Repo) -> tuple[str, bool]:
     if prefixed:
         return prefixed[0], False
     pool = same or problems
-    return (sorted(pool)[0], True) if pool else ("", False)
+    return (min(pool), True) if pool else ("", False)
 
 
 def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSpec]:
@@ -336,7 +336,7 @@ def _extension_function_draft(rel: str, spec: ext_spec.ExtensionSpec, fn: Export
         op = "gemm"
     made = tensors_passed(repo, (f".{fn.py_name}", fn.py_name), len(OPS[op].INPUTS))
     pointer = _pointer_dtype(fn.body_text)
-    dtype, note = (pointer, "") if pointer else dtype_of(made)
+    dtype = pointer or dtype_of(made)[0]
     if not dtype:
         dtype = "fp32"
         guessed.append("dtypes")

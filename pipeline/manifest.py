@@ -111,7 +111,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         if binding.module not in names:
             raise ManifestError(rel, "binding.module", f"{binding.module!r} is none of the extensions "
                                                        f"({sorted(names)})")
-    for key, value in m.launch.model_dump(exclude_none=True).items():
+    for key in m.launch.model_dump(exclude_none=True):
         wanted = _DYNAMIC_SHARED.get(m.backend)
         if key in _DYNAMIC_SHARED.values() and wanted and key != wanted:
             raise ManifestError(rel, f"launch.{key}", f"the {m.backend} back end's name for it is {wanted!r}")

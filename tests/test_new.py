@@ -360,7 +360,7 @@ def test_a_kernel_only_an_exported_wrapper_launches_is_measured_through_the_modu
     assert '#include "main.cpp"' in wrapper and '#include "flash.cu"' in wrapper  # flash.cu defines forward
 
 
-def test_sources_a_torch_extension_builds_are_left_to_the_torch_drafter(ecosystem, capsys):
+def test_sources_a_torch_extension_builds_are_drafted_as_its_module_functions(ecosystem, capsys):
     (ecosystem / "torch_ext_attention" / "build.py").write_text(
         "from torch.utils.cpp_extension import load\n"
         "minimal_attn = load(name='minimal_attn', sources=['csrc/main.cpp', 'csrc/flash.cu'])\n")
@@ -370,8 +370,8 @@ def test_sources_a_torch_extension_builds_are_left_to_the_torch_drafter(ecosyste
     files = [ecosystem / s for s in sorted(sources)]
     assert onboard.plan(ecosystem, files, "flopwatch", skip_files=set(sources)) == onboard.Plan([], [])
     code, out = _new(ecosystem, capsys, "torch_ext_attention/csrc")
-    assert code == 1 and out["drafts"] == []
+    assert code == 0 and [(d["variant"], d["op"]) for d in out["drafts"]] == [("minimal_attn", "attention")]
     assert out["notes"] == [("torch_ext_attention/csrc/flash.cu, torch_ext_attention/csrc/main.cpp: a torch extension "
-                             "built by torch_ext_attention/build.py:2 (torch.utils.cpp_extension): measured as a "
-                             'backend = "torch" variant ([[extensions]] from = "torch_ext_attention/build.py"), not '
-                             "drafted here")]
+                             "built by torch_ext_attention/build.py:2 (torch.utils.cpp_extension): drafted as "
+                             'backend = "torch" variants of the functions its module exports ([[extensions]] from = '
+                             '"torch_ext_attention/build.py"), not as kernels of their own')]

@@ -267,7 +267,7 @@ class _Problem:
         try:
             with torch.device("meta"):
                 values = self.module.get_inputs()
-        except Exception:  # a problem that places its inputs itself: not known before it runs
+        except Exception:  # noqa: BLE001 - a problem that places its inputs itself: not known before it runs
             return 0.0
         sizes = [v.numel() for v in values if isinstance(v, torch.Tensor)]
         return float((sum(sizes) + max(sizes, default=0)) * itemsize)

@@ -56,10 +56,10 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
     # library folders inside the repository are read repository-relative; torch links elsewhere
     ldflags = [f"-L{root / f[2:]}" if f.startswith("-L") and not f[2:].startswith("/") else f
                for f in spec.get("extra_ldflags") or ()]
-    common = dict(extra_cflags=cflags, extra_cuda_cflags=cuda_flags, extra_ldflags=ldflags,
-                  extra_include_paths=[str(root / d) for d in spec.get("include_dirs") or ()],
-                  build_directory=str(build_dir), verbose=True, with_cuda=spec.get("with_cuda"),
-                  is_python_module=bool(spec.get("is_python_module", True)))
+    common = {"extra_cflags": cflags, "extra_cuda_cflags": cuda_flags, "extra_ldflags": ldflags,
+              "extra_include_paths": [str(root / d) for d in spec.get("include_dirs") or ()],
+              "build_directory": str(build_dir), "verbose": True, "with_cuda": spec.get("with_cuda"),
+              "is_python_module": bool(spec.get("is_python_module", True))}
     print(f"flopwatch: building extension {name} ({spec['kind']} at {spec.get('origin', '?')})", flush=True)
     if spec["kind"] == "load_inline":
         loaded = cpp_extension.load_inline(name, list(spec.get("cpp_sources") or ()),
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     for spec in request["specs"]:
         try:
             result["built"][spec["name"]] = build_one(spec, root, out)
-        except Exception as exc:  # a compile or import error of the repository's extension
+        except Exception as exc:  # noqa: BLE001 - a compile or import error of the repository's extension
             sys.stdout.flush()
             traceback.print_exc()
             result["failed"][spec["name"]] = f"{type(exc).__name__}: {exc}"

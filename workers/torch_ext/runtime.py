@@ -76,7 +76,7 @@ def import_extension(artifact: Path | None, name: str) -> ModuleType | str:
         return str(path)
     if module_name in sys.modules:
         return sys.modules[module_name]
-    import torch  # noqa: F401  (the extension links against torch's libraries)
+    import torch  # (the extension links against torch's libraries: loaded first)
 
     if "." in module_name:  # a setup.py extension inside its package (below an import root)
         return importlib.import_module(module_name)
