@@ -139,8 +139,10 @@ def test_skipped_at_one_side_and_failing_or_missing_at_the_other_keeps_its_word(
     report = _report({_key("breaks"): _skipped(), _key("fixed"): broken, _key("gone"): _skipped()},
                      {_key("breaks"): broken, _key("fixed"): _skipped(), _key("new"): _skipped()})
     kinds = {r.variant: r.kind for r in report.rows}
-    assert kinds == {"breaks": "newly failing", "fixed": "newly fixed", "gone": "gone", "new": "new"}
-    assert all(r.reason == "" for r in report.rows)
+    # failing at base and skipped at head: nothing measured says it was fixed
+    assert kinds == {"breaks": "newly failing", "fixed": "not run at head", "gone": "gone", "new": "new"}
+    assert {r.variant: r.reason for r in report.rows if r.reason} == {"fixed": f"not run here: {NO_ROCM}"}
+    assert cmp.exit_status(report) == 1  # "breaks" is newly failing
 
 
 def test_compare_page_shows_the_word_and_the_reason(tmp_path):

@@ -308,6 +308,8 @@ def _kind(b: Side | None, h: Side | None, comparison) -> str:
     bad_h = h is not None and h.status in status.FAILURES
     if bad_h and not bad_b:
         return NEWLY_FAILING
+    if bad_b and h is not None and h.status in NOT_MEASURED:
+        return NOT_RUN_AT_HEAD  # failing at base and not run at head: nothing says it was fixed
     if bad_b and not bad_h and h is not None:
         return NEWLY_FIXED
     if bad_b and bad_h:
