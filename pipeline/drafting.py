@@ -810,7 +810,7 @@ def base_names(kernels: list[Kernel]) -> list[str]:
     return out
 
 
-def variant_name(kernel: Kernel, taken: set[str], base: str = "") -> str:
+def variant_name(kernel: Kernel | None, taken: set[str], base: str = "") -> str:
     """`base` (default: the kernel's name; a pybind11 function's file stem), sanitised and made
     unique among `taken`."""
     raw = base or (PurePosixPath(kernel.file).stem if kernel.kind == "pybind11" else kernel.name)

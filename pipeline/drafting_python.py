@@ -454,12 +454,8 @@ def _package_uses_triton(rel: str, root: str, repo: Repo) -> bool:
 
 
 def _name(base: str, taken: set[str]) -> str:
-    raw = re.sub(r"[^A-Za-z0-9_.+-]", "_", base).lstrip("_.+-")[:56] or "entry"
-    name, i = raw, 2
-    while name in taken:
-        name, i = f"{raw}_{i}", i + 1
-    taken.add(name)
-    return name
+    """A variant name from `base`, sanitised and unique among `taken` (as the C++ drafts')."""
+    return drafting.variant_name(None, taken, base)
 
 
 # -- one file ----------------------------------------------------------------------------------------

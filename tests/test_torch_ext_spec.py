@@ -337,7 +337,8 @@ def test_sources_from_a_function_call():
     line = line_of(text, "get_sources(")
     assert (err.path, err.line, err.key) == ("setup.py", line, "sources")
     assert str(err) == (f"setup.py:{line}: sources: computed by get_sources(...), which flopwatch cannot read "
-                        f"without running setup.py; list the files in [[extensions]] sources of the variant")
+                        f"without running setup.py; describe the extension in the variant's [[extensions]] table "
+                        "instead (name, sources, extra_cuda_cflags ...: docs/variants.md)")
 
 
 def test_sources_from_a_list_comprehension_through_a_name():
@@ -364,7 +365,8 @@ def test_sources_imported_from_another_module():
     err = read_error("bench.py", text, BENCH_FILES)
     assert (err.line, err.key) == (7, "sources")
     assert str(err) == ("bench.py:7: sources: SOURCES is imported from kernels (line 5), which flopwatch cannot "
-                        "read without running bench.py; list the files in [[extensions]] sources of the variant")
+                        "read without running bench.py; describe the extension in the variant's [[extensions]] table "
+                        "instead (name, sources, extra_cuda_cflags ...: docs/variants.md)")
 
 
 def test_flags_set_under_an_if():
