@@ -144,6 +144,8 @@ def test_extensions_are_built_as_their_repository_builds_them(eco_run):
     assert swiglu.toolchain.startswith("torch:torch ")
     (add,) = rows["add_inline"]
     assert add.status == "ok", add.diagnostic  # ModelNew's load_inline got the module the build made
+    (dotted,) = rows["dotted_swiglu"]
+    assert dotted.status == "ok", dotted.diagnostic  # `from mypkg import _C`: where build_ext --inplace puts it
     peers = {r.variant for r in outcome.results if r.peer}
     assert {"peer.swiglu", "peer.add"} <= peers  # built-in peers: torch's swiglu, the problem's Model
 
