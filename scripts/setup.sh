@@ -33,8 +33,17 @@ else
   echo "setup: no root or apt-get: skipping the gfx942 toolchain and Chromium (their tests skip)" >&2
 fi
 
-# The CPU wheel of torch first: a bare `torch` requirement would pull a multi-GB CUDA build.
-python3 -c "import torch" 2>/dev/null || python3 -m pip install -q "torch==2.13.0"
+# The CPU build of torch first: a bare `torch` requirement (or flopwatch's own `torch>=2.4`)
+# would pull a multi-GB CUDA build. PyTorch's CPU index first; where it cannot be reached, the
+# plain package (on a machine that keeps the CPU wheel at hand, pip's find-links give it; elsewhere
+# it may be PyPI's CUDA build). A torch already installed (a GPU node's own) is kept.
+if ! python3 -c "import torch" 2>/dev/null; then
+  python3 -m pip install -q --retries 1 --timeout 20 --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+    || python3 -m pip install -q "torch==2.13.0"
+fi
+python3 -c 'import torch; v = torch.version
+kind = f"CUDA {v.cuda}" if v.cuda else f"ROCm {v.hip}" if getattr(v, "hip", None) else "CPU"
+print(f"setup: torch {torch.__version__} ({kind} build) at {torch.__path__[0]}")' >&2
 python3 -m pip install -q -e ".[test]"
 python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 # Triton compiles for sm_90a and gfx942 without a GPU (its wheel ships ptxas and links AMD code

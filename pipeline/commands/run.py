@@ -13,17 +13,32 @@ from pipeline.commands.common import add_measure_options, open_session, run_opti
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code, print_table, with_peer
 from workers import untrusted
+from workers.records import Result
 
 HELP = "benchmark a commit (default: the working tree) and write the report"
 
 
 def add_arguments(p) -> None:
     p.add_argument("rev", nargs="?", help="revision to benchmark (default: the working tree, recorded as dirty)")
-    p.add_argument("--resume", action="store_true", help="skip results already stored for this commit")
+    p.add_argument("--resume", action="store_true", help="skip results already stored for this commit (--json then "
+                                                         "lists the commit's whole result set, the skipped ones "
+                                                         "marked \"resumed\": true)")
     p.add_argument("--no-report", action="store_true", help="do not regenerate the site")
     p.add_argument("--shape", action="append", default=[],
                    help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     add_measure_options(p)
+
+
+def _resumed_rows(store, commit_sha: str, measured: list[dict]) -> list[dict]:
+    """The commit's stored results this run did not measure (newest per series), each marked
+    `resumed`; the measured ones are marked `resumed: false`."""
+    new = {(r["variant"], r["shape"], r["dtype"], r["device"]) for r in measured}
+    for r in measured:
+        r["resumed"] = False
+    fields = set(Result.__dataclass_fields__)
+    return [{**{k: v for k, v in row.items() if k in fields}, "resumed": True}
+            for row in store.latest_results(commit_sha)
+            if (row["variant"], row["shape"], row["dtype"], row["device"]) not in new]
 
 
 def main(args) -> int:
@@ -35,6 +50,10 @@ def main(args) -> int:
     finally:
         session.shutdown()
     rows = [r.to_dict() for r in outcome.results]
+    # With --resume, the summary lists the commit's whole result set: what this run measured,
+    # and the stored results it skipped (marked "resumed"), so a script that reads the summary
+    # after an interrupted run sees every result, not only the last run's.
+    stored = _resumed_rows(session.store, outcome.commit.sha, rows) if args.resume else []
     if not args.no_report:
         from pipeline.commands import publish
 
@@ -49,7 +68,7 @@ def main(args) -> int:
             "peer_check": outcome.peer_check, "lost_nodes": outcome.lost_nodes, "driver": clock.as_dict(),
             "ray": session.ray_use(),
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
-                        for r in with_peer(rows)],
+                        for r in with_peer([*rows, *stored])],
         }, default=str))
     else:
         console = Console(width=None if sys.stdout.isatty() else 160)
