@@ -3,7 +3,7 @@ figure: Nsight Compute's metric list for the chip (which global-load paths it ca
 raw `--csv --page raw` report of each kernel below with the LSU global-load (LDG), asynchronous
 copy (LDGSTS, `cp.async`) and TMA metrics it has, beside the ones flopwatch's table reads.
 
-    python3 benchmarks/ncu_load_paths.py            # OUT=... (default ./ncu-load-paths)
+    python3 benchmarks/ncu_load_paths.py [CASE ...]  # OUT=... (default ./ncu-load-paths)
 
 Kernels (each launched once inside the NVTX range flopwatch profiles): the bundled Triton flash
 attention (kernels/attention/triton_flash) at B=2, H=16, S=4096 and B=4, H=16, S=1024 (D=64,
@@ -97,7 +97,8 @@ def main() -> int:
                                  *(f"{n}.sum" for n in names)]))
     (OUT / "metrics_asked.json").write_text(json.dumps(wanted, indent=1))
     summary = {}
-    for case in CASES:
+    cases = [c for c in sys.argv[1:] if c in CASES] or list(CASES)
+    for case in cases:
         csv_path = OUT / f"{case}.csv"
         for _ in range(8):  # a name ncu cannot collect as `.sum` (a ratio) is dropped, and the case rerun
             argv = ncu.ncu_command(tool, wanted, [sys.executable, __file__, "--inner", case],

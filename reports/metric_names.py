@@ -22,6 +22,8 @@ _COUNTERS: dict[str, tuple[str | tuple[str, str], str]] = {
     "l1_hit_pct": (("L1 hit", "vL1D hit"), "pct"),
     "l2_hit_pct": ("L2 hit", "pct"),
     "coalescing_pct": ("coalescing", "pct"),
+    "async_copy_bytes": ("cp.async loads", "bytes"),
+    "tma_load_bytes": ("TMA loads", "bytes"),
     "sectors_per_request": ("sectors/request", "num"),
     "occupancy_pct": ("occupancy", "pct"),
     "warps_per_sm": ("warps/SM", "dec1"),
@@ -219,9 +221,16 @@ def static_and_allocated(label: str, static: float, allocated: float, kernel: st
 
 
 def counters(values: dict | None, vendor: str = "") -> list[Shown]:
-    """A result's numeric counters (the kernel-name list and other text are left out)."""
-    return [counter(k, float(v), vendor) for k, v in (values or {}).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    """A result's numeric counters (the kernel-name list and other text are left out), and a
+    counter the profiler could not give with its reason (`coalescing_na`: "coalescing n/a: ...")."""
+    values = values or {}
+    shown = [counter(k, float(v), vendor) for k, v in values.items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    for key, why in values.items():
+        if key.endswith("_na") and isinstance(why, str):
+            base = counter(key[:-3] + "_pct" if key[:-3] + "_pct" in _COUNTERS else key[:-3], 0.0, vendor)
+            shown.append(Shown(base.label, why, f"counters.{key}", base.source))
+    return shown
 
 
 def legend(rows: list[dict]) -> list[Shown]:

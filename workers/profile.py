@@ -20,7 +20,19 @@ from workers.sandbox import run_child
 MARKER_KERNEL = re.compile(r"FillFunctor<signed char>")
 # Metrics that add up over the kernels of one call; the rest are averaged weighted by duration.
 _ADDITIVE = {"tensor_insts", "dram_bytes", "duration_ns", "mfma_insts", "mfma_bf16_insts", "mfma_f16_insts",
-             "mfma_f32_insts", "mfma_f64_insts", "mfma_i8_insts", "lds_insts", "lds_bank_conflicts"}
+             "mfma_f32_insts", "mfma_f64_insts", "mfma_i8_insts", "lds_insts", "lds_bank_conflicts",
+             "async_copy_bytes", "tma_load_bytes"}
+# Why a call has no coalescing figure, where its global loads took a path the formula does not
+# cover (`coalescing_na`, shown as "coalescing n/a" with this text).
+TMA_ONLY = ("n/a: global loads through TMA only (tiles moved whole by the Tensor Memory Accelerator, "
+            "no per-request coalescing)")
+
+
+def explain_missing(counters: dict) -> dict:
+    """A call with no coalescing figure and loads through TMA says so (`coalescing_na`)."""
+    if "coalescing_pct" not in counters and counters.get("tma_load_bytes", 0) > 0:
+        return {**counters, "coalescing_na": TMA_ONLY}
+    return counters
 
 
 def child_argv(spec_file: str, result_file: str) -> list[str]:
@@ -68,7 +80,7 @@ def profile_cuda(work: Path, spec_file: str, timeout_s: float, env: dict) -> tup
         # e.g. a device-to-device copy done by a copy engine launches no kernel at all
         notes = [line for line in text.splitlines() if line.startswith("==")][-3:]
         return {}, "ncu profiled no kernel inside the timed range: " + " ".join(notes)[:400]
-    counters = combine([metrics.derive(launch.metrics, table) for launch in launches])
+    counters = explain_missing(combine([metrics.derive(launch.metrics, table) for launch in launches]))
     counters["kernel_names"] = sorted({launch.kernel for launch in launches})[:8]
     return counters, ""
 

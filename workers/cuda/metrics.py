@@ -16,12 +16,18 @@ FUNCTIONS = {"min": min, "max": max}
 
 @dataclass(frozen=True)
 class MetricFormula:
-    """One short metric: its ncu expression, an optional fallback expression, and its unit."""
+    """One short metric: its ncu expression, fallback expressions tried in order when a metric
+    of the one before was not collected (older reports), and its unit."""
 
     name: str
     expr: str
-    fallback: str | None
+    fallback: str | tuple[str, ...] | None
     unit: str
+
+    @property
+    def expressions(self) -> tuple[str, ...]:
+        fallbacks = (self.fallback,) if isinstance(self.fallback, str) else tuple(self.fallback or ())
+        return (self.expr, *fallbacks)
 
 
 def parse_table(text: str) -> dict[str, MetricFormula]:
@@ -29,8 +35,10 @@ def parse_table(text: str) -> dict[str, MetricFormula]:
     data = tomllib.loads(text)
     table = {}
     for name, entry in data["metrics"].items():
-        formula = MetricFormula(name, entry["expr"], entry.get("fallback"), entry.get("unit", ""))
-        for expression in filter(None, (formula.expr, formula.fallback)):
+        fallback = entry.get("fallback")
+        formula = MetricFormula(name, entry["expr"], tuple(fallback) if isinstance(fallback, list) else fallback,
+                                entry.get("unit", ""))
+        for expression in formula.expressions:
             names(expression)  # raises ExpressionError now rather than when a report is derived
         table[name] = formula
     return table
@@ -45,9 +53,8 @@ def required_metrics(table: Mapping[str, MetricFormula]) -> list[str]:
     """Every raw metric any formula or fallback reads: the list to pass to ``ncu --metrics``."""
     wanted: list[str] = []
     for formula in table.values():
-        wanted += names(formula.expr)
-        if formula.fallback:
-            wanted += names(formula.fallback)
+        for expression in formula.expressions:
+            wanted += names(expression)
     return list(dict.fromkeys(wanted))
 
 
@@ -57,7 +64,7 @@ def derive(raw: Mapping[str, float], table: Mapping[str, MetricFormula]) -> dict
     with no global loads has no coalescing) is left out too."""
     derived = {}
     for name, formula in table.items():
-        for expr in filter(None, (formula.expr, formula.fallback)):
+        for expr in formula.expressions:
             if not all(n in raw for n in names(expr)):
                 continue
             try:
