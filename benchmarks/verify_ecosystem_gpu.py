@@ -26,11 +26,11 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from verify_ops_gpu import cli, git_commit  # the same helpers as the ops verification (this folder)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-ecosystem"))
@@ -74,24 +74,6 @@ REPOS = (
 )
 
 
-def cli(repo: Path, name: str, *args: str, log: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True,
-                          env=env, check=False)
-    (OUT / log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
-    print(f"[{name}] $ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
-    return proc
-
-
-def git_commit(repo: Path, message: str) -> None:
-    first = [] if (repo / ".git").exists() else [["init", "-q", "-b", "main"]]
-    for cmd in (*first, ["add", "-A"],
-                ["-c", "user.name=verify", "-c", "user.email=verify@example.com", "commit", "-qm", message,
-                 "--allow-empty"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True)
-
-
 def apply_edits(repo: Path, spec: Onboarding) -> list[str]:
     done = []
     for folder, old, new, why in spec.edits:
@@ -115,7 +97,8 @@ def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_alread
         drafts = {"drafts": [{"variant": p.name, "op": "", "state": "drafted before"}
                              for p in sorted((repo / "flopwatch").glob("*")) if p.is_dir()]}
     else:
-        drafted = cli(repo, spec.name, "new", *spec.files, "--no-build", "--json", log=f"{spec.name}-new.log")
+        drafted = cli(repo, "new", *spec.files, "--no-build", "--json", log=f"{spec.name}-new.log", out=OUT,
+                      label=f"[{spec.name}] ")
         drafts = json.loads(drafted.stdout) if drafted.stdout.strip() else {"drafts": []}
     (OUT / f"{spec.name}-new.json").write_text(json.dumps(drafts, indent=1))
     edits = apply_edits(repo, spec)
@@ -123,7 +106,7 @@ def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_alread
     args = ["run", "--json", "--db", str(OUT / f"{spec.name}.db"), "--site", str(OUT / f"{spec.name}-site")]
     if budget:
         args += ["--budget", str(budget)]
-    ran = cli(repo, spec.name, *args, log=f"{spec.name}-run.log")
+    ran = cli(repo, *args, log=f"{spec.name}-run.log", out=OUT, label=f"[{spec.name}] ")
     summary = json.loads(ran.stdout) if ran.stdout.strip() else {"results": []}
     (OUT / f"{spec.name}-run.json").write_text(json.dumps(summary, indent=1))
     return {"drafts": drafts.get("drafts", []), "edits": edits, "summary": summary}

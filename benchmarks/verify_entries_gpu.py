@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from verify_ops_gpu import git_commit  # the same helper as the ops verification (this folder)
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-entries"))
 UNWRITTEN = '''import torch
@@ -59,19 +61,13 @@ def build_repo(repo: Path) -> None:
     config.write_text(config.read_text() + "[shape_sets]\ngemm_gpu = [[4096, 4096, 4096]]\n")
 
 
-def git_commit(repo: Path) -> None:
-    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"],
-                ["-c", "user.name=verify", "-c", "user.email=verify@example.com", "commit", "-qm", "entries"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True)
-
-
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     repo = OUT / "repo"
     if repo.exists():
         shutil.rmtree(repo)
     build_repo(repo)
-    git_commit(repo)
+    git_commit(repo, "entries")
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--json", "--db", str(OUT / "entries.db"),

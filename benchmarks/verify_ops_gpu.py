@@ -40,20 +40,24 @@ softmax_gpu = [[4096, 4096], [16384, 1024]]
 """
 
 
-def cli(repo: Path, *args: str, log: str) -> subprocess.CompletedProcess:
+def cli(repo: Path, *args: str, log: str, out: Path | None = None, label: str = "") -> subprocess.CompletedProcess:
+    """`flopwatch ARGS` in `repo`, its output kept as `out/log` (the other GPU verification
+    scripts use this too)."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True,
                           env=env, check=False)
-    (OUT / log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
-    print(f"$ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
+    (out or OUT).joinpath(log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
+    print(f"{label}$ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
     return proc
 
 
 def git_commit(repo: Path, message: str) -> None:
+    """Commit everything in `repo` (a repository made for the verification), creating it first."""
     first = [] if (repo / ".git").exists() else [["init", "-q", "-b", "main"]]
     for cmd in (*first, ["add", "-A"],
-                ["-c", "user.name=verify", "-c", "user.email=verify@example.com", "commit", "-qm", message]):
+                ["-c", "user.name=verify", "-c", "user.email=verify@example.com", "commit", "-qm", message,
+                 "--allow-empty"]):
         subprocess.run(["git", *cmd], cwd=repo, check=True)
 
 

@@ -20,6 +20,7 @@ Pure functions over the repository's text; nothing of it is run.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections import Counter
@@ -41,6 +42,12 @@ class Repo:
 
     texts: dict
     files: frozenset
+
+    @functools.cached_property
+    def problems(self) -> list[str]:
+        """Its KernelBench problem files (parsed once, whatever number of solutions asks)."""
+        return [p for p, t in self.texts.items() if p.endswith(".py") and (tree := _tree(t)) and is_problem(tree)
+                and not is_solution(tree)]
 
 
 # -- the classes of Python file -----------------------------------------------------------------
@@ -235,8 +242,7 @@ def find_problem(rel: str, repo: Repo) -> tuple[str, bool]:
     KernelBench run's `level_1_problem_23_...` → the level's `23_*.py`; else the only problem of
     its folder, else any problem (a guess). ("", False) when the repository has none."""
     path = PurePosixPath(rel)
-    problems = [p for p, t in repo.texts.items() if p.endswith(".py") and (tree := _tree(t)) and is_problem(tree)
-                and not is_solution(tree)]
+    problems = repo.problems
     twin = str(path.with_name(path.name.replace("_new_", "_").replace("new_", "", 1)))
     if twin in problems and twin != rel:
         return twin, False
@@ -480,18 +486,3 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
     if drafts or notes or not functional:
         return drafts, notes
     return function_drafts(rel, text, repo, out_dir, taken)
-
-
-def extension_sources(repo: Repo) -> set[str]:
-    """The C++/CUDA files the repository's torch extensions build: their pybind functions and
-    kernels are drafted here (as `backend = "torch"`), not by the C++ drafter."""
-    files: set[str] = set()
-    for rel, text in repo.texts.items():
-        if rel.endswith(".py") and ("cpp_extension" in text or "CUDAExtension" in text or "CppExtension" in text):
-            try:
-                specs = ext_spec.find_extensions(rel, text, repo.files)
-            except ext_spec.ExtensionReadError:
-                continue
-            for s in specs:
-                files.update(s.sources)
-    return files

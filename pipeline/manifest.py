@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from pipeline.config import ProjectConfig
 from pipeline.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problem
 from workers import untrusted
+from workers.bindings.python_entry import PYTHON_SIDE, entry_parts
 from workers.ops import OPS
 from workers.ops.repo import RepoOp
 from workers.records import Binding, Shape, Variant
@@ -35,8 +36,6 @@ BINDINGS = {
 }
 _DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "python": ("cpu",),
                     "triton": ("cuda", "rocm")}
-# Back ends whose entries are Python (a function, an nn.Module class, a torch.library op).
-PYTHON_SIDE = ("python", "triton", "torch")
 # The one name of the launch's dynamic shared memory per back end (AMD calls it LDS).
 _DYNAMIC_SHARED = {"hip": "dynamic_lds_bytes", "cuda": "dynamic_smem_bytes", "torch": "dynamic_smem_bytes"}
 
@@ -219,8 +218,6 @@ def _binding(rel: str, m: VariantManifest, problem: bool = False) -> Binding:
         raise ManifestError(rel, "binding.returns" if b.returns else "binding.kwargs",
                             f"a {b.kind} entry writes into the output it is given and takes no keyword arguments")
     if m.backend in PYTHON_SIDE and b.kind != "pybind11":
-        from workers.bindings.python_entry import entry_parts
-
         try:
             entry_parts(b.entry)
         except ValueError as exc:
@@ -232,8 +229,6 @@ def _binding(rel: str, m: VariantManifest, problem: bool = False) -> Binding:
 
 def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str) -> list[str]:
     """The entry's file, shipped with the variant when it lies outside its folder."""
-    from workers.bindings.python_entry import entry_parts
-
     kind, where, _ = entry_parts(entry)
     if kind != "file":
         return []
@@ -336,7 +331,7 @@ def repository_files(repo_root: Path) -> frozenset[str]:
 def _default_devices(backend: str, extensions: list[dict]) -> tuple[str, ...]:
     if backend != "torch":
         return _DEFAULT_DEVICES[backend]
-    from workers.torch_ext.spec import ExtensionSpec
+    from workers.torch_ext.spec import ExtensionSpec  # the reader's module is only needed for torch variants
 
     return ("cuda", "rocm") if any(ExtensionSpec.from_dict(s).cuda for s in extensions) else ("cpu",)
 

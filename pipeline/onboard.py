@@ -21,7 +21,7 @@ from pathlib import Path
 from pipeline import drafting, kernel_scan, python_scan
 from pipeline.config import load_config
 from pipeline.discovery import find_ops
-from pipeline.manifest import ManifestError, load_variant
+from pipeline.manifest import ManifestError, load_variant, repository_files
 from pipeline.plan import build_plan
 from workers.build import build_variant, toolchains
 from workers.records import BuildResult
@@ -331,13 +331,9 @@ def python_entry_files(root: Path, out_dir: str) -> list[str]:
 
 
 def _all_files(root: Path, out_dir: str) -> frozenset[str]:
-    """Every file of the repository (what a setup.py glob may match), git's list where it is one."""
-    try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard"], capture_output=True,
-                                text=True, timeout=60, check=True).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        listed = [f.relative_to(root).as_posix() for f in root.rglob("*") if ".git" not in f.parts and f.is_file()]
-    return frozenset(f for f in listed if not (out_dir and f.startswith(out_dir + "/")))
+    """Every file of the repository but the drafts (what a setup.py glob may match), as
+    discovery lists them (`pipeline.manifest.repository_files`)."""
+    return frozenset(f for f in repository_files(root) if not (out_dir and f.startswith(out_dir + "/")))
 
 
 def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:

@@ -10,7 +10,7 @@ covers.
 from __future__ import annotations
 
 from workers.ops import BUILTIN_PEER_BACKEND as BACKEND
-from workers.ops import OPS
+from workers.ops import OPS, returns_peer
 from workers.records import Binding, Variant
 
 PREFIX = "peer."
@@ -53,8 +53,7 @@ def _returns(op: str, repo_op: dict) -> bool:
     if repo_op:
         functions = repo_op.get("functions") or ()
         return repo_op.get("kind") == "problem" or ("peer_returns" in functions and "peer" not in functions)
-    module = OPS.get(op)
-    return hasattr(module, "peer_returns") and not hasattr(module, "peer")
+    return returns_peer(OPS.get(op))
 
 
 def _has_peer(op: str, repo_op: dict) -> bool:

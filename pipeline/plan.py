@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.bindings.python_entry import PYTHON_SIDE
 from workers.bundle import digest, pack
 from workers.include_dirs import fingerprint
 from workers.ops import op_source_digest
 from workers.records import Job, Shape, Variant
+from workers.torch_ext.spec import ExtensionSpec
+from workers.torch_ext.spec import digest as extension_digest
 
-# Back ends whose artifact is the shipped repository tree (`workers.bindings.python_entry`);
-# the layout's name is part of their build hash, so an artifact of another layout is not reused.
-PYTHON_SIDE = ("python", "triton", "torch")
-ARTIFACT_LAYOUT = "artifact: repo tree + python.json"
+# The layout of the python-side back ends' artifact (`workers.bindings.python_entry`) is part of
+# their build hash, so an artifact of another layout is not reused.
+ARTIFACT_LAYOUT = "artifact: repo tree + python.json (with calls_cpp_extension)"
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,8 @@ def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], 
     # this machine sees it still names the build, so updating the checkout rebuilds.
     node_includes = fingerprint(variant.include_dirs, os.environ) if variant.include_dirs else ""
     extras = [ARTIFACT_LAYOUT] if variant.backend in PYTHON_SIDE else []
-    if variant.extensions:  # what setup.py or the load() call says, flags included
-        extras.append(json.dumps(list(variant.extensions), sort_keys=True))
+    # what setup.py or the load() call says, flags included
+    extras += [extension_digest(ExtensionSpec.from_dict(s)) for s in variant.extensions]
     key = digest(bundle, variant.backend, toolchain_ident, " ".join(variant.flags), " ".join(variant.arches),
                  repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs), node_includes,
                  repr(sorted(variant.launch.items())), variant.makefile, *extras)

@@ -21,13 +21,14 @@ from pathlib import Path
 import torch
 
 from workers import bindings, correctness, device, device_lock, fit, handoff, triton_jit
+from workers.bindings.python_entry import PYTHON_SIDE
 from workers.ops import for_variant, get_op, torch_dtype
+from workers.ops.problem import flatten_outputs
 from workers.ops.repo import OpCodeError
 from workers.records import Variant
 from workers.timing import TimingSettings, time_cpu, time_gpu
 
 PAIR_MIN_SAMPLES = 6
-PYTHON_SIDE = ("python", "triton", "torch")  # back ends whose entry may launch Triton kernels
 ALPHA, BETA = 1.5, 0.5  # used when a kernel declares alpha_beta, so both terms are exercised
 
 
@@ -137,6 +138,15 @@ def returns_output(call) -> bool:
     return bool(getattr(call, "returns", False))
 
 
+def timing_output(call, op, variant: Variant, dims: dict, dtype_name: str, dev: str) -> torch.Tensor | None:
+    """The output a timed call writes into (the op's shape and output dtype), or None for an
+    entry that returns its own."""
+    if returns_output(call):
+        return None
+    out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(dtype_name))
+    return torch.empty(op.output_shape(dims), dtype=out_dtype, device=dev)
+
+
 def expected_output(armed: Armed, op, variant: Variant, dtype) -> tuple[tuple, torch.dtype]:
     """The shape and dtype a returning entry must hand back: the reference's shape; the
     dtype of the op's output for this input dtype (`output_dtype` when the manifest sets it),
@@ -162,9 +172,6 @@ def poison_next_output(armed: Armed, op, variant: Variant, dtype, kind: str) -> 
 def take_returned(armed: Armed, result, op, variant: Variant, dtype) -> None:
     """What a returning entry handed back, checked for type, shape and dtype before its values;
     a mismatch is the check's finding (`returned_problem`), not an exception."""
-    from workers.ops.problem import flatten_outputs
-    from workers.ops.repo import OpCodeError
-
     shape, out_dtype = expected_output(armed, op, variant, dtype)
     try:
         out = flatten_outputs(result, f"binding.entry {variant.binding.entry!r}")
@@ -213,9 +220,7 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
     """The timed call once more, for a profiler watching this process: warm up, then one call
     inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
     inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
-    out = None if returns_output(call) else \
-        torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
-                    device="cuda")
+    out = timing_output(call, op, variant, dims, spec["dtype"], "cuda")
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
     for _ in range(2):
         call(inputs, out)
@@ -293,9 +298,7 @@ def pair(spec: dict) -> dict:
     for v, artifact in zip(variants, spec["artifacts"]):
         call = bindings.load(v, Path(artifact), op, kind, dims, dtype)
         inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
-        out = None if returns_output(call) else \
-            torch.empty(op.output_shape(dims), dtype=torch_dtype(v.output_dtype or op.output_dtype(spec["dtype"])),
-                        device=dev)
+        out = timing_output(call, op, v, dims, spec["dtype"], dev)
         sides.append((call, inputs, out))
     flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
              if kind != "cpu" else None)
@@ -403,9 +406,7 @@ def run(spec: dict, release: bool = True) -> dict:
             poison_next_output(armed, op, variant, dtype, kind)
     else:
         inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
-        out = None if returns else \
-            torch.empty(op.output_shape(dims), dtype=torch_dtype(variant.output_dtype or op.output_dtype(spec["dtype"])),
-                        device=dev)
+        out = timing_output(call, op, variant, dims, spec["dtype"], dev)
     settings = TimingSettings(**spec.get("timing", {}))
     # A returning entry allocates its output inside the timed call, as its callers see it; the
     # last one it returned is kept (for the race check), so two outputs live at once.

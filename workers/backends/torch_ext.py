@@ -20,6 +20,7 @@ from workers.backends.base import BuildOutput, Toolchain, first_errors
 from workers.backends.python import repository_root, ship_tree
 from workers.records import Variant
 from workers.sandbox import run_child
+from workers.torch_ext.spec import ExtensionSpec
 
 # An extension build compiles several translation units with nvcc (minutes for a large one);
 # the build's own limit (`pipeline.config.Limits.build_timeout_s`) bounds it as a whole.
@@ -52,8 +53,7 @@ def _device_compiler(torch, cpp_extension) -> tuple[str, str]:
 def skip_reason(specs: list[dict], tc: Toolchain) -> str:
     """Why this node cannot build these extensions, if it cannot (pure): a CUDA extension needs
     a CUDA or ROCm build of torch and that build's compiler."""
-    cuda = [s["name"] for s in specs if s.get("with_cuda") or s.get("cuda_sources")
-            or any(f.endswith((".cu", ".cuh")) for f in s.get("sources") or ())]
+    cuda = [s["name"] for s in specs if ExtensionSpec.from_dict(s).cuda]
     if not cuda:
         return ""
     if not (tc.detail.get("cuda") or tc.detail.get("hip")):

@@ -23,13 +23,20 @@ from types import ModuleType
 
 from workers.records import Variant
 
+# Back ends whose entries are Python (a function, an nn.Module class, a torch.library op, which
+# may launch Triton kernels) and whose artifact is the shipped repository tree.
+PYTHON_SIDE = ("python", "triton", "torch")
 TREE = "repo"  # the artifact's copy of the shipped repository files
 INDEX = "python.json"
 
 
 def write_index(out: Path, folder: str, roots: list[str], extensions: dict | None = None) -> None:
-    """The build's note of where things lie in the artifact (read by `load`)."""
-    (out / INDEX).write_text(json.dumps({"folder": folder, "roots": roots, "extensions": extensions or {}}))
+    """The build's note of where things lie in the artifact (read by `resolve`), and whether
+    any shipped Python file names torch.utils.cpp_extension (only then does the job route its
+    `load` calls: importing that module costs a job process 0.1 s)."""
+    calls_builder = any(b"cpp_extension" in p.read_bytes() for p in (out / TREE).rglob("*.py"))
+    (out / INDEX).write_text(json.dumps({"folder": folder, "roots": roots, "extensions": extensions or {},
+                                         "calls_cpp_extension": calls_builder}))
 
 
 def read_index(artifact: Path) -> dict:
@@ -87,9 +94,10 @@ def resolve(variant: Variant, artifact: Path) -> object:
     if not (artifact / INDEX).exists():
         index["folder"] = ""
     _add_import_roots(tree, index)
-    from workers.torch_ext import runtime
+    if index.get("extensions") or index.get("calls_cpp_extension"):
+        from workers.torch_ext import runtime
 
-    runtime.install(artifact, index.get("extensions") or {})
+        runtime.install(artifact, index.get("extensions") or {})
     kind, where, attr = entry_parts(variant.binding.entry)
     if kind == "torch_op":
         for src in variant.sources:  # the files that register the op with torch.library

@@ -22,6 +22,8 @@ import sysconfig
 import traceback
 from pathlib import Path
 
+from workers.torch_ext.spec import ExtensionSpec
+
 EXT_DIR = "ext"
 
 
@@ -39,9 +41,7 @@ def flags(spec: dict, torch_cuda: str | None, torch_hip: str | None) -> tuple[li
 
 
 def _has_cuda(spec: dict) -> bool:
-    if spec.get("with_cuda") is not None:
-        return bool(spec["with_cuda"])
-    return bool(spec.get("cuda_sources")) or any(s.endswith((".cu", ".cuh")) for s in spec.get("sources") or ())
+    return ExtensionSpec.from_dict(spec).cuda
 
 
 def build_one(spec: dict, root: Path, out: Path) -> dict:

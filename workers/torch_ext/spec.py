@@ -126,9 +126,11 @@ class ExtensionSpec(Record):
 
     @property
     def cuda(self) -> bool:
-        """Built with nvcc and linked against CUDA (torch decides the same way)."""
-        return (self.with_cuda is True or bool(self.cuda_sources)
-                or any(s.endswith((".cu", ".cuh")) for s in self.sources))
+        """Built with nvcc and linked against CUDA, as torch decides: `with_cuda` where the call
+        gives it, else whether it has CUDA sources."""
+        if self.with_cuda is not None:
+            return self.with_cuda
+        return bool(self.cuda_sources) or any(s.endswith((".cu", ".cuh")) for s in self.sources)
 
     @property
     def line(self) -> int:

@@ -9,24 +9,18 @@ every compilation with the files it wrote (PTX and cubin, or the AMD code object
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 import traceback
 from pathlib import Path
 
+from workers.bindings.python_entry import import_file
 from workers.triton_aot.spec import SpecError, compile_jobs, constexpr_names, describe_kernel, parse_arch
 
 
 def _import(path: Path):
-    spec = importlib.util.spec_from_file_location(f"flopwatch_triton_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, f"flopwatch_triton_{path.stem}")
 
 
 def compile_all(request: dict) -> dict:
