@@ -1,0 +1,103 @@
+"""Parameter points: one value per axis of a variant's `[params]`, and the names they travel by.
+
+A swept variant (`[params] BLOCK_M = [64, 128]`, `STAGES = [2, 3]`) is expanded into one
+variant record per point, named `gemm_tiled[BLOCK_M=128,STAGES=3]` (axes in the manifest's
+order). The name is the point's identity everywhere a variant name is: build cache,
+measurement identity, the store's series, compare, detect and bisect. This module is the one
+place that writes and reads those names, and turns a point into what a compiler or a Python
+entry takes (`-DBLOCK_M=128`, `BLOCK_M=128`).
+"""
+
+from __future__ import annotations
+
+import re
+
+Value = int | float | bool | str
+
+# A point selector on the command line: `NAME[BLOCK_M=128]` (some axes) or `NAME[BLOCK_M=128,STAGES=3]`.
+_POINT = re.compile(r"^(?P<family>[^\[\]]+)\[(?P<axes>[^\[\]]*)\]$")
+
+
+def format_value(value: Value) -> str:
+    """A value as it appears in a point name and a `-D` define: `128`, `0.5`, `true`, `float`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_value(text: str) -> Value:
+    """The inverse of `format_value` for what a user types in a selector (`128` → 128)."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def point_name(family: str, params: dict[str, Value]) -> str:
+    """`family[A=1,B=2]`: the name of one point (the family itself when there are no axes)."""
+    if not params:
+        return family
+    return f"{family}[{','.join(f'{k}={format_value(v)}' for k, v in params.items())}]"
+
+
+def split_point(name: str) -> tuple[str, dict[str, Value]]:
+    """(`family`, {axis: value}) of a point's name; a plain variant's name is its own family."""
+    m = _POINT.match(name)
+    if not m:
+        return name, {}
+    axes: dict[str, Value] = {}
+    for part in filter(None, (p.strip() for p in m["axes"].split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{name!r}: {part!r} is not AXIS=VALUE")
+        axes[key.strip()] = parse_value(value.strip())
+    return m["family"], axes
+
+
+def family_of(name: str) -> str:
+    return _POINT.match(name)["family"] if _POINT.match(name) else name
+
+
+def selects(selector: str, name: str) -> bool:
+    """Whether a `--variant` selector picks the variant or point `name`: the family name picks
+    every point, `family[A=1]` the points with A=1, a full point name that point."""
+    if selector == name:
+        return True
+    family, params = split_point(name)
+    try:
+        want_family, want = split_point(selector)
+    except ValueError:
+        return False
+    if want_family != family:
+        return False
+    return all(k in params and format_value(params[k]) == format_value(v) for k, v in want.items())
+
+
+def define_flags(params: dict[str, Value]) -> list[str]:
+    """Compiler defines of a point: `-DBLOCK_M=128`; a boolean is 1 or 0 (`#if USE_TMA` reads it)."""
+    out = []
+    for key, value in params.items():
+        text = ("1" if value else "0") if isinstance(value, bool) else format_value(value)
+        out.append(f"-D{key}={text}")
+    return out
+
+
+def template_entry(entry: str, params: dict[str, Value]) -> str:
+    """A raw entry naming template arguments by axis (`gemm_tiled<BM, BK>`) with the point's
+    values put in (`gemm_tiled<64, 8>`); an entry without `<` is returned as it is."""
+    if "<" not in entry or not params:
+        return entry
+
+    def put(m: re.Match) -> str:
+        word = m.group(0)
+        if word not in params:
+            return word
+        value = params[word]
+        return ("true" if value else "false") if isinstance(value, bool) else format_value(value)
+
+    head, _, rest = entry.partition("<")
+    return head + "<" + re.sub(r"[A-Za-z_][A-Za-z0-9_]*", put, rest)
