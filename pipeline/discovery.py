@@ -7,8 +7,10 @@ from pathlib import Path
 
 from pipeline.config import ProjectConfig
 from pipeline.manifest import ManifestError, load_variant
+from pipeline.sweep import expand
 from workers.ops import OPS
 from workers.ops.repo import FILE_NAME, OpDefinitionError, RepoOp, parse_op
+from workers.params import family_of, selects
 from workers.records import InvalidVariant, Variant
 
 
@@ -17,8 +19,10 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
     """Load every `variant.toml` below the kernel folders.
 
     A manifest that fails validation becomes an `InvalidVariant` carrying the error; the others
-    load normally, so one broken folder never hides the rest of the suite. `only` keeps the
-    variants whose name is listed (used by bisect and by `run --variant`). A broken `op.py` is an
+    load normally, so one broken folder never hides the rest of the suite. A swept variant
+    (`[params]`) becomes one variant per point (`pipeline.sweep.expand`). `only` keeps the
+    variants a selector names (used by bisect and by `run --variant`): a variant's name, and
+    for a swept one every point, or the points of `NAME[AXIS=value,...]`. A broken `op.py` is an
     `InvalidVariant` too (named after its folder), and the variants of that op say which file
     to fix.
     """
@@ -40,10 +44,11 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
             try:
                 variant = load_variant(repo_root, manifest, config, repo_ops)
             except (ManifestError, KeyError, TypeError, ValueError) as exc:
-                if not only or manifest.parent.name in only:
+                if not only or manifest.parent.name in {family_of(sel) for sel in only}:
                     invalid.append(InvalidVariant(rel_folder, rel, _with_broken_op(str(exc), broken_ops)))
                 continue
-            if only and variant.name not in only:
+            points = [p for p in expand(variant) if not only or any(selects(sel, p.name) for sel in only)]
+            if not points:
                 continue
             if variant.name in seen:
                 invalid.append(InvalidVariant(
@@ -54,7 +59,7 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
                 invalid.append(InvalidVariant(rel_folder, rel, f"{rel}: op: {clash}"))
                 continue
             seen[variant.name] = rel
-            valid.append(variant)
+            valid += points
     return valid, invalid
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from pipeline.config import ProjectConfig
 from pipeline.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problem
+from pipeline.sweep import SweepError, points_of, source_texts, unused_axes
 from workers import untrusted
 from workers.bindings.python_entry import PYTHON_SIDE, entry_parts
 from workers.ops import OPS
@@ -131,6 +132,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     devices = tuple(m.devices) or _default_devices(m.backend, extensions)
     if m.backend == "triton" and "cpu" in devices:
         raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
+    points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
     return Variant(
         name=m.name,
         op=m.op,
@@ -160,7 +162,31 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
                  else repo_ops[m.op].to_dict() if m.op in (repo_ops or {}) else {}),
         extensions=tuple(extensions),
         extra_files=tuple(dict.fromkeys(extra_files)),
+        points=tuple(points),
     )
+
+
+def _points(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, binding: Binding,
+            extra_files: tuple[str, ...]) -> list[dict]:
+    """The points of `[params]` / `[sweep]` (`pipeline.sweep`), each axis read by the sources."""
+    try:
+        points = points_of(dict(m.params), [dict(p) for p in m.sweep.points], [dict(t) for t in m.sweep.exclude])
+    except SweepError as exc:
+        raise ManifestError(rel, exc.key, str(exc)) from None
+    if not points:
+        return []
+    axes = list(points[0])
+    clash = sorted(set(axes) & set(binding.kwargs))
+    if clash:
+        raise ManifestError(rel, f"params.{clash[0]}", "is also a binding.kwargs key; give it in one place")
+    if m.peer:
+        raise ManifestError(rel, "params", "a peer is the one reference of its op; it has no axes")
+    texts = source_texts(repo_root, folder_rel, extra_files) + [binding.entry]
+    unused = unused_axes(axes, texts)
+    if unused:
+        raise ManifestError(rel, f"params.{unused[0]}", f"no source of the variant reads {unused[0]!r} (a misspelt "
+                                                        "axis would sweep nothing: every point the same code)")
+    return points
 
 
 def _op(rel: str, name: str, ops: dict):

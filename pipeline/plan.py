@@ -42,6 +42,9 @@ def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], 
     extras = [ARTIFACT_LAYOUT] if variant.backend in PYTHON_SIDE else []
     # what setup.py or the load() call says, flags included
     extras += [extension_digest(ExtensionSpec.from_dict(s)) for s in variant.extensions]
+    # A point's values name its build whichever way they reach the code (defines, keyword
+    # arguments, constexprs); a variant without axes keeps the hash it always had.
+    extras += [f"params {sorted((k, repr(v)) for k, v in variant.params.items())}"] if variant.params else []
     key = digest(bundle, variant.backend, toolchain_ident, " ".join(variant.flags), " ".join(variant.arches),
                  repr(variant.binding), str(variant.openmp), " ".join(variant.include_dirs), node_includes,
                  repr(sorted(variant.launch.items())), variant.makefile, *extras)

@@ -29,6 +29,7 @@ from pipeline.progress import Progress
 from pipeline.store import Store
 from workers import containment, status
 from workers.ops import static_work
+from workers.params import family_of, selects
 from workers.records import BuildResult, InvalidVariant, Job, Result, Variant
 
 
@@ -204,13 +205,13 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
     variants, invalid = discover(root, config, options.kernel_dirs)
     variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
-    invalid = [bad for bad in invalid if not options.only or bad.name in options.only]
+    invalid = [bad for bad in invalid if not options.only or bad.name in {family_of(sel) for sel in options.only}]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
     if options.only and options.with_peer:  # the peer rows of the selected shapes come along
         peers = {v.name for v in variants if v.peer}
         chosen = {(j.op, j.shape.key, j.dtype, j.device_kind) for j in jobs}
-        jobs += [j for j in all_jobs if j.variant in peers and j.variant not in options.only
+        jobs += [j for j in all_jobs if j.variant in peers and not _selected(j.variant, options)
                  and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
     variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
     session.probe({j.device_kind for j in jobs})
@@ -559,9 +560,14 @@ def batch_kinds(env: dict, options: RunOptions) -> set[str]:
 
 
 def _wanted(job: Job, options: RunOptions) -> bool:
-    if options.only and job.variant not in options.only:
+    if options.only and not _selected(job.variant, options):
         return False
     return not options.shapes or bool({job.shape.key, job.shape.label} & set(options.shapes))
+
+
+def _selected(name: str, options: RunOptions) -> bool:
+    """`--variant` names a variant, every point of a swept one, or some of its points."""
+    return any(selects(sel, name) for sel in options.only)
 
 
 def _toolchain_ident(session: Session, v: Variant) -> str | None:

@@ -159,6 +159,24 @@ class TritonTable(_Table):
     divisible_by_16: list[NonEmptyStr] = Field([], description="parameters the call guarantees are multiples of 16")
 
 
+# One value of a parameter axis: what a compiler define, a template argument or a Triton
+# constexpr can take (a table or a list is not one).
+AxisValue = Annotated[_by_kind("axis value", "a number, a boolean or a string",
+                               (bool, "<bool>"), (int, "<int>"), (float, "<float>"), (str, "<str>")),
+                      WithJsonSchema({"type": ["boolean", "number", "string"]})]
+Axis = Annotated[list[AxisValue], Field(min_length=1)]
+
+
+class SweepTable(_Table):
+    """Which points of the `[params]` product run, beyond the product itself."""
+
+    points: list[dict[str, AxisValue]] = Field([], description="points added to the product, every axis set "
+                                                               "(e.g. {BLOCK_M = 256, STAGES = 2})")
+    exclude: list[dict[str, AxisValue]] = Field([], description="combinations left out: a table drops every "
+                                                                "point having all its values "
+                                                                "(e.g. {BLOCK_M = 256, STAGES = 4})")
+
+
 class VariantManifest(_Table):
     """A variant's `variant.toml`."""
 
@@ -200,6 +218,12 @@ class VariantManifest(_Table):
     triton: TritonTable | None = None
     problem: ProblemTable | None = None
     extensions: list[ExtensionTable] = Field([], description="[[extensions]]: torch extensions the variant calls")
+    params: dict[str, Axis] = Field({}, description="parameter axes, name = [values]: every combination is a point, "
+                                                    "run and tracked as a variant of its own, NAME[AXIS=value,...]; "
+                                                    "a point is passed as -DAXIS=value (C/C++/CUDA/HIP), as template "
+                                                    "arguments a raw entry names (\"k<AXIS>\"), as keyword arguments of "
+                                                    "a python or triton entry and as the [triton] kernel's constexprs")
+    sweep: SweepTable = SweepTable()
 
 
 class DefaultsTable(_Table):
@@ -265,7 +289,7 @@ def _expected(kind: str, ctx: dict, msg: str) -> str:
         return "a non-empty list" if ctx.get("min_length") == 1 else f"at least {ctx.get('min_length')} items"
     if kind == "string_too_short" or kind == "string_pattern_mismatch":
         return "a non-empty string"
-    if kind in ("shape", "shapes", "dimension", "constexpr", "folders"):
+    if kind in ("shape", "shapes", "dimension", "constexpr", "folders", "axis value"):
         return msg
     return msg[0].lower() + msg[1:] if msg else kind
 

@@ -100,4 +100,6 @@ def template_entry(entry: str, params: dict[str, Value]) -> str:
         return ("true" if value else "false") if isinstance(value, bool) else format_value(value)
 
     head, _, rest = entry.partition("<")
-    return head + "<" + re.sub(r"[A-Za-z_][A-Za-z0-9_]*", put, rest)
+    # Written as a demangler writes template arguments (`k<64, 8>`), so the name resolves
+    # against the compiled kernels' demangled names.
+    return head + "<" + re.sub(r"\s*,\s*", ", ", re.sub(r"[A-Za-z_][A-Za-z0-9_]*", put, rest))

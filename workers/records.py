@@ -128,6 +128,18 @@ class Variant(Record):
     # Repository-relative files outside the variant folder that its build ships: sources that
     # lead up into the repository, the problem file, the extensions' sources.
     extra_files: tuple[str, ...] = ()
+    # A point of a swept variant: its value per axis (`[params]`; the name is
+    # `family[A=1,B=2]`, `workers.params`). Empty for a variant without axes.
+    params: dict = field(default_factory=dict)
+    # A swept variant before `pipeline.sweep.expand` makes one record per point: the points.
+    points: tuple[dict, ...] = ()
+
+    @property
+    def family(self) -> str:
+        """The name of the manifest a point comes from (a variant without axes: its own)."""
+        from workers.params import family_of
+
+        return family_of(self.name) if self.params else self.name
 
     @classmethod
     def from_dict(cls, data: dict) -> Variant:
@@ -137,7 +149,8 @@ class Variant(Record):
             binding[key] = tuple(binding.get(key, ()))
         data["binding"] = Binding(**binding)
         data["shapes"] = tuple(Shape(**s) if isinstance(s, dict) else s for s in data.get("shapes", ()))
-        for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices", "extensions", "extra_files"):
+        for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices", "extensions", "extra_files",
+                    "points"):
             if key in data:
                 data[key] = tuple(data[key])
         names = {f.name for f in dataclasses.fields(cls)}

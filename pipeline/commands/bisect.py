@@ -15,6 +15,7 @@ from pipeline.history import series
 from pipeline.runflow import RunOptions, Session, plan_commit, run_commit
 from pipeline.summary import shape_label
 from workers import status, untrusted
+from workers.params import selects
 
 HELP = "bisect first-parent history for the commit that slowed one variant down"
 
@@ -44,11 +45,17 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
         opts = dataclasses.replace(options, only=(variant,), with_peer=False,
                                    shapes=(chosen["shape"],) if chosen["shape"] else ())
         outcome = run_commit(session, repo, sha, opts)
-        results = [r.to_dict() for r in outcome.results if r.variant == variant]
+        # A swept variant's point may be named with its axes in any order (`NAME[BK=32,TILE=64]`).
+        names = sorted({r.variant for r in outcome.results if selects(variant, r.variant)})
+        if len(names) > 1:
+            return bis.Measurement(sha, False, reason=f"{variant!r} selects {len(names)} points of a swept variant "
+                                                      f"({', '.join(names[:3])}, ...): bisect one point, e.g. "
+                                                      f"--variant '{names[0]}'")
+        results = [r.to_dict() for r in outcome.results if r.variant in names]
         if not results:
             return bis.Measurement(sha, False, reason=f"no variant {variant!r} at this commit")
         if chosen["shape"] is None:  # the first call fixes the series to bisect: the manifest's first shape
-            declared = outcome.variants.get(variant)
+            declared = outcome.variants.get(names[0])
             chosen["shape"] = declared.shapes[0].key if declared and declared.shapes else results[0]["shape"]
         mine = [r for r in results if r["shape"] == chosen["shape"] or shape_label(r["shape"]) == chosen["shape"]]
         if not mine:
@@ -70,7 +77,7 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
                                        shapes=(chosen["shape"],) if chosen["shape"] else ())
             planned = plan_commit(session, repo, sha, opts)
             mine = [planned.identities.get(planned.series(j, session)) for j in planned.jobs
-                    if j.variant == variant and chosen["shape"] in (j.shape.key, j.shape.label)]
+                    if selects(variant, j.variant) and chosen["shape"] in (j.shape.key, j.shape.label)]
             identities[sha] = mine[0] if mine else None
         return identities[sha]
 

@@ -11,6 +11,7 @@ from workers.build_hints import with_hints
 from workers.cuda import pybind_build, resource_usage, sass
 from workers.cuda.toolchain import find_tools, nvcc_command
 from workers.records import Variant
+from workers.template_instance import needs_instance, write_instance
 
 LIBRARY = "libvariant.so"
 FATBIN = "kernel.fatbin"
@@ -54,6 +55,8 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
         cmd = pybind_build.pybind_command(tc.compiler, sources, variant.binding.module or "tk_kernel", arches,
                                           info, str(target), [*variant.flags, *(f"-I{d}" for d in includes)])
     else:
+        if kind == "raw" and needs_instance(variant.binding.entry):
+            sources = [write_instance(src, sources, variant.binding.entry, ".cu")]
         target = out / (FATBIN if kind == "raw" else LIBRARY)
         # A raw kernel is compiled as NVRTC compiles it: as CUDA whatever the file is called
         # (NVRTC takes a string; collections ship kernels as .cuh or .h headers).

@@ -15,6 +15,7 @@ from workers.records import Variant
 from workers.rocm import pybind_build
 from workers.rocm.build import build_hip
 from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
+from workers.template_instance import needs_instance, write_instance
 
 
 def toolchain() -> Toolchain | None:
@@ -47,7 +48,10 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     flags, includes = list(variant.flags), [str(d) for d in include_dirs]
     if kind == "raw":
         flags, includes = runtime_compiler_options(flags, includes, tc.detail.get("include_vars") or {})
-    result = build_hip([str(src / s) for s in variant.sources], includes, flags, list(variant.arches) or ["gfx942"],
+    sources = [str(src / s) for s in variant.sources]
+    if kind == "raw" and needs_instance(variant.binding.entry):
+        sources = [write_instance(src, sources, variant.binding.entry, ".hip")]
+    result = build_hip(sources, includes, flags, list(variant.arches) or ["gfx942"],
                        str(out), mode, launch=_launch(variant), output_name="variant")
     if not result.ok:
         return BuildOutput(False, result.log, with_hints("\n".join(result.first_errors), result.log, "hip", kind,

@@ -80,6 +80,11 @@ def compile_jobs(table: dict, kernel_name: str, arg_names: list[str], constexpr_
             raise SpecError(f"triton.divisible_by_16: {name!r} is not a runtime parameter of {kernel_name}")
     base_const = dict(table.get("constexprs") or {})
     base_opts = {k: table[k] for k in _OPTION_KEYS if k in table}
+    # A point of a swept variant (`[params]`): its values for the kernel's constexprs and
+    # launch options are what the entry passes at this point.
+    point = dict(table.get("params") or {})
+    base_const.update({k: v for k, v in point.items() if k in constexpr_names})
+    base_opts.update({k: v for k, v in point.items() if k in _OPTION_KEYS})
     variants = configs if configs else [{"kwargs": {}, **base_opts}]
     jobs = []
     for arch in arches:
