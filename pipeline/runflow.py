@@ -27,6 +27,7 @@ from pipeline.peers import builtin_peers
 from pipeline.plan import BuildPlan, build_plan, jobs_for
 from pipeline.progress import Progress
 from pipeline.store import Store
+from pipeline.sweep import best_points
 from workers import containment, status
 from workers.ops import static_work
 from workers.params import family_of, selects
@@ -56,6 +57,8 @@ class RunOptions:
     timing_method: str = "adaptive"
     # What one job may write and how long one build may take (pipeline/config.py).
     limits: Limits = LIMITS
+    # Swept variants: "all" points, or each one's "best" stored point (`pipeline.sweep.best_points`).
+    points: str = "all"
 
 
 @dataclass
@@ -208,6 +211,8 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     invalid = [bad for bad in invalid if not options.only or bad.name in {family_of(sel) for sel in options.only}]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
+    if options.points == "best":
+        jobs = _best_points_only(session, variants, jobs)
     if options.only and options.with_peer:  # the peer rows of the selected shapes come along
         peers = {v.name for v in variants if v.peer}
         chosen = {(j.op, j.shape.key, j.dtype, j.device_kind) for j in jobs}
@@ -563,6 +568,15 @@ def _wanted(job: Job, options: RunOptions) -> bool:
     if options.only and not _selected(job.variant, options):
         return False
     return not options.shapes or bool({job.shape.key, job.shape.label} & set(options.shapes))
+
+
+def _best_points_only(session: Session, variants: list[Variant], jobs: list[Job]) -> list[Job]:
+    """`--points best`: each swept variant's jobs at its best stored point only."""
+    rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
+    best = best_points(rows)
+    swept = {v.name: v.family for v in variants if v.params}
+    return [j for j in jobs if j.variant not in swept or swept[j.variant] not in best
+            or best[swept[j.variant]] == j.variant]
 
 
 def _selected(name: str, options: RunOptions) -> bool:

@@ -154,3 +154,31 @@ def _at_point(v: Variant, point: dict[str, Value]) -> Variant:
     triton = {**v.triton, "params": dict(point)} if v.triton else v.triton
     return dataclasses.replace(v, name=point_name(v.name, point), flags=flags, extensions=extensions,
                                binding=binding, triton=triton, params=dict(point), points=())
+
+
+def best_points(rows: list[dict]) -> dict[str, str]:
+    """{family: its best point's name} from stored results (the newest per series): the point
+    nearest the fastest point at every (shape, dtype, device) the family was measured at, by
+    the mean of best time / its time (a series a point has no good result at counts 0, so a
+    point that fails at one shape does not win on the others). Families with no measured
+    point are absent."""
+    from workers.params import split_point
+
+    times: dict[str, dict[str, dict[tuple, float]]] = {}
+    for r in rows:
+        family, params = split_point(r["variant"])
+        if not params or r.get("status") != "ok" or not r.get("median_s"):
+            continue
+        key = (r["shape"], r["dtype"], r["device"])
+        times.setdefault(family, {}).setdefault(r["variant"], {})[key] = float(r["median_s"])
+    best: dict[str, str] = {}
+    for family, by_point in times.items():
+        keys = {k for per in by_point.values() for k in per}
+        fastest = {k: min(per[k] for per in by_point.values() if k in per) for k in keys}
+
+        def score(point: str) -> float:
+            per = by_point[point]
+            return sum(fastest[k] / per[k] for k in keys if k in per) / len(keys)
+
+        best[family] = max(sorted(by_point), key=score)
+    return best

@@ -181,3 +181,17 @@ def test_a_point_has_its_own_build_hash(tmp_path):
     (v,), _ = discover(plain, ProjectConfig())
     assert v.params == {}
     assert build_plan(plain, v, (), "gcc").build_hash not in {build_plan(tmp_path, p, (), "gcc").build_hash for p in (a, b)}
+
+
+def test_best_point_is_nearest_the_fastest_at_every_series():
+    from pipeline.sweep import best_points
+
+    def row(variant, shape, t, status="ok"):
+        return {"variant": variant, "shape": shape, "dtype": "bf16", "device": "cuda:H200", "status": status,
+                "median_s": t}
+
+    rows = [row("k[B=1]", "s1", 1.0), row("k[B=1]", "s2", 4.0),
+            row("k[B=2]", "s1", 0.5), row("k[B=2]", "s2", 9.0, "incorrect"),  # fastest once, wrong once
+            row("k[B=3]", "s1", 0.6), row("k[B=3]", "s2", 3.0),
+            row("plain", "s1", 0.1), row("other[X=1]", "s1", 1.0, "crashed")]
+    assert best_points(rows) == {"k": "k[B=3]"}

@@ -67,7 +67,9 @@ def budget_help(command: str) -> str:
 def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> None:
     add_repo_options(p)
     p.add_argument("--kernels", action="append", help="variant folder(s), repository-relative (default: config)")
-    p.add_argument("--variant", action="append", default=[], help="only these variants (repeatable)")
+    p.add_argument("--variant", action="append", default=[],
+                   help="only these variants (repeatable); of a swept variant: NAME (every point), "
+                        "NAME[AXIS=value,...] (the points with those values)")
     p.add_argument("--cache", metavar="DIR",
                    help="build cache folder (default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
     add_ray_address_option(p)
@@ -93,6 +95,13 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
     p.add_argument("--no-peer-check", action="store_true",
                    help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def add_points_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--points", choices=("all", "best"), default="all",
+                   help="swept variants ([params]): time every point (default; nightly always does), or only "
+                        "each variant's best stored point, for a quick pull-request check (a variant with no "
+                        "stored result yet has all its points timed)")
 
 
 def add_ray_address_option(p: argparse.ArgumentParser) -> None:
@@ -157,7 +166,8 @@ def run_options(args, command: str, resume: bool = False) -> RunOptions:
                       resume=resume, budget_s=budget, timeout_s=args.timeout, threads=args.threads,
                       profile=getattr(args, "profile", False), command=command,
                       spawn_per_job=getattr(args, "spawn_per_job", False),
-                      peer_check=not getattr(args, "no_peer_check", False))
+                      peer_check=not getattr(args, "no_peer_check", False),
+                      points=getattr(args, "points", "all"))
 
 
 def open_session(args, work: Path, defer_ray: bool = False) -> Session:

@@ -34,6 +34,7 @@ def add_arguments(p) -> None:
                         "harness, op, device model) is the same at both")
     p.add_argument("--no-report", action="store_true", help="do not write the site")
     add_measure_options(p, "compare")
+    common.add_points_option(p)
 
 
 def open_regressions_section(causes_now) -> str:

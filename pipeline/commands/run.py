@@ -9,7 +9,7 @@ from rich.console import Console
 
 from pipeline import driver_clock
 from pipeline.accounting import busy_line, flag_lines, lost_node_lines, run_wall_s
-from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
+from pipeline.commands.common import add_measure_options, add_points_option, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code, print_table, with_peer
 from workers import untrusted
@@ -27,6 +27,7 @@ def add_arguments(p) -> None:
     p.add_argument("--shape", action="append", default=[],
                    help="only these shapes, as 512x512x512 or M=512,N=512,K=512 (repeatable)")
     add_measure_options(p)
+    add_points_option(p)
 
 
 def _resumed_rows(store, commit_sha: str, measured: list[dict]) -> list[dict]:
