@@ -19,7 +19,7 @@ from pathlib import Path
 
 import plotly
 
-from reports import figures, history_pages, roofline
+from reports import axes, figures, history_pages, roofline
 from reports.format import anchor
 from reports.templates_env import render
 from workers import status
@@ -74,20 +74,26 @@ def write_site(site: Path, inp: SiteInput) -> Path:
     write_assets(site)
     for stale in site.glob("commit-*.html"):
         stale.unlink()  # pages of commits no longer in the window go: the site stays bounded
+    trend = {s.key: history_pages.trend_page_name(s) for s in inp.series}
     for c in inp.commits:
         if c.rows is not None:
-            write_commit_page(site, c.commit, c.rows, c.run_summary)
+            write_commit_page(site, c.commit, c.rows, c.run_summary, trend_page=lambda *key: trend.get(key))
     history_pages.write_pages(site, inp)
     render(site / "commits.html", "commits.html.j2", commits=inp.commits, page=commit_page_name, plots=False)
     return site / "index.html"
 
 
-def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: dict | None = None) -> Path:
+def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: dict | None = None,
+                      trend_page=None) -> Path:
+    """One commit's page. trend_page(variant, shape, dtype, device) names a series' trend page,
+    or None where it has none (the axes view links each point to its own)."""
     summary = run_summary or {}
     roofs = [(r, figures.embed(roofline.figure(r), f"roof{i}", height=460)) for i, r in enumerate(roofline.rooflines(rows))]
     return render(site / commit_page_name(commit["sha"]), "commit.html.j2", commit=commit, rows=rows,
                   failures=_failure_panels(rows), failing=status.FAILURES, devices=summary.get("devices", []),
-                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []), rooflines=roofs)
+                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []), rooflines=roofs,
+                  axes_tables=axes.tables(rows), heat=axes.heat_colour,
+                  trend_page=trend_page or (lambda *key: None))
 
 
 def _failure_panels(rows: list[dict]) -> list[dict]:

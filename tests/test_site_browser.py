@@ -1,12 +1,16 @@
 """The report site opened in headless Chromium: every page type loads without console errors
 and its plots render: the dashboard, a trend page with a marked change point, a commit page
-with a failing variant's tile heatmap, a compare page, a bisect page. Skipped where Chromium
+with a failing variant's tile heatmap, a compare page, a bisect page; and a commit page's axes
+view of a swept variant, its heat-coloured cells and marked best point. Skipped where Chromium
 is not installed (Debian package `chromium`). With FLOPWATCH_SCREENSHOTS=DIR set, each page
 is also saved as DIR/<page>.png for a person to look at."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +23,10 @@ from pipeline.history import bisect as bis
 from pipeline.history import compare as cmp
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
+from pipeline.summary import sort_rows, with_peer
 from reports.history_pages import write_bisect_page, write_compare_page
+from reports.site import write_assets, write_commit_page
+from workers.params import point_name
 from workers.records import Result
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -175,3 +182,63 @@ def test_a_fleet_dashboard_loads_without_errors_and_its_load_time_is_measured(fl
     record_property("fleet_dashboard_load_ms", timing["load_ms"])
     print(f"fleet dashboard: interactive after {timing['dom_interactive_ms']:.0f} ms, loaded after "
           f"{timing['load_ms']:.0f} ms")
+
+
+# What Chromium computed for the axes view: the page as shipped plus a probe that writes each
+# cell's background, outline and text into the DOM (--dump-dom shows the DOM, not the styles).
+_AXES_PROBE = """<script>
+document.body.dataset.axes = JSON.stringify([...document.querySelectorAll('table.axes td.axes-cell')].map(td => {
+  const s = getComputedStyle(td);
+  return {point: td.dataset.point, cls: td.className, background: s.backgroundColor, outline: s.outlineStyle,
+          text: td.innerText.trim()};
+}));
+</script>"""
+
+
+def _swept_rows() -> list[dict]:
+    """A swept variant (BLOCK_M × STAGES, one point failing to build) and the peer, as a commit
+    page gets them."""
+    flops = 2 * 4096**3
+    rows = []
+    for m in (64, 128):
+        for s in (2, 3, 4):
+            tflops = None if (m, s) == (64, 4) else 200 + m + 40 * s - (60 if s == 4 else 0)
+            seconds = flops / (tflops * 1e12) if tflops else None
+            rows.append(Result(variant=point_name("tri<x>", {"BLOCK_M": m, "STAGES": s}), op="gemm", backend="triton",
+                               shape="M=4096,N=4096,K=4096", dtype="fp16", device="cuda:NVIDIA H100",
+                               status="ok" if tflops else "build_failed", median_s=seconds, ci_low_s=seconds,
+                               ci_high_s=seconds, flops=flops, diagnostic="" if tflops else "error: too many stages"))
+    rows.append(Result(variant="cublas", op="gemm", backend="torch", shape="M=4096,N=4096,K=4096", dtype="fp16",
+                       device="cuda:NVIDIA H100", status="ok", median_s=flops / 700e12, ci_low_s=flops / 700e12,
+                       ci_high_s=flops / 700e12, flops=flops, peer=True))
+    return sort_rows(with_peer([dataclasses.asdict(r) for r in rows]))
+
+
+def test_the_axes_view_renders_its_heatmap_and_marks_the_best_point(tmp_path):
+    site = tmp_path / "site"
+    write_assets(site)
+    page = write_commit_page(site, {"sha": "c" * 40, "subject": "sweep", "author": "A", "authored_at": "2026"},
+                             _swept_rows())
+    probed = page.with_name("probed.html")
+    probed.write_text(page.read_text().replace("</body>", _AXES_PROBE + "</body>"))
+    dom, log = open_page(probed, tmp_path / "profile")
+    assert console_errors(log) == [], console_errors(log)
+    assert len(re.findall(r'<table class="axes"', dom)) == 1 and "tri&lt;x&gt; · 4096×4096×4096" in dom
+    assert "best: BLOCK_M=128,STAGES=3 — 448 TFLOP/s" in dom
+    cells = json.loads(re.search(r'data-axes="([^"]*)"', dom).group(1).replace("&quot;", '"'))
+    assert [c["point"] for c in cells] == [f"BLOCK_M={m},STAGES={s}" for m in (64, 128) for s in (2, 3, 4)]
+    by_point = {c["point"]: c for c in cells}
+    best = by_point["BLOCK_M=128,STAGES=3"]
+    assert "best" in best["cls"] and best["text"].startswith("★") and best["outline"] == "solid"
+    assert [c["point"] for c in cells if "★" in c["text"]] == ["BLOCK_M=128,STAGES=3"]
+    failed = by_point["BLOCK_M=64,STAGES=4"]
+    assert failed["text"] == "build_failed" and failed["background"] == "rgba(0, 0, 0, 0)"
+
+    def alpha(c):  # the heat: the green's opacity grows with the point's share of the best
+        return float(re.fullmatch(r"rgba\(52, 168, 83, ([\d.]+)\)", c["background"]).group(1))
+
+    heat = {p: alpha(c) for p, c in by_point.items() if c is not failed}
+    assert max(heat, key=heat.get) == "BLOCK_M=128,STAGES=3"
+    assert heat["BLOCK_M=64,STAGES=2"] < heat["BLOCK_M=64,STAGES=3"] < heat["BLOCK_M=128,STAGES=3"]
+    assert "64% of peer" in best["text"]
+    screenshot(page, tmp_path / "shot-profile")
