@@ -8,8 +8,8 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from reports import axes, metric_names
 from reports import format as fmt
-from reports import metric_names
 from workers.ops import peer_label
 
 
@@ -40,7 +40,8 @@ ENV.filters.update({
     "peer_label": peer_label,
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
-                    "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend})
+                    "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend,
+                    "point_label": axes.point_label})
 
 
 def render(path: Path, template: str, **ctx) -> Path:

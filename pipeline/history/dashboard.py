@@ -7,7 +7,8 @@ Three parts, in the order a kernel developer reads them each morning:
 2. failing series (the newest result is build_failed, incorrect, crashed, timeout, invalid);
 3. per op and device a matrix of variants × shapes: the latest throughput, % of the peer, the
    last N points, and whether the latest point moved against the previous commit and against
-   the median of the last N by more than the noise band.
+   the median of the last N by more than the noise band. A swept variant (one series per
+   parameter point, `workers.params`) is one row, its family, showing per shape its best point.
 
 The noise band of a cell is the larger of (a) the confidence interval of the latest point's
 median and (b) BAND_SIGMAS robust standard deviations (1.4826 × MAD) of the series' last
@@ -19,6 +20,7 @@ them over).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import causes
-from workers import status
+from workers import params, status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
 # A change is coloured beyond this many robust SDs of the series' recent points: on the
@@ -39,7 +41,9 @@ SPREAD_POINTS = 60
 class Cell:
     """One series at its newest commit. spark holds the last N measured throughputs (oldest
     first); change_* are relative throughput changes of the latest point; move_* are
-    SLOWER / FASTER when that change lies outside the noise band, else SAME."""
+    SLOWER / FASTER when that change lies outside the noise band, else SAME. In a swept
+    family's row the cell is that of its best point; points counts the family's points at the
+    shape and points_failing those whose newest result failed (1 and 0 for a plain variant)."""
 
     series: object
     latest: object
@@ -52,11 +56,14 @@ class Cell:
     move_prev: str = SAME
     move_median: str = SAME
     peer: bool = False
+    points: int = 1
+    points_failing: int = 0
 
 
 @dataclass(frozen=True)
 class Matrix:
-    """Variants (rows) × shapes (columns) of one op, dtype and device."""
+    """Variants (rows) × shapes (columns) of one op, dtype and device. A row of a swept
+    variant is labelled with its family, named in swept."""
 
     op: str
     dtype: str
@@ -64,6 +71,7 @@ class Matrix:
     unit: str
     shapes: tuple[str, ...]
     rows: tuple[tuple[str, tuple[Cell | None, ...]], ...]
+    swept: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,8 +172,9 @@ def build(series: Sequence, regressions: Sequence, commits: dict[str, dict], ord
     open_now = open_regressions(series, regressions, commits, order)
     failing = sorted((c for c in cells.values() if c.latest.status in status.FAILURES),
                      key=lambda c: c.series.key)
-    return Dashboard(open_now, causes.group(open_now, commits), tuple(failing), _matrices(series, cells, ops),
-                     last_n)
+    position = {sha: i for i, sha in enumerate(order)}
+    return Dashboard(open_now, causes.group(open_now, commits), tuple(failing),
+                     _matrices(series, cells, ops, position), last_n)
 
 
 def open_regressions(series: Sequence, regressions: Sequence, commits: dict[str, dict],
@@ -193,7 +202,7 @@ def open_regressions(series: Sequence, regressions: Sequence, commits: dict[str,
     return tuple(found)
 
 
-def _matrices(series: Sequence, cells: dict, ops: dict) -> tuple[Matrix, ...]:
+def _matrices(series: Sequence, cells: dict, ops: dict, position: dict[str, int]) -> tuple[Matrix, ...]:
     groups: dict[tuple, list] = {}
     for s in series:
         if s.key in cells:
@@ -202,12 +211,45 @@ def _matrices(series: Sequence, cells: dict, ops: dict) -> tuple[Matrix, ...]:
     out = []
     for (op, dtype, device), members in sorted(groups.items()):
         shapes = sorted({s.shape for s in members}, key=_shape_size)
-        variants = sorted({s.variant for s in members},
-                          key=lambda v: (not any(cells[s.key].peer for s in members if s.variant == v), v))
-        grid = {(s.variant, s.shape): cells[s.key] for s in members}
-        rows = tuple((v, tuple(grid.get((v, sh)) for sh in shapes)) for v in variants)
-        out.append(Matrix(op, dtype, device, members[0].unit, tuple(shapes), rows))
+        grid, swept = _rows_of(members, cells, position)
+        labels = sorted({label for label, _ in grid},
+                        key=lambda v: (not any(c.peer for (label, _), c in grid.items() if label == v), v))
+        rows = tuple((v, tuple(grid.get((v, sh)) for sh in shapes)) for v in labels)
+        out.append(Matrix(op, dtype, device, members[0].unit, tuple(shapes), rows, tuple(sorted(swept))))
     return tuple(out)
+
+
+def _rows_of(members: Sequence, cells: dict, position: dict[str, int]) -> tuple[dict[tuple, Cell], set[str]]:
+    """{(row label, shape): cell} of one matrix, and the labels that are swept families: a
+    plain variant is its own row; the points of a swept family share the family's row, at each
+    shape the cell of its best point (a sweep of twelve points is one row, not twelve)."""
+    points: dict[tuple, list[Cell]] = {}
+    plain: dict[tuple, Cell] = {}
+    for s in members:
+        family, axes = params.split_point(s.variant)
+        if axes:
+            points.setdefault((family, s.shape), []).append(cells[s.key])
+        else:
+            plain[(s.variant, s.shape)] = cells[s.key]
+    swept = {family for family, _ in points}
+    # A variant swept now but plain before keeps its old series under the same name: those rows
+    # are the family's history, not a second row beside it.
+    grid = {key: c for key, c in plain.items() if key[0] not in swept}
+    grid.update({key: best_point(group, position) for key, group in points.items()})
+    return grid, swept
+
+
+def best_point(group: Sequence[Cell], position: dict[str, int]) -> Cell:
+    """The cell that stands for a swept family at one shape: among the points measured at the
+    family's newest commit there (a point dropped from the manifest keeps its old series, and its
+    old number must not win), the one with the highest latest throughput; without any, the first
+    point by name (its status is the row's news). points and points_failing count the group."""
+    newest = max(position.get(c.latest.sha, -1) for c in group)
+    current = [c for c in group if position.get(c.latest.sha, -1) == newest]
+    measured = [c for c in current if c.rate]
+    chosen = max(measured, key=lambda c: c.rate) if measured else min(current, key=lambda c: c.series.variant)
+    failing = sum(c.latest.status in status.FAILURES for c in current)
+    return dataclasses.replace(chosen, points=len(current), points_failing=failing)
 
 
 def _shape_size(key: str) -> tuple:
