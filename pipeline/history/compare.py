@@ -8,6 +8,10 @@ correctness, resources and counters. The timing that decides the verdict is pair
 device, so a machine that drifts — a neighbour's load, a frequency step, seen at ±25% within
 seconds on a shared 2-core VM — moves both sides alike. Where a series could not be paired, the
 samples pooled over rounds are used, with the round-agreement check of `compare_rounds`.
+
+In the markdown of a PR comment the points of a swept variant (`family[BLOCK_M=128,STAGES=3]`,
+`workers.params`) at one shape are one line, "3 of 12 points slower, 9 same", naming the points
+that moved (`FamilySummary`); the full table keeps a row per point.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from pipeline import config, summary
 from pipeline.history import verdicts
 from pipeline.summary import shape_label
 from reports import metric_names
-from workers import status, untrusted
+from reports.axes import point_label
+from workers import params, status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Same measurement identity at both commits: not timed again (`pipeline.history.unchanged`).
@@ -42,6 +47,11 @@ _ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FAS
           NOT_RUN_AT_HEAD: 10, NOT_RUN: 11}
 # Counters are measured and jitter a little; below this relative change they did not "move".
 COUNTER_TOLERANCE = 0.05
+# A swept family's line in the PR comment names at most this many of its points that moved;
+# the rest are counted ("and 9 more"): the comment stays short on a wide sweep.
+NAMED_POINTS = 3
+# The kinds worth naming a point for, most pressing first: a change, or a failure appearing or going.
+_NOTABLE = (NEWLY_FAILING, verdicts.SLOWER, verdicts.UNSURE, verdicts.FASTER, NEWLY_FIXED)
 
 
 @dataclass(frozen=True)
@@ -406,10 +416,106 @@ def _series_count(report: Report) -> str:
     return f"{len(report.rows)} series" + (f" ({not_run} not run here)" if not_run else "")
 
 
+@dataclass(frozen=True)
+class FamilySummary:
+    """The rows of one swept family's points at one shape, dtype and device, as one line."""
+
+    family: str
+    shape: str
+    dtype: str
+    device: str
+    points: tuple[Row, ...]
+
+    @property
+    def counts(self) -> list[tuple[str, int]]:
+        """(kind, number of points) in table order: what blocks a merge first."""
+        found: dict[str, int] = {}
+        for r in self.points:
+            found[r.kind] = found.get(r.kind, 0) + 1
+        return sorted(found.items(), key=lambda kv: _ORDER[kv[0]])
+
+    @property
+    def text(self) -> str:
+        """`3 of 12 points slower, 1 faster, 8 same`."""
+        (first, n), *rest = self.counts
+        return ", ".join([f"{n} of {len(self.points)} points {first}", *(f"{m} {kind}" for kind, m in rest)])
+
+    @property
+    def severe(self) -> bool:
+        return any(r.kind in (verdicts.SLOWER, NEWLY_FAILING) for r in self.points)
+
+    @property
+    def notable(self) -> list[Row]:
+        """The points that moved or changed status, most pressing first (largest slowdown first)."""
+        moved = [r for r in self.points if r.kind in _NOTABLE]
+        return sorted(moved, key=lambda r: (_NOTABLE.index(r.kind), r.comparison.change if r.comparison else 0.0))
+
+    def side_best(self, side: str) -> Side | None:
+        """The fastest point's side at base or head (what the family can do there)."""
+        sides = [getattr(r, side) for r in self.points if getattr(r, side) is not None]
+        rated = [s for s in sides if s.rate is not None]
+        return max(rated, key=lambda s: s.rate) if rated else (sides[0] if sides else None)
+
+    @property
+    def change_range(self) -> str:
+        """The points' changes from the lowest to the highest (`-8.1% … +1.2%`)."""
+        changes = sorted(r.comparison.change for r in self.points if r.comparison is not None)
+        if not changes:
+            return ""
+        low, high = changes[0], changes[-1]
+        return f"{low:+.1%}" if f"{low:+.1%}" == f"{high:+.1%}" else f"{low:+.1%} … {high:+.1%}"
+
+
+def group_points(rows: list[Row]) -> list[Row | FamilySummary]:
+    """`rows` in their order, each swept family's points at one shape, dtype and device (two or
+    more) replaced by one `FamilySummary` where its first (most pressing) row stood; plain
+    variants, and a family with one point there, stay rows."""
+    members: dict[tuple, list[Row]] = {}
+    for r in rows:
+        family, axes = params.split_point(r.variant)
+        if axes:
+            members.setdefault((family, r.shape, r.dtype, r.device), []).append(r)
+    out: list[Row | FamilySummary] = []
+    placed = set()
+    for r in rows:
+        family, axes = params.split_point(r.variant)
+        key = (family, r.shape, r.dtype, r.device)
+        if not axes or len(members[key]) < 2:
+            out.append(r)
+        elif key not in placed:
+            placed.add(key)
+            out.append(FamilySummary(*key, tuple(members[key])))
+    return out
+
+
+def _point_note(r: Row) -> str:
+    """One point as the family line names it: `BLOCK_M=128,STAGES=3 slower -8.1%`."""
+    point = point_label(r.variant)
+    if r.kind == NEWLY_FAILING and r.head:
+        return f"{point} {r.head.status}"
+    return f"{point} {r.kind}" + (f" {r.comparison.change:+.1%}" if r.comparison else "")
+
+
+def _family_line(f: FamilySummary) -> str:
+    notable = f.notable
+    named = ", ".join(_point_note(r) for r in notable[:NAMED_POINTS])
+    if len(notable) > NAMED_POINTS:
+        named += f"; and {len(notable) - NAMED_POINTS} more"
+    verdict = f"**{f.text}**" if f.severe else f.text
+    best = [f"best {format_rate(s)}" if s is not None and s.rate is not None else format_rate(s)
+            for s in (f.side_best("base"), f.side_best("head"))]
+    cells = [verdict, md_escape(f.family), md_escape(shape_label(f.shape)), md_escape(f.dtype),
+             md_escape(f.device.split(":")[0]), *best, f.change_range, "", md_escape(named)]
+    return "| " + " | ".join(cells) + " |"
+
+
 def _markdown_table(rows: list[Row]) -> list[str]:
     lines = ["| verdict | variant | shape | dtype | device | base | head | change | 95% CI | what else moved |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in group_points(rows):
+        if isinstance(r, FamilySummary):
+            lines.append(_family_line(r))
+            continue
         change, ci = _change_cells(r.comparison)
         vendor = metric_names.vendor_of(r.device)
         others = "; ".join(f"{metric_names.flat(m.name, 0.0, vendor).label} {m.before} → {m.after}"
