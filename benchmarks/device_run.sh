@@ -37,6 +37,9 @@
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 # hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
 # profile     benchmarks/verify_gpu.py suite --shape 4096x4096x4096 (ncu counters beside TFLOP/s, spares on)
+# sweep       benchmarks/verify_sweep_gpu.py (parameter axes: every point timed, suite wall with and without
+#             the swept variants, compare naming the one slowed point, bisect on a point, --points best);
+#             sweep_runs / sweep_history: its first step, then the others
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/site
@@ -99,6 +102,9 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
     hostile) cmd=(python3 benchmarks/verify_gpu.py hostile) ;;
+    sweep) cmd=(python3 benchmarks/verify_sweep_gpu.py) ;;
+    sweep_runs) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps runs) ;;
+    sweep_history) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps compare,bisect,best) ;;
     profile) cmd=(python3 benchmarks/verify_gpu.py suite --shape 4096x4096x4096 --budget 0.5) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
