@@ -39,7 +39,8 @@
 # profile     benchmarks/verify_gpu.py suite --shape 4096x4096x4096 (ncu counters beside TFLOP/s, spares on)
 # sweep       benchmarks/verify_sweep_gpu.py (parameter axes: every point timed, suite wall with and without
 #             the swept variants, compare naming the one slowed point, bisect on a point, --points best);
-#             sweep_runs / sweep_history: its first step, then the others
+#             sweep_runs / sweep_history: its first step, then the others; sweep_pairs: one binary
+#             paired against itself (own buffers, shared buffers), then compare B C
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/site
@@ -105,6 +106,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     sweep) cmd=(python3 benchmarks/verify_sweep_gpu.py) ;;
     sweep_runs) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps runs) ;;
     sweep_history) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps compare,bisect,best) ;;
+    sweep_pairs) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps pairs,compare) ;;
     profile) cmd=(python3 benchmarks/verify_gpu.py suite --shape 4096x4096x4096 --budget 0.5) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac

@@ -17,6 +17,8 @@ and a second repository, the suite without its swept variants. One build cache s
   compare  `compare B C`: which series are slower (expected: that one point, and only it)
   bisect   `bisect --good A --bad D --variant 'cuda_tiled_swept[TILE=64,BK=16]'`: names C
   best     `run D --points best` on the store of the runs: one point per swept variant timed
+  pairs    `compare C D --all` on the TILE=256 points (one binary against itself), the paired
+           timing's sides on buffers of their own, then on one set of buffers
 
 Everything goes under OUT: each command's JSON and stderr, and summary.json; the summary is
 printed last.
@@ -106,7 +108,7 @@ def points_table(results: list[dict]) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", default="runs,compare,bisect,best")
+    p.add_argument("--steps", default="runs,compare,bisect,best", help="runs, pairs, compare, bisect, best")
     args = p.parse_args()
     steps = args.steps.split(",")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -136,6 +138,17 @@ def main() -> None:
                                                 if r["kind"] == "slower"}),
                               "faster": sorted({r["variant"] + " " + r["shape"] for r in cmp["rows"]
                                                 if r["kind"] == "faster"})}
+    if "pairs" in steps:
+        # One binary against itself (C and D build the same), the TILE=256 points that spill:
+        # each side of the paired timing on buffers of its own, then on one set of buffers.
+        same = {}
+        for label, shared in (("own_buffers", "0"), ("shared_buffers", "1")):
+            s = run(repo, f"compare_CD_{label}", OUT / f"pairs_{label}.db", "cuda", "compare", shas["C"], shas["D"],
+                    "--all", "--variant", "cuda_tiled_swept[TILE=256]", "--cache", cache, "--no-ray-reuse",
+                    "--no-report", env_extra={"FLOPWATCH_PAIR_SHARED_BUFFERS": shared})
+            same[label] = {r["variant"] + " " + r["shape"]: [r["kind"], round((r.get("comparison") or {}).get(
+                "change") or 0.0, 4)] for r in s["rows"] if r["variant"].startswith("cuda_tiled_swept")}
+        summary["pairs_same_binary"] = same
     if "bisect" in steps:
         bis = run(repo, "bisect_point", OUT / "bisect.db", "cuda", "bisect", "--good", shas["A"], "--bad", shas["D"],
                   "--variant", PLANTED_POINT, "--cache", cache, "--no-report")

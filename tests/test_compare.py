@@ -132,3 +132,23 @@ def test_paired_samples_replace_run_samples_and_drop_the_round_check():
     assert b[key].samples == (1.0, 1.1, 1.2) and h[key].samples == (1.3, 1.4, 1.5)
     assert b[key].round_medians == () and h[key].round_medians == ()
     assert b[("other",)] is base[("other",)]  # unpaired series keep their run samples
+
+
+def test_paired_verdict_stands_only_when_both_load_orders_agree():
+    """A kernel whose second loaded copy runs faster than the first (seen on an H100 with one
+    binary paired against itself): the pairs with base loaded first say +30%, those with head
+    loaded first about nothing; pooled, the pairs lean to slower, but no change is reported. A
+    change of the build moves both orders alike and stands."""
+    from pipeline.history.compare import Side, compare_rounds
+
+    rng = np.random.default_rng(3)
+    base = tuple(1.0 + 0.001 * rng.standard_normal(40))
+    split = tuple(b * (1.30 if i < 30 else 1.001) for i, b in enumerate(base))  # orders disagree
+    both = tuple(b * 1.30 for b in base)                                          # orders agree
+    c = compare_rounds(Side("ok", base, paired=True, order_ratios=(1.30, 1.001)),
+                       Side("ok", split, paired=True, order_ratios=(1.30, 1.001)), 0.005)
+    assert c.verdict == "unsure" and "load orders disagree" in c.reason, c
+    agreeing = Side("ok", base, paired=True, order_ratios=(1.30, 1.30))
+    assert compare_rounds(agreeing, Side("ok", both, paired=True, order_ratios=(1.30, 1.30)), 0.005).verdict == "slower"
+    # without the orders (a series one of whose children failed) the pooled verdict stands
+    assert compare_rounds(Side("ok", base, paired=True), Side("ok", split, paired=True), 0.005).verdict == "slower"

@@ -279,6 +279,17 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
     PREPARED = True
 
 
+# "0": each side of a paired timing gets buffers of its own (to measure what sharing them changes).
+PAIR_SHARED_BUFFERS_ENV = "FLOPWATCH_PAIR_SHARED_BUFFERS"
+
+
+def _same_buffers(a: Variant, b: Variant) -> bool:
+    """Whether two builds of a variant take the same inputs and output (a manifest may change
+    its layout, output dtype or calling convention between the commits)."""
+    return (a.layout, a.alpha_beta, a.output_dtype, a.binding.returns) == \
+        (b.layout, b.alpha_beta, b.output_dtype, b.binding.returns)
+
+
 def pair(spec: dict) -> dict:
     """Time two builds of one variant (base and head) alternately in this one process: sample
     i of A and sample i of B run back to back, in a random order, so whatever the machine does
@@ -297,6 +308,13 @@ def pair(spec: dict) -> dict:
     sides = []
     for v, artifact in zip(variants, spec["artifacts"]):
         call = bindings.load(v, Path(artifact), op, kind, dims, dtype)
+        if sides and _same_buffers(variants[0], v) and os.environ.get(PAIR_SHARED_BUFFERS_ENV) != "0":
+            # Both builds read and write the very same tensors: where a tensor lies in device
+            # memory can move a memory-bound kernel by tens of percent (two copies of one
+            # binary, each on buffers of its own, timed 30% apart on an H100); one set of
+            # buffers leaves the builds as the only difference between the sides.
+            sides.append((call, sides[0][1], sides[0][2]))
+            continue
         inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
         out = timing_output(call, op, v, dims, spec["dtype"], dev)
         sides.append((call, inputs, out))

@@ -69,6 +69,8 @@ class Side:
     diagnostic: str = ""
     round_medians: tuple[float, ...] = ()
     paired: bool = False  # samples[i] ran back to back with the other side's samples[i]
+    # Paired: head/base median ratio per load order (`pipeline.history.paired.ORDERS`).
+    order_ratios: tuple[float, ...] = ()
 
     def as_row(self) -> dict:
         """The fields `pipeline.summary` needs to compute and format a rate."""
@@ -175,10 +177,13 @@ def with_pairs(base: dict[tuple, Side], head: dict[tuple, Side],
     taken alternately in one process, so machine drift is common to both sides and the
     round-agreement check (for drift between runs) no longer applies."""
     base, head = dict(base), dict(head)
-    for key, (b, h) in pairs.items():
+    for key, (b, h, *rest) in pairs.items():
         if key in base and key in head:
-            base[key] = dataclasses.replace(base[key], samples=tuple(b), round_medians=(), paired=True)
-            head[key] = dataclasses.replace(head[key], samples=tuple(h), round_medians=(), paired=True)
+            ratios = tuple(rest[0]) if rest else ()
+            base[key] = dataclasses.replace(base[key], samples=tuple(b), round_medians=(), paired=True,
+                                            order_ratios=ratios)
+            head[key] = dataclasses.replace(head[key], samples=tuple(h), round_medians=(), paired=True,
+                                            order_ratios=ratios)
     return base, head
 
 
@@ -298,7 +303,8 @@ def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Compari
     the threshold in that direction; otherwise it becomes unsure, with the rounds in the reason.
     """
     if base.paired and head.paired:
-        return verdicts.compare_paired(base.samples, head.samples, threshold)
+        return _orders_agree(verdicts.compare_paired(base.samples, head.samples, threshold), head.order_ratios,
+                             threshold)
     c = verdicts.compare_samples(base.samples, head.samples, threshold)
     pairs = list(zip(base.round_medians, head.round_medians))
     if c.verdict not in (verdicts.SLOWER, verdicts.FASTER) or len(pairs) < 2:
@@ -311,6 +317,22 @@ def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Compari
     changes = ", ".join(f"{1 / r - 1:+.1%}" for r in ratios)
     return dataclasses.replace(c, verdict=verdicts.UNSURE,
                                reason=f"pooled samples say {c.verdict} but the rounds disagree ({changes})")
+
+
+def _orders_agree(c: verdicts.Comparison, ratios: tuple[float, ...], threshold: float) -> verdicts.Comparison:
+    """A paired slower/faster verdict stands only when the pairs of each load order (base
+    loaded first, head loaded first) move beyond the threshold in that direction: a change
+    the builds made moves both, an effect of which copy was loaded first moves them apart."""
+    if c.verdict not in (verdicts.SLOWER, verdicts.FASTER) or len(ratios) < 2:
+        return c
+    agree = all(r > 1 + threshold for r in ratios) if c.verdict == verdicts.SLOWER else \
+        all(r < 1 - threshold for r in ratios)
+    if agree:
+        return c
+    changes = ", ".join(f"{label} {1 / r - 1:+.1%}" for label, r in zip(("base loaded first", "head loaded first"),
+                                                                          ratios))
+    return dataclasses.replace(c, verdict=verdicts.UNSURE,
+                               reason=f"paired samples say {c.verdict} but the two load orders disagree ({changes})")
 
 
 def _kind(b: Side | None, h: Side | None, comparison) -> str:
