@@ -137,7 +137,9 @@ def main() -> None:
                               "slower": sorted({r["variant"] + " " + r["shape"] for r in cmp["rows"]
                                                 if r["kind"] == "slower"}),
                               "faster": sorted({r["variant"] + " " + r["shape"] for r in cmp["rows"]
-                                                if r["kind"] == "faster"})}
+                                                if r["kind"] == "faster"}),
+                              "unsure": {r["variant"] + " " + r["shape"]: (r.get("comparison") or {}).get("reason")
+                                         for r in cmp["rows"] if r["kind"] == "unsure"}}
     if "pairs" in steps:
         # One binary against itself (C and D build the same), the TILE=256 points that spill:
         # each side of the paired timing on buffers of its own, then on one set of buffers.
@@ -147,7 +149,8 @@ def main() -> None:
                     "--all", "--variant", "cuda_tiled_swept[TILE=256]", "--cache", cache, "--no-ray-reuse",
                     "--no-report", env_extra={"FLOPWATCH_PAIR_SHARED_BUFFERS": shared})
             same[label] = {r["variant"] + " " + r["shape"]: [r["kind"], round((r.get("comparison") or {}).get(
-                "change") or 0.0, 4)] for r in s["rows"] if r["variant"].startswith("cuda_tiled_swept")}
+                "change") or 0.0, 4), (r.get("head") or {}).get("order_ratios"), (r.get("comparison") or {}).get(
+                "reason")] for r in s["rows"] if r["variant"].startswith("cuda_tiled_swept")}
         summary["pairs_same_binary"] = same
     if "bisect" in steps:
         bis = run(repo, "bisect_point", OUT / "bisect.db", "cuda", "bisect", "--good", shas["A"], "--bad", shas["D"],

@@ -135,10 +135,10 @@ def test_paired_samples_replace_run_samples_and_drop_the_round_check():
 
 
 def test_paired_verdict_stands_only_when_both_load_orders_agree():
-    """A kernel whose second loaded copy runs faster than the first (seen on an H100 with one
-    binary paired against itself): the pairs with base loaded first say +30%, those with head
-    loaded first about nothing; pooled, the pairs lean to slower, but no change is reported. A
-    change of the build moves both orders alike and stands."""
+    """A kernel whose speed is set when it is loaded (one binary paired against itself on an
+    H100: each copy steady, the copies apart by a different amount in each process): the child
+    with base loaded first says +30%, the one with head loaded first about nothing; pooled, the
+    pairs lean to slower, but no change is reported. A change of the build moves both alike."""
     from pipeline.history.compare import Side, compare_rounds
 
     rng = np.random.default_rng(3)
@@ -152,3 +152,23 @@ def test_paired_verdict_stands_only_when_both_load_orders_agree():
     assert compare_rounds(agreeing, Side("ok", both, paired=True, order_ratios=(1.30, 1.30)), 0.005).verdict == "slower"
     # without the orders (a series one of whose children failed) the pooled verdict stands
     assert compare_rounds(Side("ok", base, paired=True), Side("ok", split, paired=True), 0.005).verdict == "slower"
+
+
+def test_a_change_no_larger_than_two_copies_of_one_build_differ_is_unsure():
+    from pipeline.history.compare import Row, Side, compare_rounds, with_copy_check
+
+    rng = np.random.default_rng(5)
+    base = tuple(1.0 + 0.001 * rng.standard_normal(40))
+    def row(factor, variant):
+        b = Side("ok", base, paired=True, order_ratios=(factor, factor))
+        h = Side("ok", tuple(x * factor for x in base), paired=True, order_ratios=(factor, factor))
+        c = compare_rounds(b, h, 0.005)
+        return Row(variant, "M=1", "bf16", "cuda:H100", c.verdict, b, h, c, threshold=0.005)
+    rows = [row(1.06, "spilling"), row(2.0, "planted"), row(1.06, "stable"), row(1.0, "same")]
+    assert [r.kind for r in rows] == ["slower", "slower", "slower", "same"]
+    offsets = {("spilling", "M=1", "bf16", "cuda:H100"): 1 / 1.04,   # its copies 4% apart
+               ("planted", "M=1", "bf16", "cuda:H100"): 1 / 1.04,    # a 2x change stands beside that
+               ("stable", "M=1", "bf16", "cuda:H100"): 1.0005}
+    kinds = {r.variant: (r.kind, r.comparison.reason) for r in with_copy_check(rows, offsets)}
+    assert kinds["spilling"][0] == "unsure" and "two copies of the base build differ by +4.0%" in kinds["spilling"][1]
+    assert kinds["planted"][0] == "slower" and kinds["stable"][0] == "slower" and kinds["same"][0] == "same"

@@ -82,12 +82,18 @@ def main(args) -> int:
             return [r for r in rows if cmp.series_key(r) not in decision.run_once]
 
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
+        pair_settings = {"timing": {"budget_s": args.pair_budget}, "threads": args.threads}
         with session.clock.phase("paired"):
-            pairs = paired.paired_samples(session, last[base.sha], last[head.sha],
-                                          {"timing": {"budget_s": args.pair_budget}, "threads": args.threads})
+            pairs = paired.paired_samples(session, last[base.sha], last[head.sha], pair_settings)
+        measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
+        alarms = {(r.variant, r.shape, r.dtype, r.device) for r in measured
+                  if r.kind in ("slower", "faster") and r.base and r.base.paired}
+        if alarms:  # only a claimed change pays for the check
+            with session.clock.phase("paired"):
+                offsets = paired.copy_offsets(session, last[base.sha], alarms, pair_settings)
+            measured = cmp.with_copy_check(measured, offsets)
     finally:
         session.shutdown()
-    measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
     untimed = {**decision.reuse, **once_rows}
     notes = {k: f"{unchanged.SAME_BUILD}: stored result of {str(row.get('commit_sha', ''))[:10]}"
              for k, row in decision.reuse.items()}

@@ -17,6 +17,7 @@ that moved (`FamilySummary`); the full table keeps a row per point.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -317,6 +318,30 @@ def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Compari
     changes = ", ".join(f"{1 / r - 1:+.1%}" for r in ratios)
     return dataclasses.replace(c, verdict=verdicts.UNSURE,
                                reason=f"pooled samples say {c.verdict} but the rounds disagree ({changes})")
+
+
+def with_copy_check(rows: list[Row], offsets: dict[tuple, float]) -> list[Row]:
+    """A slower or faster row stands only when its change is well beyond what loading the very
+    same build again does to that series (`paired.copy_offsets`: two copies of the base build
+    timed alternately in one process; 1.0 for most kernels). Where the copies differ by more
+    than the threshold and by more than a third of the change, the row is unsure, with both
+    figures in the reason: the number moves when the binary is loaded, not with the commit."""
+    out = []
+    for r in rows:
+        offset = offsets.get((r.variant, r.shape, r.dtype, r.device))
+        if offset is None or r.kind not in (verdicts.SLOWER, verdicts.FASTER) or r.comparison is None:
+            out.append(r)
+            continue
+        copies, change = abs(math.log(offset)), abs(math.log(r.comparison.ratio))
+        if copies > max(r.threshold or 0.0, change / 3):
+            reason = (f"paired samples say {r.kind} ({r.comparison.change:+.1%}) but two copies of the base build "
+                      f"differ by {1 / offset - 1:+.1%} in one process: this kernel's speed is set when it is "
+                      "loaded, not by the commit")
+            r = dataclasses.replace(r, kind=verdicts.UNSURE,
+                                    comparison=dataclasses.replace(r.comparison, verdict=verdicts.UNSURE,
+                                                                   reason=reason))
+        out.append(r)
+    return sorted(out, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
 
 
 def _orders_agree(c: verdicts.Comparison, ratios: tuple[float, ...], threshold: float) -> verdicts.Comparison:

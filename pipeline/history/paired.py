@@ -20,44 +20,72 @@ def series(job, device_key: str) -> tuple[str, str, str, str]:
     return job.variant, job.shape.key, job.dtype, device_key
 
 
-# Which build a pair's child loads first. The same binary loaded twice into one process can run
-# at two speeds, a copy per load (a kernel that spills heavily, timed 10-27% apart against
-# itself on an H100): each series is paired in two children, base loaded first in one and head
-# in the other, half the budget each, so an effect of the load order shows as two orders that
-# disagree instead of as a change (a crossover design).
+# Each series is paired in two children, half the budget each: base loaded first in one, head in
+# the other. The two children are replicates: a kernel can run at a speed set when it is loaded
+# (one spilling binary paired against itself on an H100 and an H200: each copy steady within its
+# process, the copies 1-10% apart, the level 13 or 18 ms from one process to the next), and a
+# change the builds made moves both children alike (`compare.compare_rounds`).
 ORDERS = ("base first", "head first")
 
 
 def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, settings: dict) -> dict[tuple, tuple]:
-    """{(variant, shape, dtype, device): (base samples, head samples, per-order median ratios)}
+    """{(variant, shape, dtype, device): (base samples, head samples, per-child median ratios)}
     for the jobs that are ok on both sides (identical builds are paired too: that is how a
-    no-change comparison looks). The ratios are head/base per load order (`ORDERS`), for the
-    check that both orders agree; a series whose one order failed has one ratio."""
+    no-change comparison looks). The ratios are head/base per child (`ORDERS`), for the check
+    that both agree; a series one of whose children failed has one ratio."""
     ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
     ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
     both = ok_base & ok_head
     keyed = ((job, device_key(session, job.device_kind)) for job in head.jobs)
     pairable = [(job, device, key) for job, device in keyed
                 if (key := series(job, device)) in both and job.variant in base.artifacts]
-    if not pairable:
+    tasks = []
+    for job, device, key in pairable:
+        sides = [(base.variants[job.variant], base.artifacts[job.variant]),
+                 (head.variants[job.variant], head.artifacts[job.variant])]
+        for order in range(len(ORDERS)):
+            first = sides[order]  # the build the child loads (and lists) first
+            tasks.append((job, device, (first, sides[1 - order]), (*key, order)))
+    per_order: dict[tuple, dict[int, tuple]] = {}
+    for tag, (first, second) in _time_pairs(session, tasks, settings, len(ORDERS), "paired timing").items():
+        key, order = tuple(tag[:-1]), tag[-1]
+        per_order.setdefault(key, {})[order] = (second, first) if order else (first, second)
+    return {key: _pooled(orders) for key, orders in per_order.items()}
+
+
+def copy_offsets(session: Session, base: RunOutcome, keys: set[tuple], settings: dict) -> dict[tuple, float]:
+    """{series: median ratio of two copies of the base build, timed alternately in one child}:
+    how far loading the very same build again moves this series (1.0 for most kernels). Run
+    for the series a comparison calls slower or faster, to tell a change from that."""
+    tasks = []
+    for job in base.jobs:
+        key = series(job, device_key(session, job.device_kind))
+        if key in keys and job.variant in base.artifacts:
+            one = (base.variants[job.variant], base.artifacts[job.variant])
+            tasks.append((job, key[3], (one, one), key))
+    out = {}
+    for key, (a, b) in _time_pairs(session, tasks, settings, 1, "same-build check").items():
+        out[key] = float(np.median(np.asarray(b) / np.asarray(a)))
+    return out
+
+
+def _time_pairs(session: Session, tasks: list, settings: dict, split: int, label: str) -> dict[tuple, tuple]:
+    """Run each (job, device key, ((variant, artifact), (variant, artifact)), tag) as one paired
+    child on the job's device slot, with 1/`split` of the pair budget; {tag: (samples of the
+    first, samples of the second)} for the children that finished ok."""
+    if not tasks:
         return {}  # also: a compare that timed nothing needs no cluster for this
     pool = session.slots
     settings = {"limits": LIMITS.to_dict(), **settings}
     timing = dict(settings.get("timing") or {})
     if "budget_s" in timing:
-        timing["budget_s"] = float(timing["budget_s"]) / len(ORDERS)
-    for job, device, key in pairable:
-        variants = [base.variants[job.variant].to_dict(), head.variants[job.variant].to_dict()]
-        refs = [base.artifacts[job.variant], head.artifacts[job.variant]]
-        for order in range(len(ORDERS)):
-            first = 1 if order else 0  # the side the child loads (and lists) first
-            sides = [first, 1 - first]
-            # Both builds timed alternately in one child, on the job's device slot (warm runner).
-            pool.submit(job.device_kind, "run_pair", (job.to_dict(), [variants[i] for i in sides], refs[sides[0]],
-                                                      refs[sides[1]], {**settings, "timing": timing,
-                                                                       "device_key": device}), (*key, order))
-    per_order: dict[tuple, dict[int, tuple]] = {}
-    with session.progress.task("paired timing", len(pairable) * len(ORDERS)) as advance:
+        timing["budget_s"] = float(timing["budget_s"]) / split
+    for job, device, ((va, ra), (vb, rb)), tag in tasks:
+        # Both builds timed alternately in one child, on the job's device slot (warm runner).
+        pool.submit(job.device_kind, "run_pair", (job.to_dict(), [va.to_dict(), vb.to_dict()], ra, rb,
+                                                  {**settings, "timing": timing, "device_key": device}), tag)
+    out = {}
+    with session.progress.task(label, len(tasks)) as advance:
         while pool.has_work():
             refs = pool.refs()
             ready = ray.wait(refs, num_returns=1, timeout=1.0)[0] if refs else []
@@ -75,17 +103,15 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
                 result = ray.get(ready[0])
             except ray.exceptions.RayError:  # the slot died under it: this pair has no samples
                 result = {"status": status.CRASHED}
-            key, order = tuple(tag[:-1]), tag[-1]
             if result["status"] == status.OK:
-                first, second = (tuple(s) for s in result["samples"])
-                per_order.setdefault(key, {})[order] = (second, first) if order else (first, second)
-            advance(key[0])
-    return {key: _pooled(orders) for key, orders in per_order.items()}
+                out[tag] = tuple(tuple(s) for s in result["samples"])
+            advance(tag[0])
+    return out
 
 
 def _pooled(orders: dict[int, tuple]) -> tuple:
-    """Both orders' pairs as one sample list per side (pair i of each order stays aligned), and
-    each order's median head/base ratio."""
+    """Both children's pairs as one sample list per side (pair i of each child stays aligned),
+    and each child's median head/base ratio."""
     base = tuple(s for order in sorted(orders) for s in orders[order][0])
     head = tuple(s for order in sorted(orders) for s in orders[order][1])
     ratios = tuple(float(np.median(np.asarray(orders[o][1]) / np.asarray(orders[o][0]))) for o in sorted(orders))
