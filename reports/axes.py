@@ -32,6 +32,8 @@ class AxesCell:
     text: str  # the number in the table's unit (`612`), or the status
     share: float | None
     best: bool = False
+    # What limits the point, from its static analysis (`resource_line`): why a point is slow.
+    why: str = ""
 
     @property
     def failed(self) -> bool:
@@ -109,7 +111,7 @@ def table(family: str, shape: str, dtype: str, device: str, rows: Sequence[dict]
         rate = _rate(row)
         return AxesCell(row["variant"], point_label(row["variant"]), row["status"], rate, row.get("pct_of_peer"),
                         fmt.sig(rate / factor, 3) if rate else row["status"], rate / top if rate else None,
-                        best=row is best_row)
+                        best=row is best_row, why=resource_line(row.get("resources")))
 
     row_axis, col_axes = (None, axes) if len(axes) == 1 else (axes[0], axes[1:])
     row_keys = [((row_axis, v),) for v in values[row_axis]] if row_axis else [()]
@@ -123,6 +125,37 @@ def table(family: str, shape: str, dtype: str, device: str, rows: Sequence[dict]
     best = next((c for line in cells for c in line if c and c.best), None)
     return AxesTable(family, shape, dtype, device, unit, axes, row_axis, col_axes, row_labels, col_labels, cells,
                      best, len(points), sum(1 for r in points.values() if not _rate(r)))
+
+
+def resource_line(resources: dict | None) -> str:
+    """The figures that tell one point from another, of its kernel with the most shared memory
+    (LDS): registers, shared memory, spills, and on AMD the waves per CU and what limits them —
+    `255 regs · smem 144 KiB · spills 5300 B`, `VGPR 128 · LDS 64 KiB · 16 waves/CU (lds)`."""
+    kernels = [k for k in ((resources or {}).get("kernels") or {}).values() if isinstance(k, dict)]
+    if not kernels:
+        return ""
+    k = max(kernels, key=lambda x: x.get("smem_bytes") or x.get("lds_bytes") or 0)
+    parts = []
+    if k.get("registers") is not None:
+        parts.append(f"{k['registers']} regs")
+    if k.get("vgprs") is not None:
+        parts.append(f"VGPR {k['vgprs']}" + (f" + AGPR {k['agprs']}" if k.get("agprs") else ""))
+    for key, label in (("smem_bytes", "smem"), ("lds_bytes", "LDS")):
+        if k.get(key):
+            parts.append(f"{label} {_kib(k[key])}")
+    spilled = (k.get("spill_stores") or 0) + (k.get("spill_loads") or 0)
+    if spilled:
+        parts.append(f"spills {k.get('spill_stores') or 0} B")
+    if k.get("vgpr_spill") or k.get("sgpr_spill"):
+        parts.append(f"spills {(k.get('vgpr_spill') or 0) + (k.get('sgpr_spill') or 0)} regs")
+    if k.get("waves_per_cu") is not None:
+        parts.append(f"{k['waves_per_cu']:g} waves/CU" + (f" ({k['occupancy_limit']})" if k.get("occupancy_limit")
+                                                          else ""))
+    return " · ".join(parts)
+
+
+def _kib(n: float) -> str:
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n:.0f} B"
 
 
 def heat_colour(share: float | None) -> str:

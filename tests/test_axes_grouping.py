@@ -139,3 +139,16 @@ def test_a_commit_without_sweeps_has_no_axes_view(tmp_path):
     page = write_commit_page(tmp_path, {"sha": "b" * 40, "subject": "s", "author": "a", "authored_at": "2026"},
                              page_rows([result("cuda_tiled", 20)]))
     assert 'id="axes"' not in page.read_text()
+
+
+def test_a_cell_says_what_limits_its_point():
+    from reports.axes import resource_line
+
+    nvidia = {"vendor": "nvidia", "kernels": {
+        "k<(bool)0>": {"registers": 200, "smem_bytes": 1024, "spill_stores": 0, "spill_loads": 0},
+        "k<(bool)1>": {"registers": 255, "smem_bytes": 147456, "spill_stores": 5300, "spill_loads": 5168}}}
+    assert resource_line(nvidia) == "255 regs · smem 144 KiB · spills 5300 B"
+    amd = {"vendor": "amd", "kernels": {"g": {"vgprs": 128, "agprs": 64, "lds_bytes": 65536, "waves_per_cu": 16,
+                                              "occupancy_limit": "lds", "vgpr_spill": 0}}}
+    assert resource_line(amd) == "VGPR 128 + AGPR 64 · LDS 64 KiB · 16 waves/CU (lds)"
+    assert resource_line(None) == "" and resource_line({"kernels": {}}) == ""
