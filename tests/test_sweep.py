@@ -3,6 +3,7 @@ changes in the variant record, and the manifest errors of a sweep."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -195,3 +196,16 @@ def test_best_point_is_nearest_the_fastest_at_every_series():
             row("k[B=3]", "s1", 0.6), row("k[B=3]", "s2", 3.0),
             row("plain", "s1", 0.1), row("other[X=1]", "s1", 1.0, "crashed")]
     assert best_points(rows) == {"k": "k[B=3]"}
+
+
+def test_ls_lists_every_point_with_its_family_and_values(tmp_path, capsys):
+    from suite_repo import init_repo
+
+    from pipeline import cli
+
+    init_repo(tmp_path)
+    _repo(tmp_path, "[params]\nBS = [8, 32]\nMODE = [0]\n")
+    assert cli.main(["ls", "--repo", str(tmp_path), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["sw[BS=32,MODE=0]"]["family"] == "sw" and rows["sw[BS=32,MODE=0]"]["params"] == {"BS": 32, "MODE": 0}
+    assert "sw[BS=8,MODE=0]" in rows and "params" not in rows["peer.gemm"]

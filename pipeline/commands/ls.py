@@ -39,7 +39,8 @@ def main(args) -> int:
         runnable = [k for k in v.devices if k in kinds]
         rows.append({"name": v.name, "op": v.op, "backend": v.backend, "folder": v.folder,
                      "shapes": len(v.shapes) if v.shapes else "peer", "dtypes": list(v.dtypes),
-                     "build": can_build, "run": runnable, "status": "ok"})
+                     "build": can_build, "run": runnable, "status": "ok",
+                     **({"family": v.family, "params": v.params} if v.params else {})})
     for bad in invalid:
         rows.append({"name": bad.name, "folder": bad.folder, "status": "invalid", "error": bad.error})
     if args.json:
