@@ -1,5 +1,6 @@
 """Builds every kernels/gemm/hip_* variant with a `c` or `raw` binding for gfx942 with the
-toolchain found here (the pybind11 one: tests/rocm/test_rocm_pybind.py)."""
+toolchain found here (the pybind11 one: tests/rocm/test_rocm_pybind.py; the swept one, point by
+point: tests/test_sweep_bundled.py)."""
 import json
 import tomllib
 from dataclasses import asdict
@@ -12,7 +13,8 @@ from workers.rocm.toolchain import ToolchainMissing, find_hip_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = sorted(p for p in (ROOT / "kernels" / "gemm").glob("hip_*/variant.toml")
-                  if tomllib.loads(p.read_text())["binding"]["kind"] != "pybind11")
+                  if tomllib.loads(p.read_text())["binding"]["kind"] != "pybind11"
+                  and "params" not in tomllib.loads(p.read_text()))
 TOOLCHAIN = find_hip_toolchain()
 
 
