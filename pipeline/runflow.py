@@ -572,9 +572,10 @@ def _wanted(job: Job, options: RunOptions) -> bool:
 
 def _best_points_only(session: Session, variants: list[Variant], jobs: list[Job]) -> list[Job]:
     """`--points best`: each swept variant's jobs at its best stored point only."""
-    rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
-    best = best_points(rows)
     swept = {v.name: v.family for v in variants if v.params}
+    rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
+    # Only the points the manifest has now compete: one it dropped must not leave its family untimed.
+    best = best_points([r for r in rows if r["variant"] in swept])
     return [j for j in jobs if j.variant not in swept or swept[j.variant] not in best
             or best[swept[j.variant]] == j.variant]
 

@@ -20,7 +20,7 @@ import math
 import re
 from pathlib import Path
 
-from workers.params import Value, define_flags, format_value, template_entry
+from workers.params import Value, define_flags, format_value, point_name, split_point, template_entry
 from workers.records import Variant
 
 # An axis becomes a macro, a keyword argument and part of a name: an identifier.
@@ -133,8 +133,6 @@ def template_axes(entry: str) -> set[str]:
 
 
 def _at_point(v: Variant, point: dict[str, Value]) -> Variant:
-    from workers.params import point_name
-
     flags = v.flags
     extensions = v.extensions
     # An axis the raw entry takes as a template argument is not also a macro: `-DBM=64` would
@@ -162,8 +160,6 @@ def best_points(rows: list[dict]) -> dict[str, str]:
     the mean of best time / its time (a series a point has no good result at counts 0, so a
     point that fails at one shape does not win on the others). Families with no measured
     point are absent."""
-    from workers.params import split_point
-
     times: dict[str, dict[str, dict[tuple, float]]] = {}
     for r in rows:
         family, params = split_point(r["variant"])
