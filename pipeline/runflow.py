@@ -10,6 +10,7 @@ import dataclasses
 import math
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -208,6 +209,10 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     # peer was asked for. The filters apply to jobs, and only variants with jobs are built.
     variants, invalid = discover(root, config, options.kernel_dirs)
     variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
+    for sel in options.only:
+        if not any(selects(sel, v.name) for v in variants) and family_of(sel) not in {b.name for b in invalid}:
+            print(f"flopwatch: --variant {sel!r} selects no variant at {info.sha[:10]} (a swept variant's points: "
+                  "NAME, or NAME[AXIS=value,...] with the values as the manifest writes them)", file=sys.stderr)
     invalid = [bad for bad in invalid if not options.only or bad.name in {family_of(sel) for sel in options.only}]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
@@ -572,9 +577,11 @@ def _wanted(job: Job, options: RunOptions) -> bool:
 
 def _best_points_only(session: Session, variants: list[Variant], jobs: list[Job]) -> list[Job]:
     """`--points best`: each swept variant's jobs at its best stored point only."""
-    swept = {v.name: v.family for v in variants if v.params}
+    selected = {j.variant for j in jobs}
+    swept = {v.name: v.family for v in variants if v.params and v.name in selected}
     rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
-    # Only the points the manifest has now compete: one it dropped must not leave its family untimed.
+    # Only the points the manifest has now, and the run selected, compete: one it dropped (or a
+    # selector left out) must not leave its family untimed.
     best = best_points([r for r in rows if r["variant"] in swept])
     return [j for j in jobs if j.variant not in swept or swept[j.variant] not in best
             or best[swept[j.variant]] == j.variant]

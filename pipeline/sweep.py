@@ -30,6 +30,8 @@ _AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _STRING_VALUE = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 # More points than this is a mistake in the axes (a sweep of that size is a tuning run).
 MAX_POINTS = 256
+# A point's name becomes part of file names (its trend page) and table cells.
+MAX_POINT_TEXT = 160
 # Python-side entries take the point as keyword arguments.
 _KWARG_KINDS = ("python", "triton")
 
@@ -56,10 +58,15 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
                                                "as it becomes a define and a keyword argument")
     for name, values in axes.items():
         _check_values(f"params.{name}", values)
-        repeated = sorted({format_value(v) for v in values if [format_value(x) for x in values].count(
-            format_value(v)) > 1})
-        if repeated:
-            raise SweepError(f"params.{name}", f"{repeated} appear twice")
+        # 1 and true both compile as -DA=1; 1 and 1.0 are one value to Python: one point each.
+        texts = [t for v in values for t in {format_value(v), define_flags({name: v})[0]}]
+        repeated = sorted({t for t in texts if texts.count(t) > 1})
+        if repeated or len({v for v in values}) < len(values):
+            raise SweepError(f"params.{name}", f"{repeated or values} give the same point twice")
+    size = math.prod(len(v) for v in axes.values()) if axes else 0
+    if size + len(extra) > MAX_POINTS:
+        raise SweepError("params", f"{size + len(extra)} points; at most {MAX_POINTS} (exclude combinations, or "
+                                   "split the sweep into variants)")
     points = [dict(zip(names, combo)) for combo in itertools.product(*axes.values())] if axes else []
     for i, point in enumerate(extra):
         if set(point) != set(names):
@@ -73,12 +80,19 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
         if unknown or not table:
             raise SweepError(f"sweep.exclude[{i}]", f"{unknown} are not axes ({names})" if unknown
                              else "an empty table would exclude every point")
-        points = [p for p in points if not all(format_value(p[k]) == format_value(v) for k, v in table.items())]
+        kept = [p for p in points if not all(format_value(p[k]) == format_value(v) for k, v in table.items())]
+        if len(kept) == len(points):
+            raise SweepError(f"sweep.exclude[{i}]", f"{table} matches no point (a value misspelt?)")
+        points = kept
     if not points:
         raise SweepError("sweep.exclude", "excludes every point of [params]")
     if len(points) > MAX_POINTS:
         raise SweepError("params", f"{len(points)} points; at most {MAX_POINTS} (exclude combinations, or split "
                                    "the sweep into variants)")
+    longest = max(points, key=lambda p: len(point_name("", p)))
+    if len(point_name("", longest)) > MAX_POINT_TEXT:
+        raise SweepError("params", f"the point {point_name('', longest)[:60]}... is named by more than "
+                                   f"{MAX_POINT_TEXT} characters; shorter axis names or values")
     return points
 
 
@@ -87,8 +101,8 @@ def _check_values(key: str, values: list) -> None:
         if isinstance(value, str) and not _STRING_VALUE.fullmatch(value):
             raise SweepError(key, f"{value!r} is not a single token (letters, digits, _ . + -, at most 64): a value "
                                   "becomes a define's text and part of the point's name")
-        if isinstance(value, float) and math.isnan(value):
-            raise SweepError(key, "nan is not a value")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SweepError(key, f"{value} is not a value a define can carry")
 
 
 def _key(point: dict) -> tuple:

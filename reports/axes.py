@@ -143,9 +143,8 @@ def resource_line(resources: dict | None) -> str:
     for key, label in (("smem_bytes", "smem"), ("lds_bytes", "LDS")):
         if k.get(key):
             parts.append(f"{label} {_kib(k[key])}")
-    spilled = (k.get("spill_stores") or 0) + (k.get("spill_loads") or 0)
-    if spilled:
-        parts.append(f"spills {k.get('spill_stores') or 0} B")
+    if k.get("spill_stores") or k.get("spill_loads"):
+        parts.append(f"spills {max(k.get('spill_stores') or 0, k.get('spill_loads') or 0)} B")
     if k.get("vgpr_spill") or k.get("sgpr_spill"):
         parts.append(f"spills {(k.get('vgpr_spill') or 0) + (k.get('sgpr_spill') or 0)} regs")
     if k.get("waves_per_cu") is not None:

@@ -64,6 +64,14 @@ def test_points_are_the_product_in_axis_order_plus_extra_less_excluded():
     ({"BM": [64, 128]}, [], [{"BM": 64}, {"BM": 128}], "sweep.exclude", "every point"),
     ({"A": list(range(20)), "B": list(range(20))}, [], [], "params", "at most"),
     ({}, [], [{"BM": 1}], "sweep.exclude", "no [params]"),
+    ({"A": [1, True]}, [], [], "params.A", "same point twice"),        # both -DA=1
+    ({"A": [1, 1.0]}, [], [], "params.A", "same point twice"),
+    ({"A": [float("inf")]}, [], [], "params.A", "not a value"),
+    ({"BM": [64, 128]}, [], [{"BM": 265}], "sweep.exclude[0]", "matches no point"),
+    ({"A": list(range(100)) for _ in range(1)} | {f"X{i}": list(range(20)) for i in range(8)}, [], [], "params",
+     "at most 256"),                                                     # refused before the product is built
+    ({"A_VERY_LONG_AXIS_NAME_" * 2 + str(i): ["a_long_value_of_an_axis_x"] for i in range(5)}, [], [], "params",
+     "more than 160 characters"),
 ])
 def test_sweep_mistakes_name_their_key(axes, extra, exclude, key, words):
     with pytest.raises(SweepError) as err:
@@ -209,3 +217,20 @@ def test_ls_lists_every_point_with_its_family_and_values(tmp_path, capsys):
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["sw[BS=32,MODE=0]"]["family"] == "sw" and rows["sw[BS=32,MODE=0]"]["params"] == {"BS": 32, "MODE": 0}
     assert "sw[BS=8,MODE=0]" in rows and "params" not in rows["peer.gemm"]
+
+
+def test_a_name_that_only_looks_like_a_point_is_a_plain_name():
+    assert split_point("x[y]") == ("x[y]", {}) and split_point("k[A=1,,]") == ("k", {"A": 1})
+    assert not selects("x[y]", "x[A=1]") and selects("x[y]", "x[y]")
+
+
+def test_template_instances_resolve_against_the_demanglers_spelling():
+    from workers.raw_symbols import resolve
+
+    kernels = {"_Z1kILj64ELb1EEvPf": "void k<64u, (bool)1>(float*)", "_Z1kILj32ELb0EEvPf": "void k<32u, false>(float*)",
+               "_Z2k2ILi8EEvPf": "void k2<(int)8>(float*)", "_Z2k3ILm4EEvPf": "void ns::k3<4ul>(float*)"}
+    assert resolve("k<64, true>", kernels) == ("_Z1kILj64ELb1EEvPf", "")
+    assert resolve("k<32, false>", kernels) == ("_Z1kILj32ELb0EEvPf", "")
+    assert resolve("k2<8>", kernels) == ("_Z2k2ILi8EEvPf", "")
+    assert resolve("ns::k3<4>", kernels) == ("_Z2k3ILm4EEvPf", "")
+    assert resolve("k<16, true>", kernels)[0] is None

@@ -139,3 +139,19 @@ def test_points_best_times_one_point_of_a_measured_variant(history, capsys, tmp_
     timed = sorted(_statuses(out["results"]))
     assert len(timed) == 1 and timed[0] in {"swept[BS=16,MODE=0]", "swept[BS=16,MODE=1]", "swept[BS=32,MODE=0]",
                                             "swept[BS=32,MODE=1]"}, timed
+
+
+def test_bisect_refuses_a_selector_of_several_points_before_timing(history, capsys, tmp_path):
+    root, shas = history
+    code = cli.main(["bisect", "--good", shas[0], "--bad", shas[-1], "--variant", "swept[BS=32]", "--repo", str(root),
+                     "--db", str(tmp_path / "b.db"), "--no-report", "--json"])
+    err = capsys.readouterr().err
+    assert code == 2 and "selects 3 points" in err and "--variant 'swept[BS=32,MODE=0]'" in err, err
+
+
+def test_a_selector_that_selects_nothing_says_so(history, capsys, tmp_path):
+    root, shas = history
+    cli.main(["run", shas[0], "--repo", str(root), "--db", str(tmp_path / "r.db"), "--no-report", "--json",
+              "--variant", "swept[MODE=7]"])
+    err = capsys.readouterr().err
+    assert "--variant 'swept[MODE=7]' selects no variant" in err, err

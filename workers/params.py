@@ -45,7 +45,8 @@ def point_name(family: str, params: dict[str, Value]) -> str:
 
 
 def split_point(name: str) -> tuple[str, dict[str, Value]]:
-    """(`family`, {axis: value}) of a point's name; a plain variant's name is its own family."""
+    """(`family`, {axis: value}) of a point's name; a plain variant's name is its own family,
+    and so is a name that only looks like a point (a folder called `x[y]`)."""
     m = _POINT.match(name)
     if not m:
         return name, {}
@@ -53,13 +54,13 @@ def split_point(name: str) -> tuple[str, dict[str, Value]]:
     for part in filter(None, (p.strip() for p in m["axes"].split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{name!r}: {part!r} is not AXIS=VALUE")
+            return name, {}
         axes[key.strip()] = parse_value(value.strip())
     return m["family"], axes
 
 
 def family_of(name: str) -> str:
-    return _POINT.match(name)["family"] if _POINT.match(name) else name
+    return split_point(name)[0]
 
 
 def selects(selector: str, name: str) -> bool:
@@ -68,10 +69,7 @@ def selects(selector: str, name: str) -> bool:
     if selector == name:
         return True
     family, params = split_point(name)
-    try:
-        want_family, want = split_point(selector)
-    except ValueError:
-        return False
+    want_family, want = split_point(selector)
     if want_family != family:
         return False
     return all(k in params and format_value(params[k]) == format_value(v) for k, v in want.items())

@@ -11,6 +11,7 @@ entry that names no kernel, or several, fails the build with the candidates list
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,6 +33,30 @@ def base_name(demangled: str) -> str:
     return "".join(out).strip()
 
 
+def template_spelling(name: str) -> str:
+    """One spelling of a template instance's name: boolean casts as true/false, other casts
+    before a literal and integer suffixes dropped, no spaces (`k<64u, (bool)1>` → `k<64,true>`)."""
+    name = re.sub(r"\(bool\)\s*1\b", "true", name)
+    name = re.sub(r"\(bool\)\s*0\b", "false", name)
+    name = re.sub(r"\((?:unsigned |signed )?(?:char|short|int|long|long long|__int128)\)\s*(?=-?\d)", "", name)
+    name = re.sub(r"\b(\d+)(?:ull|ul|ll|u|l)\b", r"\1", name, flags=re.IGNORECASE)
+    return re.sub(r"\s+", "", name.replace("void ", "", 1))
+
+
+def without_parameters(demangled: str) -> str:
+    """A demangled name without its parameter list: cut at the first `(` outside template
+    arguments and outside `(anonymous namespace)` (`k<(bool)1>(float*)` → `k<(bool)1>`)."""
+    depth = 0
+    for i, ch in enumerate(demangled):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0 and not demangled.startswith("(anonymous namespace)", i):
+            return demangled[:i]
+    return demangled
+
+
 def resolve(entry: str, kernels: Mapping[str, str]) -> tuple[str | None, str]:
     """(symbol, problem) for `entry` among `kernels` ({symbol: demangled name}) (pure).
 
@@ -43,7 +68,10 @@ def resolve(entry: str, kernels: Mapping[str, str]) -> tuple[str | None, str]:
     tests = (lambda s, d: d == entry,
              lambda s, d: d.split("(", 1)[0].replace("void ", "", 1).strip() == entry,
              lambda s, d: base_name(d) == entry,
-             lambda s, d: base_name(d).rsplit("::", 1)[-1] == entry)
+             lambda s, d: base_name(d).rsplit("::", 1)[-1] == entry,
+             # A template instance as written in a manifest (`k<64, true>`) against the
+             # demangler's spelling of it (`k<64u, (bool)1>`, `k<(int)64>` from cu++filt).
+             lambda s, d: "<" in entry and template_spelling(without_parameters(d)) == template_spelling(entry))
     for test in tests:
         found = sorted({s for s, d in kernels.items() if test(s, d)})
         if len(found) == 1:

@@ -110,8 +110,19 @@ def main(args) -> int:
     options = run_options(args, "bisect")
     session = open_session(args, work)
     try:
+        # A swept variant is bisected one point at a time: a selector naming several points is
+        # refused before anything is timed; one point is bisected under its own name.
+        planned = plan_commit(session, repo, args.bad, dataclasses.replace(options, only=(args.variant[0],),
+                                                                            with_peer=False))
+        points = sorted({j.variant for j in planned.jobs})
+        if len(points) > 1:
+            print(f"flopwatch bisect: error: --variant {args.variant[0]!r} selects {len(points)} points of a swept "
+                  f"variant ({', '.join(points[:3])}, ...); bisect one, e.g. --variant '{points[0]}'",
+                  file=sys.stderr)
+            return 2
+        variant = points[0] if points else args.variant[0]
         shape = options.shapes[0] if options.shapes else None  # normalised by run_options (512x512 → 512×512)
-        report = bisect_series(session, repo, args.good, args.bad, args.variant[0], shape, threshold,
+        report = bisect_series(session, repo, args.good, args.bad, variant, shape, threshold,
                                options, args.max_evals, args.max_repeats)
     finally:
         session.shutdown()

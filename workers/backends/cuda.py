@@ -102,13 +102,4 @@ def _short(name: str) -> str:
     """`gemm_tiled(const bf16*, ...)` → `gemm_tiled`: the table column stays readable. Template
     arguments stay, parentheses inside them too (`k<(bool)1>(float*)` → `k<(bool)1>`): two
     instantiations of one kernel are two rows, not one overwriting the other."""
-    depth = 0
-    for i, c in enumerate(name):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(0, depth - 1)
-        elif c == "(" and depth == 0 and i > 0:
-            name = name[:i]
-            break
-    return name.replace("void ", "").strip()
+    return raw_symbols.without_parameters(name).replace("void ", "").strip()
