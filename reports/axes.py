@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from reports import format as fmt
+from reports import metric_names
 from workers import params, status
 
 
@@ -142,7 +143,7 @@ def resource_line(resources: dict | None) -> str:
         parts.append(f"VGPR {k['vgprs']}" + (f" + AGPR {k['agprs']}" if k.get("agprs") else ""))
     for key, label in (("smem_bytes", "smem"), ("lds_bytes", "LDS")):
         if k.get(key):
-            parts.append(f"{label} {_kib(k[key])}")
+            parts.append(f"{label} {metric_names.format_value('bytes', k[key])}")
     if k.get("spill_stores") or k.get("spill_loads"):
         parts.append(f"spills {max(k.get('spill_stores') or 0, k.get('spill_loads') or 0)} B")
     if k.get("vgpr_spill") or k.get("sgpr_spill"):
@@ -151,10 +152,6 @@ def resource_line(resources: dict | None) -> str:
         parts.append(f"{k['waves_per_cu']:g} waves/CU" + (f" ({k['occupancy_limit']})" if k.get("occupancy_limit")
                                                           else ""))
     return " · ".join(parts)
-
-
-def _kib(n: float) -> str:
-    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n:.0f} B"
 
 
 def heat_colour(share: float | None) -> str:

@@ -266,7 +266,7 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
         kind = _kind(b, h, comparison)
         rows.append(Row(*key, kind, b, h, comparison, moved(b, h) if b and h else (), used,
                         reason=not_run_reason(kind, b, h)))
-    return sorted(rows, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
+    return sorted(rows, key=_table_order)
 
 
 def unchanged_rows(rows: dict[tuple, dict], notes: dict[tuple, str], threshold: float | None) -> list[Row]:
@@ -290,8 +290,13 @@ def _untimed_kind(side: Side) -> str:
     return NOT_RUN if side.status in NOT_MEASURED else UNCHANGED
 
 
+def _table_order(r: Row) -> tuple:
+    """Regressions first (by kind), and within a kind the largest change first."""
+    return _ORDER[r.kind], r.comparison.change if r.comparison else 0.0
+
+
 def merge_rows(measured: list[Row], unchanged: list[Row]) -> list[Row]:
-    return sorted([*measured, *unchanged], key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
+    return sorted([*measured, *unchanged], key=_table_order)
 
 
 def compare_rounds(base: Side, head: Side, threshold: float) -> verdicts.Comparison:
@@ -341,7 +346,7 @@ def with_copy_check(rows: list[Row], offsets: dict[tuple, float]) -> list[Row]:
                                     comparison=dataclasses.replace(r.comparison, verdict=verdicts.UNSURE,
                                                                    reason=reason))
         out.append(r)
-    return sorted(out, key=lambda r: (_ORDER[r.kind], r.comparison.change if r.comparison else 0.0))
+    return sorted(out, key=_table_order)
 
 
 def _orders_agree(c: verdicts.Comparison, ratios: tuple[float, ...], threshold: float) -> verdicts.Comparison:
