@@ -1,6 +1,7 @@
 """Tests of pipeline.history.changepoint on synthetic per-commit series with fixed seeds."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -123,8 +124,8 @@ def test_the_bound_skips_only_series_that_cannot_show_a_step():
     # A lone spike (a busy night) widens min..max but not the run means: no test is run...
     quiet = np.concatenate([np.full(20, 1.0), [1.08], np.full(20, 1.0)]) * (1 + 0.001 * np.sin(np.arange(41)))
     calls = []
-    real = changepoint.e_divisive
-    changepoint.e_divisive = lambda *a, **k: calls.append(1) or real(*a, **k)
+    real = changepoint.search_window
+    changepoint.search_window = lambda *a, **k: calls.append(1) or real(*a, **k)
     try:
         assert detect_steps(quiet, commits(41), threshold=0.03) == []
         assert calls == []
@@ -132,7 +133,7 @@ def test_the_bound_skips_only_series_that_cannot_show_a_step():
         step = np.concatenate([np.full(20, 1.0), np.full(21, 1.05)]) * (1 + 0.001 * np.sin(np.arange(41)))
         assert [s.index for s in detect_steps(step, commits(41), threshold=0.03)] == [20] and calls
     finally:
-        changepoint.e_divisive = real
+        changepoint.search_window = real
 
 
 def test_permutations_stop_once_the_split_cannot_be_significant(monkeypatch):
@@ -176,10 +177,13 @@ def test_a_step_in_a_long_series_is_judged_by_its_window():
     values = np.concatenate([rng.normal(1.0, 0.01, 700), rng.normal(1.06, 0.01, 395)])
     [step] = detect_steps(values, commits(1095), threshold=0.03)
     assert step.index == 700 and step.change == pytest.approx(0.06, abs=0.01)
-    # Its segments end at the window's edges: at most a window's worth of points on each side.
+    # Its segments end at the window's edges, and a step's height is read from at most SIDE
+    # points on each side: the commits around it, not the averages of a window.
     window = next(w for w in changepoint.plan_windows(1095) if w.owns_from <= 700 < w.owns_to)
-    assert step.mean_before == pytest.approx(np.mean(values[window.start:700]))
-    assert step.mean_after == pytest.approx(np.mean(values[700:window.stop]))
+    side = changepoint.SIDE
+    assert window.start <= 700 - side and 700 + side <= window.stop
+    assert step.mean_before == pytest.approx(np.mean(values[700 - side:700]))
+    assert step.mean_after == pytest.approx(np.mean(values[700:700 + side]))
 
 
 def test_a_slow_drift_is_not_a_step():
@@ -189,10 +193,123 @@ def test_a_slow_drift_is_not_a_step():
     assert detect_steps(values, commits(1095), threshold=0.03) == []
 
 
-def test_search_windows_is_e_divisive_per_window_as_plain_dicts():
+def test_search_windows_is_the_window_search_per_window_as_plain_dicts():
     rng = np.random.default_rng(8)
     a = np.concatenate([rng.normal(1.0, 0.01, 15), rng.normal(1.2, 0.01, 15)])
     b = rng.normal(1.0, 0.01, 30)
     got = changepoint.search_windows([list(a), list(b)])
     assert got[1] == [] and 15 in [cp["index"] for cp in got[0]]
-    assert got[0] == [vars(cp) for cp in e_divisive(a)]
+    assert got[0] == [vars(cp) for cp in changepoint.search_window(a)]
+
+
+def _noise_classes():
+    """benchmarks/detector_noise.py's noise generator (the classes of the detector benchmarks)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "detector_noise.py"
+    spec = importlib.util.spec_from_file_location("detector_noise", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.noise
+
+
+NOISE_CLASSES = ("gaussian", "gaussian-2%", "heavy-tailed", "spiky", "bimodal", "drifting")
+
+
+def test_detector_pinned_on_a_seeded_set_of_each_noise_class():
+    # A pin of what benchmarks/detector_otava.py measures at scale, so that a faster detector
+    # cannot quietly trade precision or placement away. Per noise class, 6 series of a year of
+    # pure noise and 6 with a 3% slowdown at a random commit (seed 4), threshold 1%. On pure noise
+    # the detector raises about one false alarm per 60 such series (the benchmark's false alarms
+    # on its step-free stretches); this set has none and must keep none.
+    noise = _noise_classes()
+    n, found_exact, found_near, other = 365, {}, {}, {}
+    for c, kind in enumerate(NOISE_CLASSES):
+        rng = np.random.default_rng([4, c])
+        for _ in range(6):
+            quiet = 1e-3 * noise(kind, n, rng)
+            assert detect_steps(quiet, commits(n), threshold=0.01) == [], kind
+        found_exact[kind] = found_near[kind] = other[kind] = 0
+        for _ in range(6):
+            values = 1e-3 * noise(kind, n, rng)
+            at = int(rng.integers(40, n - 40))
+            values[at:] *= 1.03
+            steps = detect_steps(values, commits(n), threshold=0.01)
+            found_exact[kind] += any(s.index == at for s in steps)
+            found_near[kind] += any(abs(s.index - at) <= 2 for s in steps)
+            other[kind] += sum(abs(s.index - at) > 2 for s in steps)
+    # A 3% step is 3 noise SDs on 1% gaussian noise and 6 on the 0.5% base of spiky and
+    # drifting noise: found at its commit.
+    for kind in ("gaussian", "spiky", "drifting"):
+        assert found_exact[kind] >= 5 and found_near[kind] >= 5, (kind, found_exact)
+    # On 2% gaussian, heavy-tailed and bimodal noise it is 1.5-2 SDs: its commit is uncertain.
+    # (Now: 31 of 36 within 2 commits, 28 exactly, 6 other steps reported.)
+    assert sum(found_near.values()) >= 30 and sum(found_exact.values()) >= 26, (found_near, found_exact)
+    assert sum(other.values()) <= 7, other
+
+
+def test_a_wander_is_not_a_staircase():
+    # Drifting noise (two slow sinusoids of 3% and 2% and 3% a year on 0.5% night-to-night noise)
+    # differs between any two halves of a window, so a test of levels alone reports steps all
+    # along it (about 140 in these 24 series without the trend checks); the trend checks keep
+    # none.
+    noise = _noise_classes()
+    rng = np.random.default_rng([4, 99])
+    reported = [len(detect_steps(1e-3 * noise("drifting", 365, rng), commits(365), threshold=0.01)) for _ in range(24)]
+    assert sum(reported) == 0, reported
+
+
+def test_scan_p_value_is_conservative_against_simulation():
+    # The largest standardised rank-sum statistic of 64 exchangeable points, simulated: the
+    # Brownian-bridge p is never below the simulated one, and within a factor of 3 of it.
+    n, t = 64, np.arange(3, 62)
+    ranks = np.random.default_rng(0).permuted(np.tile(np.arange(1.0, n + 1), (20000, 1)), axis=1)
+    z = (np.cumsum(ranks, axis=1)[:, t - 1] - t * (n + 1) / 2) / np.sqrt(t * (n - t) * (n + 1) / 12)
+    top = np.abs(z).max(axis=1)
+    for level in (3.0, 3.5):
+        simulated = float(np.mean(top >= level))
+        assert simulated <= changepoint.scan_p_value(level, n, 3) <= 3 * simulated, level
+
+
+def test_exact_split_p_counts_the_arrangements():
+    # Every way of placing 3 of 11 ranks on the short side, counted by brute force.
+    n, m = 11, 3
+    for ranks in ([1, 2, 3, 4, 5, 6, 7, 8, 11, 9, 10], [1, 2, 3, 4, 5, 6, 8, 7, 9, 10, 11],
+                  [2, 1, 3, 4, 5, 6, 9, 7, 8, 11, 10], [1, 2, 3, 4, 5, 6, 7, 10, 8, 9, 11]):
+        r = np.array(ranks, dtype=float)
+        u = r[n - m:].sum() - m * (m + 1) / 2
+        k = min(u, m * (n - m) - u)
+        as_far = 0
+        for side in itertools.combinations(range(1, n + 1), m):
+            u_side = sum(side) - m * (m + 1) / 2
+            as_far += min(u_side, m * (n - m) - u_side) <= k
+        assert changepoint.exact_split_p(r, n - m) == pytest.approx(as_far / math.comb(n, m)), ranks
+
+
+def test_a_regression_four_nights_before_the_newest_is_found():
+    # What a nightly sees first: a 5% slowdown on 1% noise with four nights after it, at the end
+    # of 200 nights. Ranks alone give four top nights a z of 3.4; the exact count finds them.
+    exact = 0
+    for seed in range(12):
+        values = np.random.default_rng(seed).normal(1.0, 0.01, 200)
+        values[196:] *= 1.05
+        [step] = detect_steps(values, commits(200), threshold=0.03)
+        assert abs(step.index - 196) <= 1 and step.change > 0.03, seed
+        exact += step.index == 196
+    # (seed 2: the night before the step is 2 noise SDs high, and the step is put there)
+    assert exact >= 11
+
+
+def test_rank_scan_counts_ties_and_finds_the_split():
+    # Ties share their mean rank; a constant series has no split (not a spurious one at its end).
+    assert list(changepoint.ranks([2.0, 1.0, 2.0, 3.0])) == [2.5, 1.0, 2.5, 4.0]
+    assert changepoint.rank_scan(changepoint.ranks(np.full(20, 1.5)), 3) == (-1, 0.0)
+    values = np.concatenate([np.full(12, 1.0), np.full(8, 1.1)])
+    t, z = changepoint.rank_scan(changepoint.ranks(values), 3)
+    # The first 12 nights' ranks (6.5 each) sum to 78 against a mean of 126; the SD of that sum
+    # under exchangeability, ties counted, is sqrt(12 * 8 / (20 * 19) * 480) (480: the ranks'
+    # sum of squared deviations).
+    assert t == 12 and z == pytest.approx(-48 / np.sqrt(12 * 8 / (20 * 19) * 480), rel=1e-9)

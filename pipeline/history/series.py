@@ -230,7 +230,8 @@ def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05,
         limits.append(limit)
         for window in changepoint.plan_windows(values.size):
             part = values[window.start:window.stop]
-            key = changepoint.window_key(part, 0.05, 199, 3, seed) if changepoint.can_step(part, limit) else None
+            can = changepoint.can_step(part, limit)
+            key = changepoint.window_key(part, changepoint.ALPHA, 0, 3, seed) if can else None
             planned.append((i, window, key))
     keys = {key for _, _, key in planned if key}
     known = cache.get_many(keys) if cache is not None else {}
