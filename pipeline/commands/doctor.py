@@ -1,4 +1,6 @@
-"""flopwatch doctor: what this machine offers flopwatch, and how to get what is missing."""
+"""flopwatch doctor: what this machine offers flopwatch, and how to get what is missing; with
+`--github OWNER/REPO`, whether the repository's GitHub settings are what docs/ci.md requires
+(`pipeline.history.repo_settings`), one line each, exit 1 when one is not."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.checkout import CheckoutError
-from pipeline.commands.common import add_store_options, store_location
+from pipeline.commands.common import UsageError, add_store_options, store_location
 from pipeline.store import LocationError, checks
 from workers import device
 from workers.build import toolchains
 
-HELP = "report the results store, compilers, devices, profilers and Ray on this machine"
+HELP = ("report the results store, compilers, devices, profilers and Ray on this machine; with --github, "
+        "the repository's GitHub settings that docs/ci.md requires")
 
 _HINTS = {
     "cpp": "install a C++ compiler (apt-get install g++)",
@@ -122,9 +125,45 @@ def _hip_pybind11_row() -> dict:
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true")
     add_store_options(p)
+    p.add_argument("--github", metavar="OWNER/REPO",
+                   help="check this repository's GitHub settings (docs/ci.md) instead of this machine")
+    p.add_argument("--token-env", metavar="NAME", default="GITHUB_TOKEN",
+                   help="environment variable holding the GitHub token (default: GITHUB_TOKEN; never a command-line "
+                        "value, which every process of the machine can read)")
+    p.add_argument("--api-url", metavar="URL",
+                   help="GitHub REST API base URL (default: $GITHUB_API_URL, else https://api.github.com; GitHub "
+                        "Enterprise Server: https://HOST/api/v3)")
+
+
+def github_main(args) -> int:
+    """One line per setting docs/ci.md requires: `ok` or `WRONG`, what was found, and the fix."""
+    import os
+
+    from pipeline.history import github, repo_settings
+
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise UsageError(f"--github needs a token in ${args.token_env} (a token that may read the repository's "
+                         f"administration settings and, for runner groups, the organization's)")
+    url = (args.api_url or os.environ.get("GITHUB_API_URL") or github.DEFAULT_API_URL).rstrip("/")
+    api = github.Api(token=token, url=url, retries=2, max_wait_s=30.0)
+    try:
+        checks = repo_settings.check_repository(api, args.github)
+    except repo_settings.SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    except github.GitHubError as exc:
+        raise UsageError(f"GitHub API: {exc}") from None
+    if args.json:
+        print(json.dumps([c.__dict__ for c in checks]))
+    else:
+        for c in checks:
+            print(f"{'ok   ' if c.ok else 'WRONG'} {c.what}: {c.detail}" + ("" if c.ok else f" — fix: {c.fix}"))
+    return 0 if all(c.ok for c in checks) else 1
 
 
 def main(args) -> int:
+    if args.github:
+        return github_main(args)
     rows = gather(args)
     if args.json:
         print(json.dumps(rows))
