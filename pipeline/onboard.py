@@ -483,8 +483,11 @@ WORKFLOW = """\
 #                      analyses every variant and times the CPU ones)
 #   FLOPWATCH_PACKAGE  what pip installs flopwatch from (a wheel, a git URL; default: flopwatch)
 #   TORCH_INDEX_URL    where torch comes from (default: the CPU wheels; a GPU runner sets its own)
-# Pull requests from forks do not run here: their code would run on your runner. The project's
-# own pr-bench workflow shows how to admit them behind a label (docs/ci.md of flopwatch).
+# Pull requests from forks are skipped by the `if:` below, but a fork's PR runs the fork's own
+# copy of this file, which can drop that line and name any runner. If FLOPWATCH_RUNNER is a
+# self-hosted machine, put it in a runner group limited to this workflow on main and require
+# approval for all outside contributors (flopwatch's docs/ci.md, "Why files are not enough");
+# its pr-bench workflow shows how to admit a fork's commit with a `/bench <sha>` comment.
 name: flopwatch
 
 on:
