@@ -130,3 +130,14 @@ def test_doctor_checks_the_runner_groups_these_workflows_need():
                 used.setdefault(label, set()).add(f)
     assert {label: set(files) for label, files in repo_settings.RUNNER_LABELS.items()} == used
     assert set(repo_settings.NIGHTLY_SECRETS) == {s.removeprefix("secrets.") for s in NIGHTLY_SECRETS}
+
+
+def test_the_docs_do_not_call_stripping_secrets_from_job_children_a_boundary():
+    """Review note (Low): job children start without the tokens, but they run as the same user
+    and can read the driver's /proc/<pid>/environ; the docs must say so wherever they mention it."""
+    for path in (ROOT / "docs" / "ci.md", ROOT / "workers" / "runner.py"):
+        text = " ".join(path.read_text().split())
+        assert "child_env" in text or "SECRET_VARIABLES" in text, path
+        assert "not a boundary" in text and "/proc/<" in text, path
+    text = " ".join((ROOT / "docs" / "ci.md").read_text().split())
+    assert "they cannot leak" not in text and "never see, they cannot" not in text

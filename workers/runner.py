@@ -235,8 +235,10 @@ def _last_line(text: str) -> str:
 
 # Credentials a benchmarked kernel has no use for: the Ray cluster's token (a worker holds it
 # when its node was started with RAY_AUTH_TOKEN), CI tokens, and the results store's URL (a
-# PostgreSQL URL carries the database password). Job children are the repository's code; what
-# they never see, they cannot leak.
+# PostgreSQL URL carries the database password). Kept out of job children's environment so that
+# none lands in a compiler message, a result or a PR comment by accident.
+# Hygiene, not a boundary: a child runs as the same user and can read its parent's
+# /proc/<pid>/environ (docs/ci.md, "What isolates what").
 SECRET_VARIABLES = ("RAY_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN",
                     "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "FLOPWATCH_STORE")
 
