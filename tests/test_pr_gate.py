@@ -90,7 +90,8 @@ def test_a_maintainers_bench_comment_runs_exactly_the_named_head(tmp_path, assoc
     code, outputs, text, asked = _run_gate(tmp_path, "issue_comment", _comment(association=association))
     assert code == 0, text
     assert outputs == {"run": "true", "head_sha": HEAD, "base_sha": BASE, "number": "17"}
-    assert asked == ["/repos/octo-org/kernels/pulls/17"]
+    assert asked == ["/repos/octo-org/kernels/collaborators/octo-maintainer/permission",
+                     "/repos/octo-org/kernels/pulls/17"]
     assert f"approved by octo-maintainer: run at {HEAD}" in (tmp_path / "summary.md").read_text()
 
 
@@ -119,6 +120,25 @@ def test_other_comments_run_nothing(tmp_path, body, association, says):
     assert outputs["run"] == "false" and outputs["head_sha"] == "", outputs
     assert says in text
     assert asked == []  # refused before the PR is read
+
+
+@pytest.mark.parametrize(("permission", "says"), [
+    ("read", "whose permission on the repository is 'read': only admin or write approve"),
+    (None, "whose permission on the repository is 'none'"),  # 404: not a collaborator at all
+])
+def test_an_association_without_write_permission_is_not_an_approval(tmp_path, permission, says):
+    """COLLABORATOR covers outside collaborators invited with read access, MEMBER every member of
+    the organization: the gate asks the API for the commenter's permission on the repository."""
+    answers = _pr_answers()
+    path = "/repos/octo-org/kernels/collaborators/octo-maintainer/permission"
+    if permission is None:
+        del answers[path]
+    else:
+        answers[path]["body"]["permission"] = permission
+    code, outputs, text, asked = _run_gate(tmp_path, "issue_comment", _comment(association="COLLABORATOR"), answers)
+    assert code == 0 and outputs["run"] == "false", text
+    assert says in text
+    assert asked == [path]  # refused before the PR is read
 
 
 def test_a_comment_on_an_issue_is_not_an_approval(tmp_path):
@@ -172,5 +192,6 @@ def test_the_gate_reads_the_pr_with_the_workflow_token_and_api_url(tmp_path):
         done = subprocess.run([sys.executable, "-S", "-m", "pipeline.history.pr_gate"], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1
-    assert "pr_gate: error: reading the pull request: GitHub API GET" in done.stderr and "HTTP 401" in done.stderr
+    assert "pr_gate: error: reading the pull request or the commenter's permission: GitHub API GET" in done.stderr
+    assert "HTTP 401" in done.stderr
     assert not (tmp_path / "out").exists()

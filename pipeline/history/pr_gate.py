@@ -10,8 +10,10 @@ The rules (docs/ci.md, "Approval bound to a commit"):
   `synchronize` and `reopened`, at the head the event names.
 - A fork's PR runs only on a comment `/bench <sha>` (the full 40-hex SHA: a short prefix can be
   ground to match a second commit) written by the repository's OWNER, a MEMBER of its
-  organization or a COLLABORATOR, and only when `<sha>` is the PR's head when the gate reads the
-  PR. The benchmark then checks out exactly `<sha>`: a push after the comment is never run, and a
+  organization or a COLLABORATOR who, as the API says now, holds write or admin permission on
+  the repository (a collaborator may have been invited with read access only, and an
+  organization's members need not have any), and only when `<sha>` is the PR's head when the
+  gate reads the PR. The benchmark then checks out exactly `<sha>`: a push after the comment is never run, and a
   push before it makes the gate refuse until a maintainer names the new head.
 - Only PRs into the default branch run: a PR retargeted to another branch would be measured by
   that branch's driver.
@@ -27,12 +29,15 @@ import json
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline.history import github
 
 MAINTAINERS = ("OWNER", "MEMBER", "COLLABORATOR")
+# `permission` of GET /repos/{o}/{r}/collaborators/{user}/permission (maintain reads as write).
+MAY_APPROVE = ("admin", "write")
 SAME_REPO_ACTIONS = ("opened", "synchronize", "reopened")
 SHA = re.compile(r"[0-9a-f]{40}")
 # The whole first line: `/bench` and one full SHA, nothing else (a stray word is a typo, not a vote).
@@ -77,9 +82,11 @@ def _refuse(pr: Mapping | None, number: int, reason: str) -> Decision:
     return Decision(False, head, base, number, reason)
 
 
-def decide(event_name: str, event: Mapping, read_pr: Callable[[int], Mapping]) -> Decision:
-    """The gate's decision for one event; `read_pr(number)` returns the PR as the REST API does
-    now (only an approval comment needs it: the comment's payload carries no head SHA)."""
+def decide(event_name: str, event: Mapping, read_pr: Callable[[int], Mapping],
+           read_permission: Callable[[str], str] = lambda login: "none") -> Decision:
+    """The gate's decision for one event. Only an approval comment needs the API:
+    `read_pr(number)` returns the PR as it is now (the comment's payload carries no head SHA),
+    `read_permission(login)` the commenter's permission on the repository."""
     default_branch = (event.get("repository") or {}).get("default_branch", "")
     repo_name = (event.get("repository") or {}).get("full_name", "")
     if event_name == "pull_request_target":
@@ -108,6 +115,11 @@ def decide(event_name: str, event: Mapping, read_pr: Callable[[int], Mapping]) -
         approved = match.group(1).lower()
         if not SHA.fullmatch(approved):
             return _refuse(None, number, f"`/bench {approved[:60]}`: name the full 40-hex SHA of the PR's head")
+        login = str((comment.get("user") or {}).get("login", ""))
+        permission = read_permission(login)
+        if permission not in MAY_APPROVE:
+            return _refuse(None, number, f"`/bench` from {login!r}, whose permission on the repository is "
+                                         f"{permission!r}: only {' or '.join(MAY_APPROVE)} approve")
         pr = read_pr(number)
         head, base, base_ref, number = _pr_fields(pr)
         if pr.get("state") != "open":
@@ -135,13 +147,22 @@ def main(env: Mapping[str, str] | None = None) -> int:
     def read_pr(number: int) -> Mapping:
         return github.request(github.api_from_env(env), "GET", f"/repos/{env['GITHUB_REPOSITORY']}/pulls/{number}")
 
+    def read_permission(login: str) -> str:
+        path = f"/repos/{env['GITHUB_REPOSITORY']}/collaborators/{urllib.parse.quote(login)}/permission"
+        try:
+            return str(github.request(github.api_from_env(env), "GET", path).get("permission", "none"))
+        except github.GitHubError as exc:
+            if exc.status == 404:  # not a collaborator at all
+                return "none"
+            raise
+
     try:
-        decision = decide(env["GITHUB_EVENT_NAME"], event, read_pr)
+        decision = decide(env["GITHUB_EVENT_NAME"], event, read_pr, read_permission)
     except MalformedEvent as exc:
         print(f"pr_gate: error: {exc}", file=sys.stderr)
         return 1
     except github.GitHubError as exc:
-        print(f"pr_gate: error: reading the pull request: {exc}", file=sys.stderr)
+        print(f"pr_gate: error: reading the pull request or the commenter's permission: {exc}", file=sys.stderr)
         return 1
     with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as handle:
         handle.write(decision.outputs())
