@@ -89,6 +89,20 @@ def test_one_wrong_setting_fails_alone(capsys, monkeypatch):
     assert rows["pages source"]["detail"].startswith("build_type legacy")
 
 
+def test_a_nightly_secret_shared_from_the_organization_is_named(capsys, monkeypatch):
+    answers = recording("settings_correct.json")
+    org = answers[f"/repos/{REPO}/actions/organization-secrets"]["body"]
+    org["secrets"].append({"name": "RAY_AUTH_TOKEN", "created_at": "2026-11-19T09:12:00Z",
+                           "updated_at": "2026-11-19T09:12:00Z"})
+    org["total_count"] = len(org["secrets"])
+    with RecordedGitHub(answers) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    lines = _lines(out)
+    assert code == 1 and [w for w, v in lines.items() if v.startswith("WRONG")] == ["nightly secrets"]
+    assert "organization secret(s) RAY_AUTH_TOKEN: every workflow on every branch may read them" in \
+        lines["nightly secrets"]
+
+
 def test_a_setting_the_token_cannot_read_says_so(capsys, monkeypatch):
     answers = recording("settings_correct.json")
     del answers[f"/repos/{REPO}/actions/permissions/fork-pr-contributor-approval"]

@@ -15,8 +15,9 @@ they are checked here, one `Check` each:
   the PR label's runners are ephemeral;
 - the environment `nightly` may be used by the default branch only
   (GET /repos/{o}/{r}/environments, `deployment_branch_policy`, and its branch policies);
-- the nightly's secrets are secrets of that environment, not repository secrets
-  (GET /repos/{o}/{r}/environments/nightly/secrets, GET /repos/{o}/{r}/actions/secrets);
+- the nightly's secrets are secrets of that environment, not repository secrets nor
+  organization secrets shared with the repository (GET /repos/{o}/{r}/environments/nightly/secrets,
+  GET /repos/{o}/{r}/actions/secrets, GET /repos/{o}/{r}/actions/organization-secrets);
 - GitHub Pages is published by the workflow (GET /repos/{o}/{r}/pages, `build_type`).
 
 A repository that cannot be read at all (no token, 401, 404) raises `SettingsError`; a setting
@@ -221,9 +222,17 @@ def check_secrets(api: Api, repo: str) -> Check:
         in_repo = {s.get("name") for s in _all_pages(api, path, "secrets")}
     except GitHubError as exc:
         return _unreadable(what, path, exc, fix)
-    exposed = [s for s in NIGHTLY_SECRETS if s in in_repo]
-    if exposed:
-        problems.append(f"repository secret(s) {', '.join(exposed)}: every workflow on every branch may read them")
+    path = f"/repos/{repo}/actions/organization-secrets"
+    try:
+        in_org = {s.get("name") for s in _all_pages(api, path, "secrets")}
+    except GitHubError as exc:
+        return _unreadable(what, path, exc, fix)
+    # A job reads an environment secret before a repository or organization one of the same name,
+    # but any workflow that names no environment gets the latter: the value must not exist there.
+    for where, names in (("repository", in_repo), ("organization", in_org)):
+        exposed = [s for s in NIGHTLY_SECRETS if s in names]
+        if exposed:
+            problems.append(f"{where} secret(s) {', '.join(exposed)}: every workflow on every branch may read them")
     missing = [s for s in NIGHTLY_SECRETS if s not in in_env]
     if missing:
         problems.append(f"not in environment {NIGHTLY_ENVIRONMENT!r}: {', '.join(missing)}")
