@@ -9,7 +9,9 @@ timing + profile: the time the device was in use by a job. A GPU slot's next job
 the one before finishes (`workers.handoff`): where two jobs' spans overlap (`began_at` to
 `ended_at`, epoch marks of the child), the overlap counts once. A device's *wall* is the run's wall
 from the first job submission to the last result that device returned; so busy/wall says how
-much of the run the device spent measuring, whatever the builds before it took.
+much of the run the device spent measuring, whatever the builds before it took. A slot's
+*calls* are its processes (a variant's shapes, or one job): results of one call share its start
+mark. A kind's *bound* is the shortest jobs wall any schedule could reach on its slots.
 """
 
 from __future__ import annotations
@@ -59,12 +61,15 @@ def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
         row["jobs"] += 1
         row["busy_s"] += busy_s(r.phases)
         row.setdefault("spans", []).append(job_span(r.phases))
+        # One call of the slot (a process: a variant's shapes or one job) shares its start mark.
+        row.setdefault("call_marks", set()).add(r.phases.get("started_at") or id(r))
         for k, v in r.phases.items():
             if k.endswith("_s"):
                 row["phases"][k] = round(row["phases"].get(k, 0.0) + float(v or 0.0), 3)
     out = []
     for slot, row in sorted(rows.items()):
         row["busy_s"] -= overlap_s([s for s in row.pop("spans") if s is not None])
+        row["calls"] = len(row.pop("call_marks"))
         wall = max(0.0, last_result.get(slot, 0.0) - (first_submit or 0.0))
         out.append({**row, "busy_s": round(row["busy_s"], 3), "wall_s": round(wall, 3),
                     "busy_pct": round(100.0 * row["busy_s"] / wall, 1) if wall else None})
@@ -74,6 +79,34 @@ def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
 def run_wall_s(rows: list[dict]) -> float:
     """First submission → last result of the run (the longest device wall)."""
     return max((r["wall_s"] for r in rows), default=0.0)
+
+
+def bounds(measured: list[tuple[str, Result]], slot_counts: dict[str, int], rows: list[dict]) -> dict:
+    """Per device kind that ran jobs: the shortest jobs wall any schedule could reach on its
+    slots (`pipeline.schedule.bound`: the longest job, or the work over the slots) beside the
+    wall the run took (its slots' longest wall)."""
+    from pipeline.schedule import bound
+
+    per: dict[str, list[tuple[str, float]]] = {}
+    for slot, r in measured:
+        per.setdefault(slot.split("/")[0], []).append((f"{r.variant} {r.shape} {r.dtype}", busy_s(r.phases)))
+    out = {}
+    for kind, jobs in sorted(per.items()):
+        wall = max((row["wall_s"] for row in rows if row["slot"].split("/")[0] == kind), default=0.0)
+        out[kind] = bound(jobs, max(1, slot_counts.get(kind, 1))).to_dict(wall)
+    return out
+
+
+def bound_lines(found: dict) -> list[str]:
+    """"cuda: jobs wall 52.3 s, lower bound 50.1 s (work 100.2 s over 2 slots; longest job 4.9 s:
+    cuda_naive …) — wall 1.04× the bound"."""
+    out = []
+    for kind, b in found.items():
+        ratio = f" — wall {b['wall_over_bound']:.2f}× the bound" if b.get("wall_over_bound") else ""
+        out.append(f"{kind}: jobs wall {b.get('wall_s', 0.0):.1f} s, lower bound {b['bound_s']:.1f} s (work "
+                   f"{b['work_s']:.1f} s over {b['slots']} slot(s); longest job {b['longest_job_s']:.1f} s: "
+                   f"{b['longest_job']}){ratio}")
+    return out
 
 
 def busy_line(row: dict) -> str:

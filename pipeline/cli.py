@@ -13,7 +13,7 @@ import sys
 
 from pipeline import headwatch
 from pipeline.checkout import CheckoutError
-from pipeline.commands import doctor, export, init, ls, new, report, run, selftest, store
+from pipeline.commands import doctor, export, init, ls, new, plan, report, run, selftest, store
 from pipeline.commands.common import UsageError
 from pipeline.config import ConfigError
 from pipeline.headwatch import HeadLost
@@ -21,7 +21,7 @@ from pipeline.ray_access import ClusterError
 from pipeline.store import LocationError, StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
-            "init": init, "export": export, "store": store}
+            "init": init, "export": export, "store": store, "plan": plan}
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 

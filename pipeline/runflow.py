@@ -18,7 +18,7 @@ from pathlib import Path
 
 import ray
 
-from pipeline import accounting, build_cache, checkout, cluster, headwatch, local_probe, slots
+from pipeline import accounting, build_cache, checkout, cluster, headwatch, local_probe, schedule, slots
 from pipeline.accounting import busy_s
 from pipeline.config import LIMITS, Limits, load_config
 from pipeline.discovery import discover
@@ -49,7 +49,7 @@ class RunOptions:
     # The cold path (a fresh interpreter per job) instead of the slot's warm runner: for measuring
     # what the warm runner saves.
     spawn_per_job: bool = False
-    # Measure the peer once on every device of a node that has several (see `_Stream._peer_check`).
+    # Check every device of a node that has several against one peer measurement (`_Stream._choose_probes`).
     peer_check: bool = True
     # Shape keys ("M=256,N=256,K=256") or labels ("256×256×256") to keep; empty keeps all.
     # Bisect probes one series, so it should not pay for the other shapes.
@@ -82,6 +82,9 @@ class RunOutcome:
     identities: dict = field(default_factory=dict)
     # Ray nodes lost while this run used them: {"node_id", "slots", "retried", "given_up"}.
     lost_nodes: list[dict] = field(default_factory=list)
+    # Per device kind: the shortest jobs wall any schedule could reach beside the one taken
+    # (`accounting.bounds`).
+    bounds: dict = field(default_factory=dict)
 
     def jobs_of(self, variant: str) -> list[Job]:
         return [j for j in self.jobs if j.variant == variant]
@@ -284,12 +287,14 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
         outcome.accounting = accounting.summarise(stream.measured, stream.first_submit, stream.last_result)
         outcome.peer_check = accounting.peer_check(stream.peer_rows)
         outcome.lost_nodes = stream.lost_nodes()
+        outcome.bounds = accounting.bounds(stream.measured, stream.slot_counts(), outcome.accounting)
     else:
         outcome.accounting, outcome.peer_check = accounting.summarise([], None, {}), accounting.peer_check([])
     outcome.jobs = jobs
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
-                                  "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes})
+                                  "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes,
+                                  "bounds": outcome.bounds})
     return outcome
 
 
@@ -311,7 +316,12 @@ class _Stream:
         self.last_result: dict[str, float] = {}  # slot -> driver time of its last result
         self.measured: list[tuple[str, Result]] = []  # (slot, result) of everything a slot ran
         self.peer_rows: list[dict] = []
-        self.peer_checked: set = set()
+        # Per device kind: the one peer job whose result, from whichever slot ran it, is the
+        # reference the node's other slots re-time (`_peer_probe`).
+        self.probes: dict[str, tuple] = {}
+        # (variant, device kind) -> the calls its jobs run in, as lists of job keys (`_plan_calls`).
+        self.parts: dict[tuple[str, str], list[list[tuple]]] = {}
+        self.costs: dict[tuple, float] = {}  # job key -> expected device seconds (`_expected_costs`)
         self.advance = lambda _msg="": None
         self.builds: dict = {}  # build ref -> variant name, while compiling
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
@@ -333,6 +343,9 @@ class _Stream:
                 builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs,
                                             self.options.limits.build_timeout_s)] = name
         total = len(builds) + len(self.outcome.jobs)
+        self.costs = self._expected_costs(self.outcome.jobs)
+        self._plan_calls()
+        self._choose_probes()
         with self.session.progress.task(f"build + run {self.outcome.commit.short}", total) as self.advance:
             with self.pool.held():  # the jobs of cached builds are handed out longest first
                 for name, (record, files) in cached.items():
@@ -383,11 +396,10 @@ class _Stream:
                 for r in collected:
                     r = _with_queue(r, enqueued_at)
                     self.measured.append((slot.name, r))
+                    if tag[0] != "peer_check" and self._is_probe(r, tag):
+                        self._peer_probe(r, slot, tag)
                     if tag[0] == "peer_check":
-                        self.peer_rows.append({"slot": slot.name, "node_id": slot.node_id, "variant": r.variant,
-                                               "shape": r.shape, "dtype": r.dtype, "status": r.status,
-                                               "median_s": r.median_s, "uuid": r.device_info.get("uuid", ""),
-                                               "pci_bus_id": r.device_info.get("pci_bus_id", "")})
+                        self.peer_rows.append(_peer_row(slot, r))
                         continue
                     self.keep(r)
                     self.advance(f"{r.variant} {r.shape} {r.status}")
@@ -438,13 +450,93 @@ class _Stream:
                 continue
             runnable.setdefault(job.device_kind, []).append(job)
         for kind, jobs in runnable.items():
-            if kind in self.batched and len(jobs) > 1:  # its shapes in one process (`workers.batch`)
-                self._submit(("batch", jobs, v, build), kind, self._settings(jobs[0]))
-            else:
-                for job in jobs:
-                    self._submit(("job", job, v, build), kind, self._settings(job))
-        if v.peer and build is not None and build.ok:
-            self._peer_check(v, build)
+            calls = self._calls_of(v.name, kind, jobs) if kind in self.batched else [[j] for j in jobs]
+            for call in calls:  # a variant's shapes in one process (`workers.batch`) unless split
+                tag = ("batch", call, v, build) if len(call) > 1 else ("job", call[0], v, build)
+                first = any(_job_key(j) == self.probes.get(kind) for j in call)
+                self._submit(tag, kind, self._settings(call[0]), first=first)
+
+    def _plan_calls(self) -> None:
+        """Which of a variant's shapes share a process: all of them (one process per variant
+        saves a context and first uses per shape), unless splitting them across the kind's slots
+        shortens the wall replayed from the jobs' expected costs (`schedule.split`): on many GPUs
+        a variant of long shapes would otherwise bound the run."""
+        for kind in self.batched:
+            count = slots.slot_count(self.pool.resources, kind)
+            groups: dict[str, list[Job]] = {}
+            for j in self.outcome.jobs:
+                if j.device_kind == kind:
+                    groups.setdefault(j.variant, []).append(j)
+            if count < 2 or not groups:
+                continue
+            names = list(groups)
+            parts = schedule.split([[self.costs[_job_key(j)] for j in groups[n]] for n in names], count)
+            for name, split in zip(names, parts):
+                self.parts[(name, kind)] = [[_job_key(groups[name][i]) for i in p] for p in split]
+
+    def _expected_costs(self, jobs: list[Job]) -> dict[tuple, float]:
+        """{job key: expected device seconds}: its last stored busy time; a job never measured
+        counts as the median of those that were (1 s when none was), so that a first run still
+        spreads and the dispatcher still knows when a slot will be free."""
+        known = {_job_key(j): self.expected.get(self._series(j)) for j in jobs}
+        measured = sorted(c for c in known.values() if c)
+        fallback = measured[len(measured) // 2] if measured else 1.0
+        return {k: c or fallback for k, c in known.items()}
+
+    def _series(self, job: Job) -> tuple:
+        return job.variant, job.shape.key, job.dtype, device_key(self.session, job.device_kind)
+
+    def _calls_of(self, name: str, kind: str, jobs: list[Job]) -> list[list[Job]]:
+        """`jobs` (a variant's runnable jobs of `kind`) grouped into the calls `_plan_calls` chose."""
+        planned = self.parts.get((name, kind))
+        if not planned:
+            return [jobs]
+        by_key = {_job_key(j): j for j in jobs}
+        calls = [[by_key[k] for k in part if k in by_key] for part in planned]
+        placed = {k for part in planned for k in part}
+        calls.append([j for j in jobs if _job_key(j) not in placed])
+        return [c for c in calls if c]
+
+    def _choose_probes(self) -> None:
+        """The peer check's reference per device kind: one peer job (the first op's first peer
+        shape), where some node has several slots of that kind. Its own run is the measurement of
+        the slot that ran it; each other slot of a node re-times it once (`_peer_probe`): one job
+        per extra card, where re-timing every op's peer on every card cost ops × cards jobs."""
+        if not self.options.peer_check:
+            return
+        peers = {v for v, var in self.outcome.variants.items() if var.peer}
+        for j in sorted((j for j in self.outcome.jobs if j.variant in peers), key=lambda j: j.op):
+            if j.device_kind not in self.probes and slots.slot_count(self.pool.resources, j.device_kind) > 1:
+                self.probes[j.device_kind] = _job_key(j)
+
+    def _is_probe(self, r: Result, tag: tuple) -> bool:
+        jobs = tag[1] if tag[0] == "batch" else [tag[1]]
+        return any(_job_key(j) == self.probes.get(j.device_kind) and (r.variant, r.shape, r.dtype) == _job_key(j)[:3]
+                   for j in jobs)
+
+    def _peer_probe(self, r: Result, ran_on, tag: tuple) -> None:
+        """On each node with several slots of the probe's kind, every slot has one measurement of
+        the probe: the slot that ran it has its own result, each other slot re-times it once,
+        pinned to it."""
+        v, build = tag[2], tag[3]
+        job = next(j for j in (tag[1] if tag[0] == "batch" else [tag[1]]) if (j.variant, j.shape.key, j.dtype) ==
+                   (r.variant, r.shape, r.dtype))
+        per_node: dict[str, list] = {}
+        for s in self.pool.slots_of(job.device_kind):
+            per_node.setdefault(s.node_id, []).append(s)
+        settings = {**self._settings(job), "profile": False}
+        for node_slots in per_node.values():
+            if len(node_slots) < 2:
+                continue
+            for s in node_slots:
+                if s is ran_on:
+                    self.peer_rows.append(_peer_row(ran_on, r))
+                else:
+                    self._submit(("peer_check", job, v, build), job.device_kind, settings, slot=s)
+
+    def slot_counts(self) -> dict[str, int]:
+        """Slots per device kind this run used."""
+        return {kind: len(found) for kind, found in self.pool.slots.items() if found}
 
     def _settings(self, job: Job) -> dict:
         o = self.options
@@ -452,10 +544,10 @@ class _Stream:
                 "profile": o.profile, "device_key": device_key(self.session, job.device_kind),
                 "spawn_per_job": o.spawn_per_job, "limits": o.limits.to_dict()}
 
-    def _submit(self, tag: tuple, kind: str, settings: dict, slot=None) -> None:
+    def _submit(self, tag: tuple, kind: str, settings: dict, slot=None, first: bool = False) -> None:
         if kind == "cpu" and self.builds:
             # CPU timings must not share the cores with compilers: they start when the builds end.
-            self.deferred.append((tag, kind, settings, slot))
+            self.deferred.append((tag, kind, settings, slot, first))
             return
         what, job, v, build = tag
         if self.first_submit is None:
@@ -463,33 +555,24 @@ class _Stream:
         jobs = job if what == "batch" else [job]
         job_arg = [j.to_dict() for j in jobs] if what == "batch" else job.to_dict()
         args = (job_arg, v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
-        cost = sum(self.expected.get((j.variant, j.shape.key, j.dtype, settings["device_key"]), 0.0) for j in jobs)
+        cost = sum(self.costs.get(_job_key(j), 0.0) for j in jobs)
         self.pool.submit(kind, "run_batch" if what == "batch" else "run", args, tag, slot=slot, cost_s=cost,
-                         work=sum(_work(v, j) for j in jobs))
-
-    def _peer_check(self, v: Variant, build: BuildResult) -> None:
-        """Once per run and op: the peer at one shape on every slot of a node that has several
-        (a slow or throttled card shows as a peer slower than the node's fastest card)."""
-        for kind in {j.device_kind for j in self.outcome.jobs_of(v.name)}:
-            if (v.op, kind) in self.peer_checked or not self.options.peer_check:
-                continue
-            self.peer_checked.add((v.op, kind))
-            job = next(j for j in self.outcome.jobs_of(v.name) if j.device_kind == kind)
-            if _precheck(self.session, v, job, build) is not None:
-                continue
-            slots = self.pool.slots_of(kind)
-            per_node: dict[str, list] = {}
-            for s in slots:
-                per_node.setdefault(s.node_id, []).append(s)
-            settings = {**self._settings(job), "profile": False}
-            for node_slots in per_node.values():
-                if len(node_slots) > 1:
-                    for s in node_slots:
-                        self._submit(("peer_check", job, v, build), kind, settings, slot=s)
+                         work=sum(_work(v, j) for j in jobs), first=first)
 
 
 # How often the driver's loop wakes without a result: to notice a lost node or a lost head.
 _POLL_S = 1.0
+
+
+def _job_key(job: Job) -> tuple:
+    return job.variant, job.shape.key, job.dtype, job.device_kind
+
+
+def _peer_row(slot, r: Result) -> dict:
+    """A peer-check measurement: which slot of which node, and the peer's median there."""
+    return {"slot": slot.name, "node_id": slot.node_id, "variant": r.variant, "shape": r.shape, "dtype": r.dtype,
+            "status": r.status, "median_s": r.median_s, "uuid": r.device_info.get("uuid", ""),
+            "pci_bus_id": r.device_info.get("pci_bus_id", "")}
 
 
 def _done_keys(store: Store, commit_sha: str) -> set[tuple]:

@@ -225,6 +225,10 @@ class Slot:
     suspect_since: float | None = None
     parked: list = field(default_factory=list)  # the calls that failed on it, waiting for that verdict
     ping: object = None  # a describe() call: answered means the actor is back
+    # The calls handed to it and not finished, oldest (running) first, and when they are
+    # expected to be done (the pool's clock; from the calls' expected costs).
+    held: list = field(default_factory=list)
+    busy_until: float = 0.0
 
 
 @dataclass
@@ -236,6 +240,7 @@ class _Pending:
     cost_s: float = 0.0
     work: float = 0.0
     retried: bool = False
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -258,9 +263,14 @@ class SlotPool:
     idles while work of its kind remains. A slot takes its pinned work before the shared queue.
     The shared queue hands out the longest expected job first (`cost_s`, ties in arrival order):
     longest-processing-time-first scheduling, so that a 30 s job does not start last on one GPU
-    while the others have nothing left to do (a 2-GPU run ended 4 s apart before this)."""
+    while the others have nothing left to do (a 2-GPU run ended 4 s apart before this). A slot
+    takes a second call to hold behind its running one only when no other slot is expected to be
+    free sooner: a short call must not wait behind a long one while another card idles (on 8
+    slots with few calls, the slot of the longest job took a second call in the first round).
+    `pipeline.schedule.replay` runs this pool with expected costs to predict a run's wall."""
 
-    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False, view=None):
+    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False, view=None,
+                 clock=time.monotonic):
         self.resources = resources
         self.warm = warm
         # Persistent slots outlive the command (flopwatch's own local Ray, kept between
@@ -269,7 +279,7 @@ class SlotPool:
         self.persistent = persistent
         self._make_actor = make_actor or self._ray_actor
         self.slots: dict[str, list[Slot]] = {}
-        self.queues: dict[str, list] = {}  # heaps of (-cost, -work, arrival, pending)
+        self.queues: dict[str, list] = {}  # heaps of (not first, -cost, -work, arrival, pending)
         self._arrival = itertools.count()
         self._held = False
         self.inflight: dict = {}  # ref -> (slot, pending)
@@ -278,6 +288,7 @@ class SlotPool:
         # "retried", "given_up"}; a run reports the ones lost while it ran.
         self.lost_nodes: list[dict] = []
         self.view = view or RayView()
+        self.clock = clock  # for when held calls are expected to end (a replay gives its own)
         # Whether GPU slots hold a second call (`depth`); a command turns it off where a job's
         # end must not overlap the next job's start (the profiler runs after its job's child).
         self.overlap = overlap_wanted(dict(os.environ))
@@ -306,10 +317,12 @@ class SlotPool:
         return self.slots[kind]
 
     def submit(self, kind: str, method: str, args: tuple, tag, slot: Slot | None = None,
-               cost_s: float = 0.0, work: float = 0.0) -> None:
+               cost_s: float = 0.0, work: float = 0.0, first: bool = False) -> None:
         """`cost_s`: the job's expected device seconds (from its last stored run; 0 if unknown);
-        `work`: its FLOPs or bytes, which orders jobs of unknown cost (a larger shape first)."""
-        pending = _Pending(method, args, tag, time.time(), cost_s, work)
+        `work`: its FLOPs or bytes, which orders jobs of unknown cost (a larger shape first);
+        `first`: ahead of the longest (the peer check's reference: its result starts the
+        re-times on the other slots, which must not come last)."""
+        pending = _Pending(method, args, tag, time.time(), cost_s, work, first=first)
         if slot is not None:
             slot.pinned.append(pending)
         else:
@@ -318,7 +331,8 @@ class SlotPool:
         self._dispatch(kind)
 
     def _queue(self, kind: str, pending: _Pending) -> None:
-        heapq.heappush(self.queues[kind], (-pending.cost_s, -pending.work, next(self._arrival), pending))
+        heapq.heappush(self.queues[kind], (not pending.first, -pending.cost_s, -pending.work, next(self._arrival),
+                                           pending))
 
     @contextlib.contextmanager
     def held(self):
@@ -346,6 +360,9 @@ class SlotPool:
         tag returned is None: `settle` decides later whether it runs again elsewhere."""
         slot, pending = self.inflight.pop(ref)
         slot.running -= 1
+        slot.held.remove(pending)
+        # The call after it began now: the slot is expected free once what it still holds is done.
+        slot.busy_until = self.clock() + sum(p.cost_s for p in slot.held)
         if self.view.call_failed(ref):
             slot.suspect_since = slot.suspect_since or time.monotonic()
             slot.parked.append(pending)
@@ -374,7 +391,7 @@ class SlotPool:
                     given_up += self._drop(slot, f"slot {slot.name} on node {slot.node_id} did not answer "
                                                  f"for {UNREACHABLE_S:g} s")
             if not slots:  # nothing can run this kind any more
-                for _, _, _, pending in self.queues.get(kind, ()):
+                for *_, pending in self.queues.get(kind, ()):
                     lost = self.lost_nodes[-1]["node_id"] if self.lost_nodes else ""
                     given_up.append(GivenUp(pending.tag, "", "", f"no node with a {kind} slot is left "
                                                                  f"(node {lost} was lost)"))
@@ -425,21 +442,32 @@ class SlotPool:
             return
         depth = self.depth(kind)
         # Round by round, so that two idle slots each get one of the longest jobs before either
-        # gets its second.
-        for _ in range(depth):
+        # gets its second; rounds go on while one hands something out (a slot that let a call
+        # go to a slot expected free sooner may take the next one).
+        handed = True
+        while handed:
+            handed = False
             for slot in self.slots_of(kind):
                 if slot.running >= depth or slot.suspect_since is not None:
                     continue
                 if slot.pinned:
                     pending = slot.pinned.popleft()
-                elif self.queues[kind]:
+                elif self.queues[kind] and not (slot.running and self._later_than_another(slot, kind)):
                     pending = heapq.heappop(self.queues[kind])[-1]
                 else:
                     continue
                 slot.running += 1
+                handed = True
+                slot.held.append(pending)
+                slot.busy_until = max(self.clock(), slot.busy_until) + pending.cost_s
                 ref = getattr(slot.actor, pending.method).remote(*pending.args)
                 self.inflight[ref] = (slot, pending)
                 self.dispatched.append((slot.name, pending.tag))
+
+    def _later_than_another(self, slot: Slot, kind: str) -> bool:
+        """Would a call held behind this slot's running one start later than on another slot?"""
+        others = [s.busy_until for s in self.slots[kind] if s is not slot and s.suspect_since is None]
+        return bool(others) and slot.busy_until > min(others) + 1e-9
 
     def depth(self, kind: str) -> int:
         """Calls in flight per slot of `kind`: a GPU slot holds the next job while one runs

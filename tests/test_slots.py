@@ -195,9 +195,10 @@ def test_a_gpu_slot_holds_the_next_job_while_one_runs_and_a_cpu_slot_one_job():
             pool.submit("cpu", "run", (), f"cpu{i}")
     a, b = pool.slots_of("cuda")
     (c,) = pool.slots_of("cpu")
-    # Round by round: each GPU slot one of the two longest, then each its second; the CPU slot one.
+    # Round by round: each GPU slot one of the two longest; then each a second, first the slot
+    # expected free soonest (cuda/1: 9 s against 10 s), then the other; the CPU slot one.
     assert [(s, t) for s, t in pool.dispatched if s.startswith("cuda")] == \
-        [("cuda/0", "gpu0"), ("cuda/1", "gpu1"), ("cuda/0", "gpu2"), ("cuda/1", "gpu3")]
+        [("cuda/0", "gpu0"), ("cuda/1", "gpu1"), ("cuda/1", "gpu2"), ("cuda/0", "gpu3")]
     assert (a.running, b.running, c.running) == (2, 2, 1) and pool.idle_while_queued() == []
     pool.finished(_on(pool, a))
     assert pool.dispatched[-1] == ("cuda/0", "gpu4") and a.running == 2
@@ -236,9 +237,11 @@ def test_jobs_spread_over_every_cpu_slot_of_every_node_in_submission_order(runs)
     jobs = [tag[1] for _, tag in dispatched if tag[0] == "job"]
     assert sorted((j.variant, j.shape.key) for j in jobs) == sorted((j.variant, j.shape.key) for j in second.jobs)
     # every job of the cached builds was queued at once and handed out longest first, by the
-    # busy time the first run stored for it
+    # busy time the first run stored for it, after the peer check's reference (the peer's first
+    # shape: its result starts the re-times on the other slots of the node)
+    assert (jobs[0].variant, jobs[0].shape.key) == ("torch_ref", "M=128,N=128,K=128")
     last = {(r.variant, r.shape, r.dtype): busy_s(r.phases) for r in first.results if r.phases}
-    expected = [last.get((j.variant, j.shape.key, j.dtype), 0.0) for j in jobs]
+    expected = [last.get((j.variant, j.shape.key, j.dtype), 0.0) for j in jobs[1:]]
     assert expected == sorted(expected, reverse=True) and expected[0] > expected[-1]
     # the first four calls (jobs or the pinned peer check) started at once, one on each slot
     first_four = [name for name, _ in dispatched][:4]
@@ -272,7 +275,7 @@ def test_phases_and_device_busy_are_recorded(runs):
 
 
 def test_peer_check_covers_every_slot_of_the_node_with_two(runs):
-    session, _, second, _ = runs
+    session, _, second, dispatched = runs
     (node,) = {s.node_id for s in session.slots.slots_of("cpu") if
                sum(t.node_id == s.node_id for t in session.slots.slots_of("cpu")) == 2}
     checks = second.peer_check["checks"]
@@ -282,6 +285,14 @@ def test_peer_check_covers_every_slot_of_the_node_with_two(runs):
     assert not any(r.variant == "torch_ref" and r.shape == checks[0]["shape"] and r.device_info.get("slot") is None
                    for r in second.results)
     assert len([r for r in second.results if r.variant == "torch_ref"]) == 2  # peer-check rows are not results
+    # One re-time per slot of that node that did not run the peer's job itself: not every op's
+    # peer on every slot.
+    retimes = [name for name, tag in dispatched if tag[0] == "peer_check"]
+    ran_it = next(r.device_info["slot"] for r in second.results
+                  if (r.variant, r.shape) == ("torch_ref", checks[0]["shape"]))
+    node_slots = {s.name for s in session.slots.slots_of("cpu") if s.node_id == node}
+    assert sorted(retimes) == sorted(node_slots - {ran_it})
+    assert {d["slot"] for d in checks[0]["devices"]} == node_slots
 
 
 def test_visible_devices_reach_the_forked_children_of_each_gpu_slot(runs):
@@ -292,3 +303,50 @@ def test_visible_devices_reach_the_forked_children_of_each_gpu_slot(runs):
     visible = sorted(d["visible"]["CUDA_VISIBLE_DEVICES"] for d in seen)
     assert visible == ["0", "1"]  # Ray's per-GPU assignment, as the job child sees it
     assert all(d["returncode"] == 0 and d["pid"] != d["pid_parent"] for d in seen)
+
+
+@pytest.fixture(scope="module")
+def batched_runs(three_nodes, tmp_path_factory):
+    """The same suite with CPU variants' shapes batched as GPU ones are (FLOPWATCH_BATCH=all):
+    3 variants of 2 shapes on 4 CPU slots, the second run with the first run's job times."""
+    import os
+
+    from pipeline import runflow
+
+    base = tmp_path_factory.mktemp("split")
+    repo = make_suite_repo(base / "repo")
+    session = Session(Store(base / "work" / "results.db"), base / "work", cluster.connect(None), Progress(enabled=False))
+    before = os.environ.get(runflow.BATCH_ENV)
+    os.environ[runflow.BATCH_ENV] = "all"
+    try:
+        run_commit(session, repo, "HEAD", RunOptions())
+        start = len(session.slots.dispatched)
+        second = run_commit(session, repo, "HEAD", RunOptions())
+    finally:
+        if before is None:
+            os.environ.pop(runflow.BATCH_ENV)
+        else:
+            os.environ[runflow.BATCH_ENV] = before
+    return session, second, session.slots.dispatched[start:]
+
+
+def test_a_variants_shapes_are_spread_over_idle_slots_and_the_bound_is_reported(batched_runs):
+    session, second, dispatched = batched_runs
+    calls: dict[str, int] = {}
+    for _, tag in dispatched:
+        if tag[0] in ("job", "batch"):
+            calls[tag[2].name] = calls.get(tag[2].name, 0) + 1
+    # Three variants of two shapes on four idle slots: at least one is split across slots.
+    assert set(calls) == {"cpp_naive", "cpp_blocked", "torch_ref"} and max(calls.values()) == 2
+    assert sorted((r.variant, r.shape) for r in second.results) == \
+        sorted((j.variant, j.shape.key) for j in second.jobs)
+    assert all(r.status == "ok" for r in second.results)
+    split = [name for name, n in calls.items() if n == 2]
+    slots_of = {r.device_info["slot"] for r in second.results if r.variant == split[0]}
+    assert len(slots_of) == 2  # its two shapes ran on two slots
+    b = second.bounds["cpu"]
+    # The work includes the peer check's re-times (slot time too), so it is at least the results'.
+    assert b["work_s"] >= sum(busy_s(r.phases) for r in second.results) - 1e-3
+    assert b["slots"] == 4 and 0 < b["bound_s"] <= b["wall_s"]
+    assert b["bound_s"] == pytest.approx(max(b["longest_job_s"], b["work_s"] / 4), abs=1e-3)
+    assert session.store.run_summary(second.commit.sha)["bounds"] == second.bounds

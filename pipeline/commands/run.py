@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 
 from pipeline import driver_clock
-from pipeline.accounting import busy_line, flag_lines, lost_node_lines, run_wall_s
+from pipeline.accounting import bound_lines, busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, add_points_option, open_session, run_options, site_path, workdir
 from pipeline.runflow import run_commit
 from pipeline.summary import exit_code, print_table, with_peer
@@ -60,12 +60,15 @@ def main(args) -> int:
 
         with clock.phase("report"):
             publish.write_site(session.store, site_path(args, work))
+    # The whole command's wall, report included, beside the run's records: what `flopwatch plan`
+    # holds the jobs' wall against.
+    session.store.note_run(outcome.run_id, driver=clock.as_dict())
     session.store.close()
     if args.json:
         print(json.dumps({
             "commit": outcome.commit.sha, "dirty": outcome.commit.dirty, "run_id": outcome.run_id,
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
-            "jobs_wall_s": run_wall_s(outcome.accounting), "devices": outcome.accounting,
+            "jobs_wall_s": run_wall_s(outcome.accounting), "bounds": outcome.bounds, "devices": outcome.accounting,
             "peer_check": outcome.peer_check, "lost_nodes": outcome.lost_nodes, "driver": clock.as_dict(),
             "ray": session.ray_use(),
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
@@ -87,6 +90,8 @@ def main(args) -> int:
                           highlight=False)
         for row in outcome.accounting:
             console.print(busy_line(row), highlight=False, markup=False)
+        for line in bound_lines(outcome.bounds):
+            console.print(line, highlight=False, markup=False)
         console.print(session.cluster_info.driver_line(), highlight=False, markup=False)
         console.print(driver_clock.line(clock.as_dict()), highlight=False, markup=False)
         if not args.no_report:

@@ -90,6 +90,26 @@ class Store:
             conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(
                 finished_at=time.time(), summary=json.dumps(summary) if summary is not None else None))
 
+    def note_run(self, run_id: int, **fields) -> None:
+        """Add `fields` to a finished run's summary (what the command learnt after the run was
+        stored: its whole wall, the report included)."""
+        with self.writing() as conn:
+            text = conn.execute(sa.select(t.runs.c.summary).where(t.runs.c.id == run_id)).scalar()
+            summary = {**(json.loads(text) if text else {}), **fields}
+            conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(summary=json.dumps(summary)))
+
+    def run_record(self, run_id: int | None = None, kind: str = "run") -> dict | None:
+        """A run with its decoded summary: `run_id`, or the newest finished run of `kind`."""
+        runs = t.runs.c
+        query = sa.select(t.runs)
+        query = query.where(runs.id == run_id) if run_id is not None else \
+            query.where(runs.kind == kind, runs.summary.is_not(None)).order_by(runs.id.desc()).limit(1)
+        with self.reading() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None:
+            return None
+        return {**dict(row), "summary": json.loads(row["summary"]) if row["summary"] else {}}
+
     def record_build(self, b: BuildResult) -> None:
         values = {"build_hash": b.build_hash, "variant": b.variant, "ok": int(b.ok), "toolchain": b.toolchain,
                   "seconds": b.seconds, "first_errors": bounded(b.first_errors, TEXT_LIMITS["diagnostic"]),
