@@ -33,7 +33,12 @@
 # ecosystem_drafted  the same with the drafts already in the checkouts
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
-# scaling     benchmarks/throughput.py --gpus 1 --gpus all (the table on one GPU and on every GPU)
+# scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
+#             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
+# hog         benchmarks/throughput.py --hog (after scaling: `run A` with the last GPU loaded on purpose;
+#             the peer check must flag it and only it)
+# planted_scaling  the planted 1% slowdown, compare at default settings on every GPU (after scaling)
+# table_gpus  benchmarks/throughput.py --gpus 1 --gpus all (the fast-verdicts table on one GPU and on every GPU)
 # multi       benchmarks/throughput.py --gpu-verify (UUIDs, broken set, one GPU slowed on purpose)
 # hostile     benchmarks/verify_gpu.py hostile (a CUDA job's daemon killed; a shape too big invalid)
 # profile     benchmarks/verify_gpu.py suite --shape 4096x4096x4096 (ncu counters beside TFLOP/s, spares on)
@@ -100,7 +105,10 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
-    scaling) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
+    scaling) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all) ;;
+    hog) cmd=(python3 benchmarks/throughput.py --hog) ;;
+    planted_scaling) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only --reuse --db scaling.db) ;;
+    table_gpus) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;
     multi) cmd=(python3 benchmarks/throughput.py --gpu-verify) ;;
     hostile) cmd=(python3 benchmarks/verify_gpu.py hostile) ;;
     sweep) cmd=(python3 benchmarks/verify_sweep_gpu.py) ;;

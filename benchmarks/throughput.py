@@ -6,6 +6,9 @@ settings, each timed around the whole command, with device utilization sampled e
     python3 benchmarks/throughput.py --gpus 1 --gpus 2  # the table once per GPU count
     python3 benchmarks/throughput.py --gpu-verify     # multi-GPU checks: UUIDs, busy/wall, broken set,
                                                       # one GPU slowed by a co-running load
+    python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all  # warm `run A` per GPU count, nvidia-smi
+                                                      # per GPU, `flopwatch plan` held against each count
+    python3 benchmarks/throughput.py --hog            # after --scaling: `run A` with the last GPU loaded
 
 The bundled suite is copied into a fresh git repository under OUT (default ./throughput-out)
 with three commits: A (the suite), B (A plus a README edit) and C (A plus a `-D` define in one
@@ -463,11 +466,147 @@ def gpu_uuids() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+# -- scaling: one warm `run A` per GPU count, the planner held against them, a hogged GPU ------
+
+def scaling(counts: list[int]) -> dict:
+    """`run A` at default settings on each GPU count (builds cached, flopwatch's local Ray for that
+    count up: a small run starts it first), each with nvidia-smi per GPU; then `flopwatch plan`
+    from each run's records, held against the other counts measured."""
+    kind = machine_kind()
+    repo, shas = suite_repo(kind)
+    db = OUT / "scaling.db"
+    for p in OUT.glob("scaling.db*"):
+        p.unlink()
+    most = max(counts)
+    flopwatch(repo, f"run_cold_{most}gpu", db, kind, "run", shas["A"], "--num-gpus", str(most))
+    runs = {}
+    for n in counts:
+        if n != most:  # its own kept local Ray: started, slots and probes up, by a small run
+            flopwatch(repo, f"start_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n),
+                      "--variant", "torch_ref", "--no-report")
+        runs[n] = flopwatch(repo, f"run_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
+    rows = [scaling_row(runs[n], n) for n in counts]
+    plans = {}
+    for n in counts:
+        others = [str(runs[m]["run_id"]) for m in counts if m != n]
+        plans[n] = plan_json(db, runs[n]["run_id"], others)
+    out = {"rows": rows, "plans": plans}
+    (OUT / "scaling.json").write_text(json.dumps(out, indent=1, default=str))
+    print_scaling(out, counts)
+    return out
+
+
+def scaling_row(s: dict, n: int) -> dict:
+    """The issue's table for one GPU count: command and jobs wall, GPU jobs per slot, slot busy
+    over its wall, nvidia-smi per GPU over the jobs window (Ray gives a local Ray of n GPUs the
+    first n), the lower bound and the peer check."""
+    util: UtilizationSampler = s["_util"]
+    rows = [d for d in s.get("devices", []) if d["slot"].startswith("cuda")]
+    window = jobs_window([r for r in s["results"] if r["device"].startswith("cuda")])
+    jobs_util = util.mean(*window) if window else util.mean()
+    return {"gpus": n, "run_id": s["run_id"], "exit": s["exit"], "command_wall_s": s["command_wall_s"],
+            "jobs_wall_s": s.get("jobs_wall_s"), "bounds": s.get("bounds", {}),
+            "slots": [{k: d.get(k) for k in ("slot", "uuid", "jobs", "calls", "busy_s", "wall_s", "busy_pct")}
+                      for d in rows],
+            "util_jobs": {i: jobs_util.get(i) for i in range(n)}, "util_command": util.mean(),
+            "gpu_results": sum(1 for r in s["results"] if r["device"].startswith("cuda") and r["status"] == "ok"),
+            "peer_check": s.get("peer_check", {}), "driver": (s.get("driver") or {}).get("phases", {})}
+
+
+def plan_json(db: Path, run_id: int, checks: list[str]) -> dict:
+    """`flopwatch plan --json` from one run, held against the others."""
+    cmd = [sys.executable, "-m", "pipeline.cli", "plan", "--db", str(db), "--run", str(run_id),
+           "--gpus", "1,2,4,8", "--gpus", "2x8,4x8", "--json", *[a for c in checks for a in ("--check", c)]]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    print(f"$ flopwatch plan --run {run_id} {' '.join('--check ' + c for c in checks)}  (exit {proc.returncode}, "
+          f"{time.time() - t0:.1f} s)", flush=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def hog() -> dict:
+    """`run A` on every GPU with a bf16 GEMM loop of its own on the last one: the peer check must
+    flag that GPU and no other. After `--scaling` in the same OUT it reuses its suite, build cache
+    and store, and its run on every GPU is the healthy one; else it builds and runs that first."""
+    kind, n = machine_kind(), max(gpu_count(), 1)
+    db = OUT / "scaling.db"
+    before = json.loads((OUT / "scaling.json").read_text()) if (OUT / "scaling.json").exists() else {}
+    healthy = [r for r in before.get("rows", []) if r["gpus"] == n]
+    if healthy and (OUT / "shas.json").exists():
+        repo, shas = OUT / "suite", json.loads((OUT / "shas.json").read_text())
+    else:
+        repo, shas = suite_repo(kind)
+        flopwatch(repo, f"run_cold_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
+        healthy = [scaling_row(flopwatch(repo, f"run_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n)), n)]
+    target = gpu_uuids()[n - 1]
+    with co_running_load(n - 1):
+        s = flopwatch(repo, f"run_hogged_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
+    flagged = sorted({f["uuid"] for f in (s.get("peer_check") or {}).get("flagged", [])})
+    out = {"target_index": n - 1, "target_uuid": target, "flagged": flagged,
+           "checks": (s.get("peer_check") or {}).get("checks", []), "command_wall_s": s["command_wall_s"],
+           "healthy_flagged": [f for h in healthy for f in (h.get("peer_check") or {}).get("flagged", [])],
+           "healthy_checks": [c for h in healthy for c in (h.get("peer_check") or {}).get("checks", [])],
+           "retimes": sum(d.get("jobs", 0) for d in s.get("devices", []) if d["slot"].startswith("cuda"))
+           - sum(1 for r in s["results"] if r["device"].startswith("cuda") and r.get("phases"))}
+    (OUT / "hog.json").write_text(json.dumps(out, indent=1, default=str))
+    print(f"\nhogged GPU {out['target_index']} ({target}): flagged {flagged} -> "
+          f"{'only it' if flagged == [target] else 'NOT only it'}; healthy run flagged "
+          f"{len(out['healthy_flagged'])}; {out['retimes']} peer re-time(s); run {out['command_wall_s']:.1f} s")
+    for label, checks in (("hogged", out["checks"]), ("healthy", out["healthy_checks"])):
+        for c in checks:
+            print(f"  {label}: {c['variant']} {c['shape']} {c['dtype']}: " + "; ".join(
+                f"{d['slot']} {d['uuid']} median {d['median_s']} s, {d['off_pct']:+.2f}%"
+                f"{' FLAGGED' if d['flagged'] else ''}" for d in c["devices"] if d["off_pct"] is not None))
+    return out
+
+
+def print_scaling(out: dict, counts: list[int]) -> None:
+    rows = {r["gpus"]: r for r in out["rows"]}
+    base = rows[min(counts)]["command_wall_s"]
+    print(f"\n{'GPUs':>4} {'exit':>4} {'command':>9} {'speed-up':>8} {'jobs wall':>9} {'bound':>7} {'jobs per GPU':>14} "
+          f"{'calls':>9} {'slot busy':>16} {'nvidia-smi in jobs':>20}")
+    for n in counts:
+        r = rows[n]
+        b = r["bounds"].get("cuda", {})
+        per = "/".join(str(d["jobs"]) for d in r["slots"])
+        calls = "/".join(str(d.get("calls")) for d in r["slots"])
+        busy = "/".join(f"{d['busy_pct']:.1f}%" for d in r["slots"] if d.get("busy_pct") is not None)
+        util = "/".join(f"{v:.0f}%" if v is not None else "—" for v in r["util_jobs"].values())
+        print(f"{n:>4} {r['exit']:>4} {r['command_wall_s']:>7.1f} s {base / r['command_wall_s']:>7.2f}× "
+              f"{r['jobs_wall_s'] or 0:>7.1f} s {b.get('bound_s', 0):>5.1f} s {per:>14} {calls:>9} {busy:>16} {util:>20}")
+        flagged = r["peer_check"].get("flagged", [])
+        checks = r["peer_check"].get("checks", [])
+        if checks:
+            print(f"     peer check: {len(checks)} check(s), " + "; ".join(
+                f"{d['slot']} {d['off_pct']:+.2f}%" for c in checks for d in c["devices"] if d["off_pct"] is not None)
+                + f"; flagged {len(flagged)}")
+    print("\nplanner (predicted command wall / jobs wall per machine; measured runs beside):")
+    for n, plan in out["plans"].items():
+        if "error" in plan:
+            print(f"  from the {n}-GPU run: error {plan['error']}")
+            continue
+        preds = ", ".join(f"{p['nodes']}x{p['gpus_per_node']}: {p['command_s']:.1f}/{p['jobs_wall_s']:.1f} s"
+                          + (f" (split {','.join(p['split'])})" if p["split"] else "") for p in plan["predictions"])
+        print(f"  from the {n}-GPU run {plan['run_id']} ({plan['call_overhead_s']:.3f} s untimed per call, "
+              f"{plan['outside_s']:.1f} s outside the jobs): {preds}")
+        for c in plan["checks"]:
+            print(f"    vs run {c['run_id']} on {c['slots']} GPU(s): command {c['command_s']:.1f} s predicted "
+                  f"{c['predicted_command_s']:.1f} s ({c['command_error_pct']:+.1f}%), jobs wall {c['jobs_wall_s']:.1f} s "
+                  f"predicted {c['predicted_jobs_wall_s']:.1f} s ({c['jobs_error_pct']:+.1f}%)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpus", action="append", help="GPU count to run the table on (repeatable; 'all'); "
                                                    "default: all GPUs of the machine")
     p.add_argument("--gpu-verify", action="store_true", help="the multi-GPU verification instead of the table")
+    p.add_argument("--scaling", action="store_true",
+                   help="instead of the table: `run A` once per --gpus count (warm), `flopwatch plan` held against them")
+    p.add_argument("--hog", action="store_true",
+                   help="instead of the table: `run A` on every GPU with the last one loaded on purpose (the peer check)")
     p.add_argument("--empty-store", action="store_true",
                    help="also compare A B in a fresh clone with an empty store (every series timed once)")
     p.add_argument("--ops", default="", help="only these ops of the bundled suite, comma-separated "
@@ -483,6 +622,13 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     if args.gpu_verify:
         gpu_verify(args)
+        return
+    if args.scaling:
+        total = max(gpu_count(), 1)
+        scaling(sorted({total if g == "all" else int(g) for g in (args.gpus or ["1", "all"])}))
+        return
+    if args.hog:
+        hog()
         return
     kind = machine_kind()
     counts: list[int | None] = [None]

@@ -269,6 +269,8 @@ def main() -> int:
                                                                  "(not also with --all)")
     p.add_argument("--reuse", action="store_true",
                    help="use the suite, build cache and run of throughput.py in the same OUT")
+    p.add_argument("--db", default="shared_1gpu.db",
+                   help="with --reuse: the store in OUT holding the run of A (throughput.py --scaling: scaling.db)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--table", metavar="FIDELITY_RAW_JSON",
                    help="only print the table of an earlier run's fidelity_raw.json (no GPU needed)")
@@ -284,7 +286,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     throughput.OPS[:] = [op for op in args.ops.split(",") if op]
     if args.reuse:
-        repo, shas, db = OUT / "suite", json.loads((OUT / "shas.json").read_text()), OUT / "shared_1gpu.db"
+        repo, shas, db = OUT / "suite", json.loads((OUT / "shas.json").read_text()), OUT / args.db
     else:
         repo, shas = throughput.suite_repo("cuda")
         db = OUT / "fidelity.db"
