@@ -470,8 +470,8 @@ def gpu_uuids() -> list[str]:
 
 def scaling(counts: list[int]) -> dict:
     """`run A` at default settings on each GPU count (builds cached, flopwatch's local Ray for that
-    count up: a small run starts it first), each with nvidia-smi per GPU; then `flopwatch plan`
-    from each run's records, held against the other counts measured."""
+    count up and its slots warm: a small run just before), each with nvidia-smi per GPU; then
+    `flopwatch plan` from each run's records, held against the other counts measured."""
     kind = machine_kind()
     repo, shas = suite_repo(kind)
     db = OUT / "scaling.db"
@@ -481,9 +481,10 @@ def scaling(counts: list[int]) -> dict:
     flopwatch(repo, f"run_cold_{most}gpu", db, kind, "run", shas["A"], "--num-gpus", str(most))
     runs = {}
     for n in counts:
-        if n != most:  # its own kept local Ray: started, slots and probes up, by a small run
-            flopwatch(repo, f"start_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n),
-                      "--variant", "torch_ref", "--no-report")
+        # Every count's run in the same state: its kept local Ray started, slots, probes and the
+        # slots' prepared job processes up (a slot drops them after 30 s idle), by a small run.
+        flopwatch(repo, f"start_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n),
+                  "--variant", "torch_ref", "--no-report")
         runs[n] = flopwatch(repo, f"run_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n))
     rows = [scaling_row(runs[n], n) for n in counts]
     plans = {}

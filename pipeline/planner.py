@@ -31,6 +31,7 @@ class RecordedJob:
     dtype: str
     peer: bool
     busy_s: float
+    median_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
         raise PlanError(f"no run {run_id} in {store.location.shown}" if run_id is not None else
                         f"no finished `flopwatch run` in {store.location.shown} to plan from")
     rows = store.results(columns=("variant", "op", "shape", "dtype", "device", "status", "peer", "phases",
-                                  "device_info"), run_id=run["id"])
+                                  "device_info", "median_s"), run_id=run["id"])
     measured = [r for r in rows if r["phases"] and busy_s(r["phases"]) > 0]
     work: dict[str, float] = {}
     for r in measured:
@@ -111,21 +112,20 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
     jobs_wall = max((d["wall_s"] for d in slot_rows), default=0.0)
     other_wall = max((d["wall_s"] for d in devices if d["slot"].split("/")[0] != kind), default=0.0)
     command = float((summary.get("driver") or {}).get("command_s") or 0.0)
-    jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]))
-            for r in mine]
+    jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]),
+                        r["median_s"] or 0.0) for r in mine]
     return Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
                     max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls)
 
 
 def _probe(jobs: list[RecordedJob], summary: dict) -> RecordedJob | None:
-    """The peer job the run's peer check used, else the one the runner would choose: the first
-    op's peer (`runflow._Stream._choose_probes`)."""
+    """The peer job the run's peer check used, else the one the runner would choose: the peer
+    job of the longest launches (`runflow._Stream._choose_probes`; here ties go to the longer job)."""
     checked = [(c["variant"], c["shape"], c["dtype"]) for c in (summary.get("peer_check") or {}).get("checks", [])]
     for j in jobs:
         if (j.variant, j.shape, j.dtype) in checked:
             return j
-    peers = sorted((j for j in jobs if j.peer), key=lambda j: j.op)
-    return peers[0] if peers else None
+    return max((j for j in jobs if j.peer), key=lambda j: (j.median_s, j.busy_s), default=None)
 
 
 def predict(rec: Recorded, nodes: int, gpus_per_node: int) -> Prediction:

@@ -326,6 +326,7 @@ class _Stream:
         self.builds: dict = {}  # build ref -> variant name, while compiling
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
         self.expected = expected_costs(session.store)
+        self.launch_s = launch_times(session.store)
         self._lost_before = len(self.pool.lost_nodes)  # nodes the pool lost in earlier runs of this command
 
     def lost_nodes(self) -> list[dict]:
@@ -498,16 +499,24 @@ class _Stream:
         return [c for c in calls if c]
 
     def _choose_probes(self) -> None:
-        """The peer check's reference per device kind: one peer job (the first op's first peer
-        shape), where some node has several slots of that kind. Its own run is the measurement of
-        the slot that ran it; each other slot of a node re-times it once (`_peer_probe`): one job
-        per extra card, where re-timing every op's peer on every card cost ops × cards jobs."""
+        """The peer check's reference per device kind, where some node has several slots of that
+        kind: the peer job whose launches are longest (its newest stored median; the largest work
+        when none is stored). Another process on a card shares it in time slices, and only a
+        launch that spans them shows it: on an H100 beside a bf16 GEMM loop, launches of 2 ms and
+        more took 50-97% longer, those of 0.05-0.3 ms 0-6% (docs/benchmarks.md). Its own run is
+        the measurement of the slot that ran it; each other slot of a node re-times it once
+        (`_peer_probe`): one job per extra card, where re-timing every op's peer on every card
+        cost ops × cards jobs."""
         if not self.options.peer_check:
             return
-        peers = {v for v, var in self.outcome.variants.items() if var.peer}
-        for j in sorted((j for j in self.outcome.jobs if j.variant in peers), key=lambda j: j.op):
-            if j.device_kind not in self.probes and slots.slot_count(self.pool.resources, j.device_kind) > 1:
-                self.probes[j.device_kind] = _job_key(j)
+        variants = self.outcome.variants
+        for j in self.outcome.jobs:
+            if not variants[j.variant].peer or slots.slot_count(self.pool.resources, j.device_kind) < 2:
+                continue
+            rank = (self.launch_s.get(self._series(j), 0.0), _work(variants[j.variant], j))
+            if j.device_kind not in self.probes or rank > self.probes[j.device_kind][0]:
+                self.probes[j.device_kind] = (rank, _job_key(j))
+        self.probes = {kind: key for kind, (_, key) in self.probes.items()}
 
     def _is_probe(self, r: Result, tag: tuple) -> bool:
         jobs = tag[1] if tag[0] == "batch" else [tag[1]]
@@ -599,6 +608,12 @@ def expected_costs(store: Store) -> dict[tuple, float]:
     # Only the newest row of each key is read: a year of history must not be decoded per commit.
     rows = store.newest_per_series(("variant", "shape", "dtype", "device", "phases"), with_phases=True)
     return {(r["variant"], r["shape"], r["dtype"], r["device"]): busy_s(r["phases"] or {}) for r in rows}
+
+
+def launch_times(store: Store) -> dict[tuple, float]:
+    """The newest stored median of each (variant, shape, dtype, device): how long one launch takes."""
+    rows = store.newest_per_series(("variant", "shape", "dtype", "device", "median_s"))
+    return {(r["variant"], r["shape"], r["dtype"], r["device"]): r["median_s"] or 0.0 for r in rows}
 
 
 def _work(v: Variant, job: Job) -> float:
