@@ -111,21 +111,26 @@ def test_schema_2_store_without_a_regressions_table_gains_one(tmp_path):
             assert sa.inspect(conn).has_table("regressions")
 
 
-def _open(path, barrier) -> None:
+def _open(path, barrier, told) -> None:
     barrier.wait(timeout=60)
-    Store(path).close()
+    store = Store(path)
+    told.put(store.migrated)  # (from, to) in the one process that migrated, None in the other
+    store.close()
 
 
 def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path):
     db = _schema_2_store(tmp_path / "results.db")
     ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_open, args=(db, barrier)) for _ in range(2)]
+    barrier, told = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_open, args=(db, barrier, told)) for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(timeout=120)
     assert [p.exitcode for p in procs] == [0, 0]
+    migrated = sorted((told.get(timeout=10) for _ in procs), key=lambda m: m is None)
+    assert migrated[0] is not None and migrated[1] is None, migrated  # one migration, not two
+    assert sorted(p.name for p in db.parent.iterdir() if ".bak" in p.name) == ["results.db.schema2.bak"]
     assert len(_rows(db, "results")) == 2 and len(_rows(db, "regressions")) == 1
     with closing(sqlite3.connect(db)) as c:
         assert c.execute("SELECT COUNT(*) FROM meta WHERE key='store_id'").fetchone()[0] == 1

@@ -93,11 +93,16 @@ def bring_up_to_date(engine: sa.Engine, location: StoreLocation, found: int | No
     saw. Returns (old, new) when it migrated; a backup of a SQLite file is taken first."""
     if found is not None and found >= tables.SCHEMA_VERSION:
         return None
-    backup = _backup(location, found) if found is not None else None
+    backup = None
     with engines.writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
         version = _read_version(conn)  # again, under the lock: another process may have been first
+        if version is not None and version < tables.SCHEMA_VERSION:
+            # Under the lock too, so that only the process that migrates copies the file aside
+            # (two commands opening an old store at once left two copies). Nothing is written
+            # yet, and a WAL store lets the copy read beside the held write lock.
+            backup = _backup(location, version)
         if version is None:
             tables.metadata.create_all(conn)
             _set_meta(conn, "store_id", uuid.uuid4().hex, replace=False)
