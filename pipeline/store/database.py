@@ -7,7 +7,8 @@ first (`checks.inspect`: a damaged file, something that is not a store, or a sto
 flopwatch is refused with a `StoreError`) and brings an older schema up to date
 (`migrations`). Many processes may write at once: SQLite serialises them (WAL, `BEGIN
 IMMEDIATE`), PostgreSQL runs them side by side; rows are only ever inserted, or replaced by the
-same key (a commit, a build).
+same key (a commit, a build). A write whose PostgreSQL connection dropped is tried again on a
+new one (`retry`), and an insert so retried first looks for the row it may already have made.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from pipeline.store import checks, migrations, statements
+from pipeline.store import checks, migrations, retry, statements
 from pipeline.store import engine as engines
 from pipeline.store import tables as t
 from pipeline.store.location import StoreLocation, parse, sqlite_file
@@ -68,27 +69,32 @@ class Store:
     def reading(self):
         return engines.reading(self.engine)
 
+    def _write(self, work):
+        """`work(conn, again)` in one write transaction, retried where the connection dropped
+        (`again`: an earlier attempt may have committed: see `retry`)."""
+        def attempt(again: bool):
+            with self.writing() as conn:
+                return work(conn, again)
+
+        return retry.write(self.location.dialect, self.location.shown, attempt)
+
     # -- writes: each one its own transaction -------------------------------------------------
 
     def record_commit(self, sha: str, subject: str, author: str, authored_at: str, parents: list[str]) -> None:
         values = {"sha": sha, "subject": bounded(subject, TEXT_LIMITS["subject"]),
                   "author": bounded(author, TEXT_LIMITS["author"]), "authored_at": authored_at,
                   "parents": json.dumps(parents)}
-        with self.writing() as conn:
-            conn.execute(statements.upsert(conn, t.commits, values, ("sha",)))
+        self._write(lambda conn, _again: conn.execute(statements.upsert(conn, t.commits, values, ("sha",))))
 
     def start_run(self, commit_sha: str, dirty: bool, kind: str, repo: str, host: str, command: str) -> int:
-        with self.writing() as conn:
-            done = conn.execute(t.runs.insert().values(
-                commit_sha=commit_sha, dirty=int(dirty), kind=kind, repo=repo, host=host, command=command,
-                started_at=time.time()))
-            return int(done.inserted_primary_key[0])
+        values = {"commit_sha": commit_sha, "dirty": int(dirty), "kind": kind, "repo": repo, "host": host,
+                  "command": command, "started_at": time.time()}
+        return self._write(lambda conn, again: _insert_once(conn, t.runs, values, again))
 
     def finish_run(self, run_id: int, summary: dict | None = None) -> None:
         """`summary`: the run's device accounting and peer check (`pipeline.accounting`)."""
-        with self.writing() as conn:
-            conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(
-                finished_at=time.time(), summary=json.dumps(summary) if summary is not None else None))
+        values = {"finished_at": time.time(), "summary": json.dumps(summary) if summary is not None else None}
+        self._write(lambda conn, _again: conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(values)))
 
     def note_run(self, run_id: int, **fields) -> None:
         """Add `fields` to a finished run's summary (what the command learnt after the run was
@@ -115,8 +121,7 @@ class Store:
                   "seconds": b.seconds, "first_errors": bounded(b.first_errors, TEXT_LIMITS["diagnostic"]),
                   "log": bounded(b.log, TEXT_LIMITS["log"]), "analysis": json.dumps(b.analysis),
                   "created_at": time.time()}
-        with self.writing() as conn:
-            conn.execute(statements.upsert(conn, t.builds, values, ("build_hash",)))
+        self._write(lambda conn, _again: conn.execute(statements.upsert(conn, t.builds, values, ("build_hash",))))
 
     def record_result(self, run_id: int, commit_sha: str, dirty: bool, r: Result) -> int:
         values = {"run_id": run_id, "commit_sha": commit_sha, "dirty": int(dirty), "variant": r.variant, "op": r.op,
@@ -129,8 +134,7 @@ class Store:
                   "resources": json.dumps(r.resources), "device_info": json.dumps(r.device_info),
                   "stderr_tail": bounded(r.stderr_tail, TEXT_LIMITS["stderr_tail"]), "created_at": time.time(),
                   "phases": json.dumps(r.phases), "identity": r.identity or None}
-        with self.writing() as conn:
-            return int(conn.execute(t.results.insert().values(values)).inserted_primary_key[0])
+        return self._write(lambda conn, again: _insert_once(conn, t.results, values, again))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -281,6 +285,22 @@ def count_results(where: str | Path | StoreLocation) -> int:
     """How many results a store holds."""
     with Store(where) as store:
         return store.count_results()
+
+
+_IDENTIFYING = {"results": ("run_id", "variant", "shape", "dtype", "device", "peer", "created_at"),
+                "runs": ("commit_sha", "host", "command", "started_at")}
+
+
+def _insert_once(conn: sa.Connection, table: sa.Table, values: dict, again: bool) -> int:
+    """Insert a row and return its id; on a retry (`again`), the id of the row an earlier
+    attempt committed, if one did: the columns of `_IDENTIFYING` with the exact values sent
+    (a client-side timestamp among them) name that one row."""
+    if again:
+        found = conn.execute(sa.select(table.c.id).where(*(table.c[k] == values[k] for k in _IDENTIFYING[table.name]))
+                             .order_by(table.c.id).limit(1)).scalar()
+        if found is not None:
+            return int(found)
+    return int(conn.execute(table.insert().values(values)).inserted_primary_key[0])
 
 
 def _location(where) -> StoreLocation:

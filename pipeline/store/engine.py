@@ -10,7 +10,11 @@ dialect documents for exact transaction control.
 
 PostgreSQL: psycopg 3, connections checked before use (a nightly may find the server
 restarted since the pool opened), a connect timeout so that an unreachable server fails in
-seconds, not minutes.
+seconds, not minutes. A connection whose server went silent (a cut link, a switch that drops
+it: no reset ever arrives) must fail too, or a write waits for the kernel's retransmissions,
+about 15 minutes: libpq's `tcp_user_timeout` ends a connection whose sent data goes unanswered,
+and TCP keepalives one that waits for an answer that never comes. `retry.write` then tries the
+write again on a new connection.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from pipeline.store.location import StoreLocation
 
 BUSY_TIMEOUT_S = 30
 CONNECT_TIMEOUT_S = 15
+SILENT_SERVER_S = 10  # unanswered this long, a connection counts as lost
+_PG_CONNECT = {"connect_timeout": CONNECT_TIMEOUT_S, "tcp_user_timeout": SILENT_SERVER_S * 1000,
+               "keepalives": 1, "keepalives_idle": SILENT_SERVER_S, "keepalives_interval": 3, "keepalives_count": 3}
 _WRITE = "flopwatch_write"
 
 
@@ -34,7 +41,7 @@ def create(location: StoreLocation) -> sa.Engine:
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return sa.create_engine(location.url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    return sa.create_engine(location.url, pool_pre_ping=True, connect_args=dict(_PG_CONNECT))
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:
