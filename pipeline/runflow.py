@@ -503,7 +503,7 @@ class _Stream:
         kind: the peer job whose launches are longest (its newest stored median; the largest work
         when none is stored). Another process on a card shares it in time slices, and only a
         launch that spans them shows it: on an H100 beside a bf16 GEMM loop, launches of 2 ms and
-        more took 50-97% longer, those of 0.05-0.3 ms 0-6% (docs/benchmarks.md). Its own run is
+        more took 50-97% longer, those of 1 ms and less 0-6% (docs/benchmarks.md). Its own run is
         the measurement of the slot that ran it; each other slot of a node re-times it once
         (`_peer_probe`): one job per extra card, where re-timing every op's peer on every card
         cost ops × cards jobs."""

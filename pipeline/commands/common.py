@@ -93,7 +93,8 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
                    help="start a fresh interpreter per job instead of forking it from the slot's warm runner "
                         "(slower; for measuring what the warm runner saves)")
     p.add_argument("--no-peer-check", action="store_true",
-                   help="skip measuring the peer once on every GPU of a node (e.g. to compare 1-GPU and N-GPU walls)")
+                   help="skip the peer check (one peer job re-timed on each other GPU of a node, its median held "
+                        "against the node's fastest GPU)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
 
 
