@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from suite_repo import make_suite_repo, stored_results
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from pipeline.progress import Progress
 from pipeline.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 BROKEN = ("does_not_compile", "segfaults", "wrong_tile", "hangs", "writes_past_end", "produces_nan",
           "broken_manifest")

@@ -13,7 +13,7 @@ import pytest
 
 from hostile.hostile_repo import ROOT, make_repo
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def test_two_runs_at_once_keep_every_row(tmp_path):
