@@ -3,11 +3,15 @@
 When the head (its control store, GCS) dies, a driver's calls keep waiting: results of tasks
 already running on other nodes still arrive, nothing new can start, and after 60 s Ray's core
 worker ends the process abruptly ("Failed to connect to GCS within 60 seconds ... The program
-will terminate"), with no word from flopwatch and the run half done. A thread here tries a TCP
-connection to the GCS every `PERIOD_S`; after `MISSES` refusals in a row the head counts as
-lost: the driver's loop raises `HeadLost` at its next turn (`check()`), and the command ends
-with one clear line (exit 2) and every finished result already committed to the store. In the
-command-line program (`exit_if_stuck()`), if the loop does not come round within `GRACE_S`
+will terminate"), with no word from flopwatch and the run half done. A thread here asks the GCS
+for the start of an HTTP/2 conversation every `PERIOD_S` (`ray_access.tcp_problem`: the client
+preface, answered by the server's SETTINGS frame); after `MISSES` failures in a row the head
+counts as lost. A TCP connect alone is not enough: the kernel completes the handshake for a
+listening socket whose process is stopped or hung, so a head that is up but silent (SIGSTOP,
+a machine stalled in swap) looked alive for ever while the driver waited on it; only the
+process itself sends SETTINGS. Then the driver's loop raises `HeadLost` at its next turn
+(`check()`), and the command ends with one clear line (exit 2) and every finished result already
+committed to the store. In the command-line program (`exit_if_stuck()`), if the loop does not come round within `GRACE_S`
 (blocked in a call that will never answer), the thread says the same itself and ends the
 process, still before Ray would; a library caller only gets the exception.
 """
@@ -15,13 +19,17 @@ process, still before Ray would; a library caller only gets the exception.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 
 import ray
 
+from pipeline.ray_access import Address, tcp_problem
+
 PERIOD_S = 1.0
+# How long one probe waits for the GCS's SETTINGS frame: a loaded head answers in milliseconds,
+# and three misses of this length in a row are what a silent head costs before it is reported.
+PROBE_TIMEOUT_S = 5.0
 MISSES = 3
 GRACE_S = 20.0
 EXIT_CODE = 2
@@ -42,7 +50,7 @@ class _Watch:
     def __init__(self, address: str):
         self.address = address
         host, _, port = address.rpartition(":")
-        self._target = (host, int(port))
+        self._target = Address(host.strip("[]"), int(port), "the head")
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="flopwatch-headwatch", daemon=True)
@@ -53,11 +61,7 @@ class _Watch:
                 f"during the run")
 
     def _reachable(self) -> bool:
-        try:
-            with socket.create_connection(self._target, timeout=PERIOD_S):
-                return True
-        except OSError:
-            return False
+        return tcp_problem(self._target, PROBE_TIMEOUT_S) is None
 
     def _run(self) -> None:
         misses = 0

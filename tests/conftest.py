@@ -57,3 +57,24 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store' / 'results.db'}"
     return request.getfixturevalue("postgresql_url")
+
+
+# -- a network of namespaces: the cluster and store tests on real links ----------------------
+
+@pytest.fixture
+def lab():
+    """A private network of namespaces (tests/netlab.py), deleted with every process in it when
+    the test ends, however it ends. Skipped where namespaces cannot be made (they need root),
+    except in CI (CI=true), which runs as root: there the network tests must run."""
+    import netlab
+
+    reason = netlab.why_not_available()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"network namespace tests cannot run: {reason}")
+        pytest.skip(reason)
+    made = netlab.Lab()
+    try:
+        yield made
+    finally:
+        made.close()

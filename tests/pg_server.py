@@ -101,3 +101,62 @@ class Server:
         from pytest_postgresql.janitor import DatabaseJanitor
 
         return DatabaseJanitor(user=SERVER_USER, host="127.0.0.1", port=self.port, dbname=dbname)
+
+
+class NamespacedServer:
+    """A private server inside a lab node's network namespace (tests/netlab.py), listening on
+    the node's address only: a client reaches it over the lab's links, so a cut link drops its
+    connections as a real network does. The test process itself talks to it through its Unix
+    socket (a file: namespaces do not separate those), to make databases and count rows."""
+
+    def __init__(self, node, port: int = 5432) -> None:
+        self.node, self.port = node, port
+        self.home = Path(tempfile.mkdtemp(prefix="flopwatch-pgns-"))
+        self.data = self.home / "data"
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            account = pwd.getpwnam("postgres")
+            os.chown(self.home, account.pw_uid, account.pw_gid)
+
+    def _pg_ctl(self, *args: str) -> list[str]:
+        argv = [find_pg_ctl(), *args]
+        return (["runuser", "-u", "postgres", "--"] + argv) if self.as_root else argv
+
+    def start(self) -> NamespacedServer:
+        import subprocess
+
+        env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
+        subprocess.run(self._pg_ctl("initdb", "-D", str(self.data), "-o", f"--username={SERVER_USER} --auth=trust"),
+                       check=True, capture_output=True, timeout=120, env=env)
+        with open(self.data / "pg_hba.conf", "a") as hba:
+            hba.write(f"host all all {self.node.address.rsplit('.', 1)[0]}.0/24 trust\n")
+        options = (f"-p {self.port} -c listen_addresses={self.node.address} "
+                   f"-c unix_socket_directories={self.home}")
+        subprocess.run(self.node.argv(*self._pg_ctl("start", "-w", "-D", str(self.data), "-o", options,
+                                                    "-l", str(self.home / "server.log"))),
+                       check=True, capture_output=True, timeout=120, env=env)
+        return self
+
+    def stop(self) -> None:
+        import subprocess
+
+        try:
+            subprocess.run(self._pg_ctl("stop", "-D", str(self.data), "-m", "immediate"), capture_output=True,
+                           timeout=60, check=False)
+        finally:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def url(self, dbname: str) -> str:
+        """The address a client in the lab uses."""
+        return f"postgresql://{SERVER_USER}@{self.node.address}:{self.port}/{dbname}"
+
+    def local(self, dbname: str = "postgres"):
+        """A connection from this process, through the Unix socket (autocommit)."""
+        import psycopg
+
+        return psycopg.connect(host=str(self.home), port=self.port, user=SERVER_USER, dbname=dbname, autocommit=True)
+
+    def create(self, dbname: str) -> str:
+        with self.local() as conn:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+        return self.url(dbname)

@@ -10,9 +10,13 @@ none of them is alive when the suite is done.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
+from lab_ray import LabCluster
 
 from hostile.processes import MARK
 
@@ -24,3 +28,20 @@ def suite_mark():
     os.environ[MARK] = token
     yield token
     os.environ.pop(MARK, None)
+
+
+@pytest.fixture
+def lab_cluster(lab):
+    """A Ray head and one worker (one CPU timing slot) on a lab network, with token auth
+    (tests/lab_ray.py); (cluster, the worker's node). Its processes end with the lab."""
+    base = Path(tempfile.mkdtemp(prefix="fwn", dir="/tmp"))  # short: Ray's socket paths live under it
+    try:
+        cluster = LabCluster(lab, base)
+        cluster.start_head()
+        worker = lab.add("w1", 11)
+        cluster.start_worker(worker)
+        cluster.wait_alive(2)
+        yield cluster, worker
+    finally:
+        lab.close()  # its processes first: they hold files under base
+        shutil.rmtree(base, ignore_errors=True)
