@@ -15,7 +15,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="flopwatch-ray-"))
 # Commands run by tests get a private local Ray each: a kept head (pipeline/local_ray.py) would
 # outlive the test run by its idle time. test_ray_token_cluster.py turns it on where it is tested.
-os.environ.setdefault("FLOPWATCH_RAY_REUSE", "0")
+# Set, not defaulted: a developer's exported FLOPWATCH_RAY_REUSE=1 would otherwise leave such a
+# head behind, marked as the hostile suite's (a false failure of its last check).
+os.environ["FLOPWATCH_RAY_REUSE"] = "0"
 
 
 @pytest.fixture(scope="session")

@@ -107,7 +107,9 @@ def test_quiet_series_have_no_marks(site):
     pages = [p for p in path.glob("trend-*.html") if not any(p.name.startswith(f"trend-{v}-") for v in planted_pages)]
     assert len(pages) >= 20
     for page in pages:
-        for fig in figures(page.read_text()):
+        found = figures(page.read_text())
+        assert found, f"{page.name}: no figure parsed (a quiet page would pass the check below unseen)"
+        for fig in found:
             assert fig["layout"]["shapes"] == [], page.name
 
 

@@ -130,6 +130,7 @@ def test_two_nightlies_with_the_workspace_wiped_show_a_two_commit_trend(kind, ra
     env = _as_the_runner(monkeypatch, tmp_path, workspace, settings)
     assert "measured" in _nightly(env, workspace, capsys)
     built = _build_times(url)
+    assert built, "the first night stored no build: the comparison below would hold for nothing"
 
     second = _commit(upstream, upstream_root, 1, "night two: notes only", "Document the kernel")
     _checkout(upstream_root, workspace)

@@ -169,6 +169,7 @@ def test_a_compare_that_times_nothing_starts_no_ray(history, capsys, tmp_path):
     code, report = _compare(capsys, root, db, c0, c1)
     assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized()
     assert "ray_start" not in report["driver"]["phases"]
+    assert len(report["rows"]) == 3  # a compare of no rows would pass the check below
     assert all(r["kind"] == "unchanged" and r["note"].startswith(f"same build: stored result of {c0[:10]}")
                for r in report["rows"]), report["rows"]
     assert _count(db) == stored
@@ -242,8 +243,11 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     assert _count(db) == stored  # nothing was run
 
     # A shared header: every build changes, every series is timed at both commits.
+    before = _count(db)
     code, report = _compare(capsys, root, db, c1, c2)
+    assert code in (0, 1) and len(report["rows"]) == 3  # 1: a timing moved; never 2, an error
     assert report["not_retimed"] == 0 and all(not r["note"] for r in report["rows"])
+    assert _count(db) == before + 6  # 3 series at both commits
     assert {r["kind"] for r in report["rows"]} <= {"same", "unsure", "slower", "faster"}
 
     # One variant's flags: that variant and the op's peer are timed; the other is not.
@@ -261,5 +265,7 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     assert _count(db) == before + 3
 
     # --all times everything at both commits.
+    before = _count(db)
     code, report = _compare(capsys, root, db, c0, c1, "--all")
-    assert report["not_retimed"] == 0
+    assert code in (0, 1) and len(report["rows"]) == 3
+    assert report["not_retimed"] == 0 and _count(db) == before + 6

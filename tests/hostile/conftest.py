@@ -20,6 +20,18 @@ from lab_ray import LabCluster
 
 from hostile.processes import MARK
 
+_RAN: list[str] = []  # the tests of this package run so far in this session
+
+
+@pytest.fixture(autouse=True)
+def _counted(request):
+    _RAN.append(request.node.nodeid)
+
+
+@pytest.fixture
+def hostile_tests_run() -> list[str]:
+    return list(_RAN)
+
 
 @pytest.fixture(scope="package", autouse=True)
 def suite_mark():
