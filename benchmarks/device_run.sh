@@ -35,6 +35,10 @@
 #             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
+# scaling_again  the same runs again after scaling, the GPU counts in the reverse order (each count
+#             measured once early and once late in the growing store)
+# report_profile  where the time of a report goes on the store `scaling` left (a fresh process,
+#             as `flopwatch run` writes it after its jobs; cProfile, the 25 largest by cumulative time)
 # hog         benchmarks/throughput.py --hog (after scaling: `run A` with the last GPU loaded on purpose;
 #             the peer check must flag it and only it)
 # planted_scaling  the planted 1% slowdown, compare at default settings on every GPU (after scaling)
@@ -106,6 +110,20 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all) ;;
+    scaling_again) cmd=(python3 benchmarks/throughput.py --scaling-again --gpus 1 --gpus all) ;;
+    report_profile) cmd=(python3 -c 'import cProfile, pstats, time
+from pathlib import Path
+t0 = time.perf_counter()
+from pipeline.commands import publish
+from pipeline.store import Store
+t1 = time.perf_counter()
+store = Store(Path("/tmp/bench/scaling.db"))
+print("results", store.count_results(), "import", round(t1 - t0, 3), "s")
+t = time.perf_counter(); publish.prepare(); print("prepare (templates)", round(time.perf_counter() - t, 3), "s")
+for _ in range(2):
+    t = time.perf_counter(); publish.write_site(store, Path("/tmp/bench/site_profile")); print("write_site", round(time.perf_counter() - t, 3), "s")
+cProfile.run("publish.write_site(store, Path(\"/tmp/bench/site_profile\"))", "/tmp/bench/report.prof")
+pstats.Stats("/tmp/bench/report.prof").sort_stats("cumulative").print_stats(25)') ;;
     hog) cmd=(python3 benchmarks/throughput.py --hog) ;;
     planted_scaling) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only --reuse --db scaling.db) ;;
     table_gpus) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;

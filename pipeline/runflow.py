@@ -241,10 +241,13 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
 
 
 def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
-               planned: PlannedCommit | None = None, series: set | None = None) -> RunOutcome:
+               planned: PlannedCommit | None = None, series: set | None = None,
+               beside_jobs: Callable[[], None] | None = None) -> RunOutcome:
     """Build, check, time and store the jobs of one commit (`planned`, or planned here).
     `series`: run only the jobs of these (variant, shape key, dtype, device key) series;
-    broken manifests are recorded whatever it says."""
+    broken manifests are recorded whatever it says. `beside_jobs`: called once the jobs of
+    cached builds are handed out to the slots (work of the driver's own that can go on while the
+    devices run, such as preparing the report); not called when the run has no jobs."""
     planned = planned or plan_commit(session, repo, rev, options)
     root, info, config, invalid = planned.root, planned.info, planned.config, planned.invalid
     jobs = planned.jobs if series is None else [j for j in planned.jobs if planned.series(j, session) in series]
@@ -276,7 +279,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     # Without jobs (a compare whose series are all unchanged) nothing is built or run, and no
     # cluster is needed: the run records its broken manifests only.
     if outcome.jobs:
-        stream = _Stream(session, options, config, outcome, keep, done)
+        stream = _Stream(session, options, config, outcome, keep, done, beside_jobs)
         try:
             with clock.phase("builds_and_jobs"):
                 stream.go(variants, plans)
@@ -303,9 +306,10 @@ class _Stream:
     is done (or found in the cache), while other builds are still compiling; the driver waits
     on builds and results together."""
 
-    def __init__(self, session: Session, options: RunOptions, config, outcome: RunOutcome, keep, done: set):
+    def __init__(self, session: Session, options: RunOptions, config, outcome: RunOutcome, keep, done: set,
+                 beside_jobs: Callable[[], None] | None = None):
         self.session, self.options, self.config, self.outcome = session, options, config, outcome
-        self.keep, self.done = keep, done
+        self.keep, self.done, self.beside_jobs = keep, done, beside_jobs
         self.pool = session.slots
         # The profiler runs in the slot after its job's child has ended, holding the GPU: the
         # next job must not start beside it. A spawned child per job has no runner to queue at.
@@ -356,6 +360,10 @@ class _Stream:
                 for v in variants:  # no toolchain: their rows are recorded without a build
                     if v.name not in plans:
                         self._release(v, None, None)
+            if self.beside_jobs is not None:
+                # After the first calls are handed out (the slots are busy), not before: the
+                # driver's work beside them must not hold up the first submissions.
+                self.beside_jobs()
             headwatch.start()
             while builds or self.pool.has_work():
                 waiting = list(builds) + self.pool.refs()

@@ -84,6 +84,16 @@ def site_input(store: Store, order: Sequence[str] | None = None, commit_pages: i
     return SiteInput(views, line, scanned.series, board, regressions, feed(store, regressions))
 
 
+def prepare() -> None:
+    """What a process's first report spends before it reads a row: the site's modules (imported
+    with this one) and its templates, compiled. `run` calls it in a thread of its own while its
+    jobs run, so that the report after them only reads the store and writes pages."""
+    from reports.templates_env import ENV
+
+    for name in ENV.list_templates():
+        ENV.get_template(name)
+
+
 def write_site(store: Store, site: Path, order: Sequence[str] | None = None,
                scanned: history.History | None = None, cache=None) -> Path:
     """(Re)write the site from the store; returns the index path."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 
 from rich.console import Console
 
@@ -42,12 +43,22 @@ def _resumed_rows(store, commit_sha: str, measured: list[dict]) -> list[dict]:
             if (row["variant"], row["shape"], row["dtype"], row["device"]) not in new]
 
 
+def _prepare_report() -> None:
+    from pipeline.commands import publish
+
+    publish.prepare()
+
+
 def main(args) -> int:
     repo, work = workdir(args)
     session = open_session(args, work)
     clock = session.clock
+    # The report's modules and templates are made ready in a thread while the devices run the
+    # jobs (the driver mostly waits on them then), instead of after the last result.
+    preparing = threading.Thread(target=_prepare_report, name="prepare-report", daemon=True)
     try:
-        outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume))
+        outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume),
+                             beside_jobs=None if args.no_report else preparing.start)
     finally:
         session.shutdown()
     rows = [r.to_dict() for r in outcome.results]
@@ -59,6 +70,8 @@ def main(args) -> int:
         from pipeline.commands import publish
 
         with clock.phase("report"):
+            if preparing.is_alive():
+                preparing.join()
             publish.write_site(session.store, site_path(args, work))
     # The whole command's wall, report included, beside the run's records: what `flopwatch plan`
     # holds the jobs' wall against.

@@ -323,8 +323,7 @@ def scan(store, order: Sequence[str] | None = None, details: bool = True, cache=
             return _from_cache(store, cache, covered[1], line, position, pooled)
         cache.clear()
         cache.begin()
-    sample_counts = {r["id"]: len(r["samples"]) for sha in shas[-COUNTED_COMMITS:]
-                     for r in store.results(("id", "samples"), commit_sha=sha)}
+    sample_counts = {row_id: n for sha in shas[-COUNTED_COMMITS:] for row_id, n in store.sample_counts(sha).items()}
     columns = SERIES_COLUMNS if details or cache is not None else TIMING_COLUMNS
     out, ops, counts, last_id = [], {}, {}, 0
     for key, group in itertools.groupby(store.scan_results(columns), key=_SAME_SERIES):

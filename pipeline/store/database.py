@@ -199,6 +199,15 @@ class Store:
             for rows in result.partitions():
                 yield from rows
 
+    def sample_counts(self, commit_sha: str) -> dict[int, int]:
+        """Row id -> how many samples it holds, for every result of one commit, counted in the
+        stored JSON list without decoding it (a commit measured N times has N rows per series)."""
+        r = t.results.c
+        query = sa.select(r.id, r.samples).where(r.commit_sha == commit_sha).order_by(r.id)
+        with self.reading() as conn:
+            rows = conn.execute(query).fetchall()
+        return {row_id: 0 if not text or text == "[]" else text.count(",") + 1 for row_id, text in rows}
+
     def results_extent(self, up_to_id: int | None = None) -> tuple[int, int]:
         """(number of result rows, highest id), of the rows up to `up_to_id` when given: results
         are only ever added, so an unchanged count up to an id means unchanged rows up to it."""
@@ -222,11 +231,17 @@ class Store:
         return self._decoded(query)
 
     def latest_results(self, commit_sha: str) -> list[dict]:
-        """The newest result per (variant, shape, dtype, device) of one commit."""
-        latest: dict[tuple, dict] = {}
-        for row in self.results(commit_sha=commit_sha):
-            latest[tuple(row[k] for k in t.SERIES_KEY)] = row
-        return list(latest.values())
+        """The newest result per (variant, shape, dtype, device) of one commit, in the order each
+        series first appeared in it. Only those rows are read and decoded: a commit measured N
+        times holds N rows per series, each with its samples and tile maps, and the report reads
+        this after every run (decoding every re-run's rows grew its time with each re-run)."""
+        r = t.results.c
+        key = [r[k] for k in t.SERIES_KEY]
+        per_series = (sa.select(sa.func.max(r.id).label("newest"), sa.func.min(r.id).label("first"))
+                      .where(r.commit_sha == commit_sha).group_by(*key).subquery())
+        query = (sa.select(*_columns(None)).join(per_series, r.id == per_series.c.newest)
+                 .order_by(per_series.c.first))
+        return self._decoded(query)
 
     def run_summary(self, commit_sha: str) -> dict:
         """The summary (device accounting, peer check) of the newest finished run of a commit."""
