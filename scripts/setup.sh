@@ -12,6 +12,9 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null
 if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends binutils >/dev/null
+  # `ip netns` and veth links: the network tests put Ray nodes and the store on namespaces of their own.
+  $SUDO apt-get install -y -qq --no-install-recommends iproute2 >/dev/null \
+    || echo "setup: iproute2 not installed; the network namespace tests will fail in CI and skip elsewhere" >&2
   # Python.h for pybind11 modules (HipKittens' tk_kernel), where python3 is Debian's own:
   # clang parses the module's host code even when it builds only the device code.
   if python3 -c 'import sys, sysconfig, os; sys.exit(not sysconfig.get_paths()["include"].startswith("/usr/"))' &&
