@@ -91,7 +91,8 @@ def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: d
     roofs = [(r, figures.embed(roofline.figure(r), f"roof{i}", height=460)) for i, r in enumerate(roofline.rooflines(rows))]
     return render(site / commit_page_name(commit["sha"]), "commit.html.j2", commit=commit, rows=rows,
                   failures=_failure_panels(rows), failing=status.FAILURES, devices=summary.get("devices", []),
-                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []), rooflines=roofs,
+                  peer_flags=(summary.get("peer_check") or {}).get("flagged", []),
+                  peer_tolerance_pct=(summary.get("peer_check") or {}).get("tolerance_pct"), rooflines=roofs,
                   axes_tables=axes.tables(rows), heat=axes.heat_colour,
                   trend_page=trend_page or (lambda *key: None))
 
