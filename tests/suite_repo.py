@@ -54,3 +54,19 @@ def stored_results(db: Path) -> int:
             return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.OperationalError:
         return 0  # not created yet
+
+
+def commit_blocked_gemm(root: Path, repo: git.Repo) -> str:
+    """One commit of the planted history's CPU GEMM (one pass, 256^3) in `root`: its SHA."""
+    from test_planted_history import KERNEL, MANIFEST
+
+    folder = root / "kernels" / "gemm" / "cpp_blocked"
+    folder.mkdir(parents=True)
+    (folder / "variant.toml").write_text(MANIFEST)
+    (folder / "gemm_blocked.cpp").write_text(KERNEL.replace("REPS", "1"))
+    (root / "flopwatch.toml").write_text('kernels = ["kernels"]\n\n[shape_sets]\nsmall = [[256, 256, 256]]\n')
+    (root / ".gitignore").write_text(".flopwatch/\n")
+    repo.index.add(["flopwatch.toml", ".gitignore", "kernels/gemm/cpp_blocked/variant.toml",
+                    "kernels/gemm/cpp_blocked/gemm_blocked.cpp"])
+    sha = repo.index.commit("A blocked GEMM").hexsha
+    return sha

@@ -13,8 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from suite_repo import init_repo
-from test_planted_history import KERNEL, MANIFEST
+from suite_repo import commit_blocked_gemm, init_repo
 
 from pipeline import build_cache, cli, cluster
 from pipeline.store import Store
@@ -98,15 +97,7 @@ def test_flopwatch_run_never_loads_a_planted_artifact(ray_cluster, tmp_path, cap
         pytest.skip("no g++ to build the planted library")
     root, cache = tmp_path / "kernels-repo", tmp_path / "cache"
     repo = init_repo(root)
-    folder = root / "kernels" / "gemm" / "cpp_blocked"
-    folder.mkdir(parents=True)
-    (folder / "variant.toml").write_text(MANIFEST)
-    (folder / "gemm_blocked.cpp").write_text(KERNEL.replace("REPS", "1"))
-    (root / "flopwatch.toml").write_text('kernels = ["kernels"]\n\n[shape_sets]\nsmall = [[256, 256, 256]]\n')
-    (root / ".gitignore").write_text(".flopwatch/\n")
-    repo.index.add(["flopwatch.toml", ".gitignore", "kernels/gemm/cpp_blocked/variant.toml",
-                    "kernels/gemm/cpp_blocked/gemm_blocked.cpp"])
-    sha = repo.index.commit("A blocked GEMM").hexsha
+    sha = commit_blocked_gemm(root, repo)
     args = ["run", sha, "--repo", str(root), "--cache", str(cache), "--budget", "0.3", "--no-report", "--json",
             "--variant", "cpp_blocked"]
     assert cli.main([*args, "--store", f"sqlite:///{tmp_path / 'first.db'}"]) == 0

@@ -9,8 +9,7 @@ import shutil
 import threading
 
 import pytest
-from suite_repo import init_repo
-from test_planted_history import KERNEL, MANIFEST
+from suite_repo import commit_blocked_gemm, init_repo
 
 from pipeline import cli, cluster
 from pipeline.commands import publish
@@ -109,15 +108,7 @@ def test_run_prepares_its_report_in_another_thread_while_its_jobs_run(ray_cluste
         pytest.skip("no g++ to build the kernel")
     root = tmp_path / "kernels-repo"
     repo = init_repo(root)
-    folder = root / "kernels" / "gemm" / "cpp_blocked"
-    folder.mkdir(parents=True)
-    (folder / "variant.toml").write_text(MANIFEST)
-    (folder / "gemm_blocked.cpp").write_text(KERNEL.replace("REPS", "1"))
-    (root / "flopwatch.toml").write_text('kernels = ["kernels"]\n\n[shape_sets]\nsmall = [[256, 256, 256]]\n')
-    (root / ".gitignore").write_text(".flopwatch/\n")
-    repo.index.add(["flopwatch.toml", ".gitignore", "kernels/gemm/cpp_blocked/variant.toml",
-                    "kernels/gemm/cpp_blocked/gemm_blocked.cpp"])
-    sha = repo.index.commit("A blocked GEMM").hexsha
+    sha = commit_blocked_gemm(root, repo)
     events = []
     prepare, write_site = publish.prepare, publish.write_site
 
