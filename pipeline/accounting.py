@@ -25,6 +25,19 @@ BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s")
 # healthy pairs; a card shared with another process read +118%. 10% is over twice the widest
 # healthy gap and far below what sharing a card costs.
 PEER_TOLERANCE = 0.10
+# The sampling budget of a re-time on another card. A median of a steady launch settles long
+# before the run's default budget (the 8192^3 reference: 1.6 ms, so some 150 launches in
+# 0.25 s), and a shared card shows in every launch that spans its time slices; the rest of the
+# default budget would only keep the extra card from its own jobs.
+PEER_RETIME_BUDGET_S = 0.25
+
+
+def retime_settings(settings: dict) -> dict:
+    """A job's settings for its peer re-time: no profile, sampling cut to `PEER_RETIME_BUDGET_S`
+    (never raised above the run's own budget)."""
+    timing = dict(settings.get("timing") or {})
+    timing["budget_s"] = min(float(timing.get("budget_s", PEER_RETIME_BUDGET_S)), PEER_RETIME_BUDGET_S)
+    return {**settings, "timing": timing, "profile": False}
 
 
 def busy_s(phases: dict) -> float:

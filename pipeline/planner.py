@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline import schedule
-from pipeline.accounting import busy_s
+from pipeline.accounting import PEER_RETIME_BUDGET_S, busy_s
 
 
 class PlanError(ValueError):
@@ -32,6 +32,12 @@ class RecordedJob:
     peer: bool
     busy_s: float
     median_s: float = 0.0
+    timing_s: float = 0.0  # of busy_s, the sampling loop
+
+    @property
+    def retime_s(self) -> float:
+        """Its device time as a peer re-time: sampling cut to `PEER_RETIME_BUDGET_S`."""
+        return self.busy_s - self.timing_s + min(self.timing_s, PEER_RETIME_BUDGET_S)
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,7 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
     other_wall = max((d["wall_s"] for d in devices if d["slot"].split("/")[0] != kind), default=0.0)
     command = float((summary.get("driver") or {}).get("command_s") or 0.0)
     jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]),
-                        r["median_s"] or 0.0) for r in mine]
+                        r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0)) for r in mine]
     return Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
                     max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls)
 
@@ -145,11 +151,11 @@ def predict(rec: Recorded, nodes: int, gpus_per_node: int) -> Prediction:
             # The probe's own run is the reference on one slot of the first node; every other slot
             # of each node re-times it once.
             if s != 0:
-                pinned[s].append(rec.probe.busy_s + rec.call_overhead_s)
+                pinned[s].append(rec.probe.retime_s + rec.call_overhead_s)
                 retimes += 1
     replayed = schedule.replay(costs, slots, pinned=pinned)
     wall = replayed["wall_s"]
-    retimed = [rec.probe.busy_s] * retimes if rec.probe else []
+    retimed = [rec.probe.retime_s] * retimes if rec.probe else []
     bound = schedule.bound([(f"{j.variant} {j.shape} {j.dtype}", j.busy_s) for j in rec.jobs]
                            + [("peer re-time", s) for s in retimed], slots)
     return Prediction(nodes, gpus_per_node, wall, rec.outside_s + max(wall, rec.other_wall_s), bound, len(costs),

@@ -541,7 +541,8 @@ class _Stream:
         per_node: dict[str, list] = {}
         for s in self.pool.slots_of(job.device_kind):
             per_node.setdefault(s.node_id, []).append(s)
-        settings = {**self._settings(job), "profile": False}
+        settings = accounting.retime_settings(self._settings(job))
+        cost = min(self.costs.get(_job_key(job), 0.0), accounting.PEER_RETIME_BUDGET_S + _RETIME_OVERHEAD_S)
         for node_slots in per_node.values():
             if len(node_slots) < 2:
                 continue
@@ -549,7 +550,7 @@ class _Stream:
                 if s is ran_on:
                     self.peer_rows.append(_peer_row(ran_on, r))
                 else:
-                    self._submit(("peer_check", job, v, build), job.device_kind, settings, slot=s)
+                    self._submit(("peer_check", job, v, build), job.device_kind, settings, slot=s, cost_s=cost)
 
     def slot_counts(self) -> dict[str, int]:
         """Slots per device kind this run used."""
@@ -561,10 +562,11 @@ class _Stream:
                 "profile": o.profile, "device_key": device_key(self.session, job.device_kind),
                 "spawn_per_job": o.spawn_per_job, "limits": o.limits.to_dict()}
 
-    def _submit(self, tag: tuple, kind: str, settings: dict, slot=None, first: bool = False) -> None:
+    def _submit(self, tag: tuple, kind: str, settings: dict, slot=None, first: bool = False,
+                cost_s: float | None = None) -> None:
         if kind == "cpu" and self.builds:
             # CPU timings must not share the cores with compilers: they start when the builds end.
-            self.deferred.append((tag, kind, settings, slot, first))
+            self.deferred.append((tag, kind, settings, slot, first, cost_s))
             return
         what, job, v, build = tag
         if self.first_submit is None:
@@ -572,10 +574,14 @@ class _Stream:
         jobs = job if what == "batch" else [job]
         job_arg = [j.to_dict() for j in jobs] if what == "batch" else job.to_dict()
         args = (job_arg, v.to_dict(), build.to_dict(), self.outcome.artifacts[v.name], settings)
-        cost = sum(self.costs.get(_job_key(j), 0.0) for j in jobs)
+        cost = sum(self.costs.get(_job_key(j), 0.0) for j in jobs) if cost_s is None else cost_s
         self.pool.submit(kind, "run_batch" if what == "batch" else "run", args, tag, slot=slot, cost_s=cost,
                          work=sum(_work(v, j) for j in jobs), first=first)
 
+
+# A re-time's device time besides its sampling: load, correctness, warm-up (the 8192^3 reference
+# on an H100: 0.3 s).
+_RETIME_OVERHEAD_S = 0.35
 
 # How often the driver's loop wakes without a result: to notice a lost node or a lost head.
 _POLL_S = 1.0

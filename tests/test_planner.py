@@ -8,6 +8,7 @@ import json
 import pytest
 
 from pipeline import cli, planner
+from pipeline.accounting import PEER_RETIME_BUDGET_S
 from pipeline.store import Store
 from workers.records import Result
 
@@ -71,12 +72,16 @@ def test_more_slots_approach_the_bound_and_the_peer_check_costs_one_retime_per_e
     work = sum(j.busy_s for j in rec.jobs)
     # the peer job of the longest launches (all medians equal here: the longest job)
     assert rec.probe is not None and (rec.probe.variant, rec.probe.shape) == ("peer.gemm", "n=1")
+    # a re-time samples for the re-time budget, not the run's: its other phases stay
+    probe = rec.probe
+    assert probe.timing_s == pytest.approx(0.6 * probe.busy_s)
+    assert probe.retime_s == pytest.approx(0.4 * probe.busy_s + PEER_RETIME_BUDGET_S)
     previous = None
     for gpus in (1, 2, 4, 8):
         p = planner.predict(rec, 1, gpus)
         assert p.retimes == gpus - 1
         assert p.bound.bound_s <= p.jobs_wall_s
-        assert p.bound.bound_s == pytest.approx(max(4.9, (work + (gpus - 1) * rec.probe.busy_s) / gpus))
+        assert p.bound.bound_s == pytest.approx(max(4.9, (work + (gpus - 1) * rec.probe.retime_s) / gpus))
         if previous is not None:
             assert p.jobs_wall_s < previous.jobs_wall_s
         previous = p

@@ -89,6 +89,16 @@ def test_peer_check_flags_a_card_more_than_10_percent_slower_than_its_nodes_fast
     assert {f["slot"] for f in accounting.peer_check(rows)["flagged"]} == {"cuda/1", "cuda/3"}
 
 
+def test_a_peer_retime_samples_for_its_own_short_budget_and_never_profiles():
+    settings = {"timing": {"budget_s": 1.0, "method": "events"}, "profile": True, "timeout_s": 60}
+    retime = accounting.retime_settings(settings)
+    assert retime["timing"] == {"budget_s": accounting.PEER_RETIME_BUDGET_S, "method": "events"}
+    assert retime["profile"] is False and retime["timeout_s"] == 60
+    assert settings["timing"]["budget_s"] == 1.0 and settings["profile"] is True  # the job's own are kept
+    # a run asked for a shorter budget than the re-time's: the re-time is not longer than its jobs
+    assert accounting.retime_settings({"timing": {"budget_s": 0.1}})["timing"]["budget_s"] == 0.1
+
+
 @pytest.mark.parametrize("slower, flagged", [(1.12, ["cuda/1"]), (1.05, []), (0.89, ["cuda/0"])])
 def test_on_a_node_of_two_cards_only_the_slow_one_is_flagged(slower, flagged):
     # Against the median of two (their midpoint) a 12% slower card would be 6% off and so would the
