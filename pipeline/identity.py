@@ -45,7 +45,17 @@ def worker_code_digest() -> str:
 def op_digest(op_name: str, repo_op: dict | None = None) -> str:
     """Hash of the op's source: its inputs, reference, work counts and peer (a built-in op's
     module and the op modules it imports; a repository op's `op.py`, as its variant carries it)."""
-    return hashlib.sha256(op_source_digest(repo_op or op_name).encode()).hexdigest()[:16]
+    if not repo_op:
+        return _builtin_op_digest(op_name)
+    return hashlib.sha256(op_source_digest(repo_op).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_op_digest(op_name: str) -> str:
+    """A built-in op's digest, once per process: its files ship with this flopwatch and do not
+    change under it, and a run asks for it once per series (parsing the op's module each time
+    was most of planning a run)."""
+    return hashlib.sha256(op_source_digest(op_name).encode()).hexdigest()[:16]
 
 
 def measurement_identity(build_hash: str, op: str, shape_key: str, dtype: str, device_key: str,
