@@ -38,11 +38,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline import cluster
+from pipeline.fleet import cluster
 from pipeline.history import compare as cmp
 from pipeline.history import paired, verdicts
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
 KERNEL = Path(__file__).resolve().parents[1] / "kernels" / "gemm" / "cpp_blocked" / "gemm_blocked.cpp"

@@ -9,7 +9,7 @@ alone takes minutes) at one shape per op (GEMM 4096³ bf16, copy 2^26 fp32), wit
   planted  `cuda_wmma` and `cuda_naive` launch a one-thread spin kernel before the GEMM, on the
            same stream, for `--plant` (default 1%) of the GEMM's time measured at base.
 Then, as `flopwatch compare` measures: a run of each commit (status, correctness, builds), and
-paired timing (`workers.child.pair`: both builds alternated call by call in one process) of
+paired timing (`workers.job.child.pair`: both builds alternated call by call in one process) of
   - the fastest and the slowest ok series of the base run, base against `same`;
   - each planted variant, base against `planted`;
 `--count` times each, every repetition a fresh paired measurement of `--pair-budget` seconds
@@ -113,10 +113,10 @@ def commit_planted(repo, root: Path, cycles: dict[str, int]) -> str:
 
 
 def pair_worker(spec_path: str, out_path: str) -> int:
-    """Repetitions of `workers.child.pair` in this one process: each a fresh paired measurement."""
+    """Repetitions of `workers.job.child.pair` in this one process: each a fresh paired measurement."""
     import secrets
 
-    from workers import child
+    from workers.job import child
 
     spec = json.loads(Path(spec_path).read_text())
     deadline = time.time() + float(spec["time_limit_s"])
@@ -148,7 +148,7 @@ def _repetitions(work: Path, name: str, outcome_a, outcome_b, variant: str, args
     """Unpack both builds of `variant` and run the repetitions in one child process."""
     import ray
 
-    from workers.bundle import unpack
+    from workers.toolkit.bundle import unpack
 
     job = _job_of(outcome_b, variant)
     folder = work / "pairs" / name
@@ -228,12 +228,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     started = time.time()
 
-    from pipeline import cluster
+    from pipeline.fleet import cluster
     from pipeline.history import verdicts as stats
-    from pipeline.progress import Progress
-    from pipeline.runflow import RunOptions, Session, run_commit
+    from pipeline.run.progress import Progress
+    from pipeline.run.runflow import RunOptions, Session, run_commit
     from pipeline.store import Store
-    from workers import device
+    from workers.measure import device
 
     threshold = stats.parse_threshold(args.threshold)
     if device.gpu_kind() != "cuda":

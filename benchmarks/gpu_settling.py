@@ -1,5 +1,5 @@
 """How long a GPU takes to settle under a kernel's load: the data behind the timing rule's
-warm-up (`workers/timing.py`, MIN_WARMUP_S).
+warm-up (`workers/measure/timing.py`, MIN_WARMUP_S).
 
 For a few kernels that draw the most power (bf16 GEMMs through cuBLAS) and one that does not
 (a bandwidth-bound copy), from two starting states — after 2 s idle, and after 1 s of the same

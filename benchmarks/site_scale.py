@@ -18,7 +18,7 @@ repeat, each command its own process as in CI:
 Per step: wall time, CPU time and peak memory of the process (os.wait4), windows searched. Then:
 the site's size and file count, whether detection found every planted step at its planted commit
 and nothing else, and the dashboard's load time in headless Chromium (`benchmarks/page_timing.py`,
-median of 3). Thresholds are the per-device defaults (pipeline/config.py) unless `--threshold`
+median of 3). Thresholds are the per-device defaults (pipeline/project/config.py) unless `--threshold`
 is given (the year's 4% and 5% plants need `--threshold 3%`). The load average
 before and after is printed: the machine may be shared, compare figures taken at similar load.
 """

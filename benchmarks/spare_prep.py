@@ -2,10 +2,10 @@
 moves its medians. One NVIDIA/AMD GPU.
 
 1. Breakdown. From a parent that imported torch and the workers without touching the GPU (as
-   the warm runner does), fork a child N times; each times the steps of `workers.child.prepare`:
+   the warm runner does), fork a child N times; each times the steps of `workers.job.child.prepare`:
    the driver (torch.cuda.init), the context (set_device + first allocation), the first-use
    kernels per dtype, an event pair.
-2. Interference. A process of its own times a few kernels with `workers.timing.time_gpu`
+2. Interference. A process of its own times a few kernels with `workers.measure.timing.time_gpu`
    (default adaptive rule) under three conditions, alternating, `--rounds` rounds: quiet; while
    another process keeps creating GPU contexts (fork, context, exit, again); while it keeps
    running the whole preparation. Reported: each kernel's median per condition (median of the
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 CHURN = """
 import os, sys, torch
 sys.path.insert(0, {root!r})
-from workers import child
+from workers.job import child
 full = {full!r}
 while True:
     pid = os.fork()
@@ -69,7 +69,8 @@ def in_forked_child(measure: Callable[[], dict]) -> dict:
 def breakdown(children: int) -> list[dict]:
     import torch
 
-    from workers import child, correctness
+    from workers.job import child
+    from workers.measure import correctness
     from workers.ops import get_op, torch_dtype
 
     def steps() -> dict:
@@ -117,8 +118,8 @@ def breakdown(children: int) -> list[dict]:
 def interference(rounds: int) -> dict:
     import torch
 
-    from workers import device
-    from workers.timing import TimingSettings, time_gpu
+    from workers.measure import device
+    from workers.measure.timing import TimingSettings, time_gpu
 
     torch.cuda.set_device(0)
     flush = device.flush_bytes(device.info("cuda"))
@@ -168,7 +169,7 @@ def main() -> int:
     if args.part == "breakdown":
         import torch  # noqa: F401  (the parent imports, never touches the GPU: as the warm runner)
 
-        import workers.child  # noqa: F401
+        import workers.job.child  # noqa: F401
         print(json.dumps(breakdown(args.children)))
         return 0
     if args.part == "interference":

@@ -15,7 +15,7 @@ detect --repo OUT/repo` work on it as on a real history. What it holds:
   peer); on NVIDIA devices the `hip_` variants are called `cuda_`;
 - run times with per-sample noise and a night-to-night wobble, and three single-night spikes
   per series (a busy node): 1%, ±0.3% and +4% on AMD devices, 0.5%, ±0.1% and +1.5% on NVIDIA
-  ones (whose default history threshold is 1%, not 5%: pipeline/config.py);
+  ones (whose default history threshold is 1%, not 5%: pipeline/project/config.py);
 - resources (VGPR, LDS, ...) and counters (vL1D hit, coalescing, waves/CU, MFMA) per result;
 - planted slowdowns (`plants`): each is one culprit commit that slows several series from
   that commit on, as a change to a shared header would (the year: 2 commits, 5 series; the
@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.store import Store
 from reports.device_specs import spec_of
-from workers.records import Result
-from workers.stats import median_ci
+from workers.core.records import Result
+from workers.measure.stats import median_ci
 
 DEVICES = ("rocm:AMD Instinct MI300X", "rocm:AMD Instinct MI325X", "cuda:NVIDIA H100 80GB HBM3",
            "cuda:NVIDIA H200")
@@ -267,7 +267,7 @@ def record_nights(store: Store, repo: Path, meta: list[dict], specs: list[Series
             else:
                 nvidia = spec.kind == "cuda"
                 matrix_insts = 0.0 if spec.copy else float(spec.flops / (16384 if not nvidia else 32768))
-                low, high = median_ci(samples)  # as workers/timing.py stores them
+                low, high = median_ci(samples)  # as workers/measure/timing.py stores them
                 r = Result(**common, status="ok", median_s=statistics.median(samples), ci_low_s=low, ci_high_s=high,
                            samples_s=samples,
                            correctness={"rel_fro_err": float(rng.uniform(1e-7, 4e-7)), "passed": True},

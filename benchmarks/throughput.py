@@ -261,7 +261,7 @@ def figures(s: dict, db: Path, kind: str, n_devices: int) -> dict:
 
 
 def machine_kind() -> str:
-    from workers import device
+    from workers.measure import device
 
     return device.gpu_kind() or "cpu"
 

@@ -2,7 +2,7 @@
 
 1. Same medians. `flopwatch run` of the bundled suite (default settings) builds every variant;
    then, in one process on the same GPU, every series that ran `ok` is timed by both rules
-   (`workers.timing`, method "fixed": ≥ 1 s warm-up, ≥ 50 samples, batches of 10; method
+   (`workers.measure.timing`, method "fixed": ≥ 1 s warm-up, ≥ 50 samples, batches of 10; method
    "adaptive": the default) in alternating order, `--rounds` rounds each (two for a kernel whose
    fixed round takes over 3 s: its rounds agree within 0.1%; one over 15 s). With
    `--noisy-rounds N`, a series whose *fixed* rule disagreed with itself by more than 1% over
@@ -66,13 +66,14 @@ def fidelity_worker(spec_path: str) -> int:
     """In this one process: each series timed by both rules, alternating."""
     import torch
 
-    from pipeline.config import load_config
-    from pipeline.discovery import discover
-    from workers import bindings, device
-    from workers.child import generator
+    from pipeline.project.config import load_config
+    from pipeline.project.discovery import discover
+    from workers import bindings
+    from workers.core.records import Shape
+    from workers.job.child import generator
+    from workers.measure import device
+    from workers.measure.timing import TimingSettings, time_gpu
     from workers.ops import get_op, torch_dtype
-    from workers.records import Shape
-    from workers.timing import TimingSettings, time_gpu
 
     spec = json.loads(Path(spec_path).read_text())
     root = Path(spec["checkout"])
@@ -160,7 +161,7 @@ def rows_of(raw: list[dict]) -> list[dict]:
     its round medians, and the paired estimate — the median over rounds of adaptive/fixed of the
     same round, the two timed back to back (the GPU's slow drifts, a power-capped kernel's
     multi-second clock states, cancel within a pair)."""
-    from workers.stats import median_ci
+    from workers.measure.stats import median_ci
 
     rows = []
     for s in raw:

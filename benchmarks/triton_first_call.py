@@ -1,5 +1,5 @@
 """What a Triton kernel's first call costs in a job's process, and how much of it a spare can
-pay ahead (`workers.spare`), on one NVIDIA GPU.
+pay ahead (`workers.job.spare`), on one NVIDIA GPU.
 
 A job's process is forked from the slot's warm runner, which has imported torch and triton but
 never touched the GPU. Its kernel's first call then finds the compiled kernel in Triton's disk

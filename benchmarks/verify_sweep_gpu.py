@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import throughput  # noqa: E402  (benchmarks/throughput.py: the command runner and its figures)
 
-from workers.params import split_point  # noqa: E402
+from workers.core.params import split_point  # noqa: E402
 
 ROOT = throughput.ROOT
 OUT = throughput.OUT = Path(throughput.os.environ.get("OUT", ROOT / "sweep-out"))

@@ -11,13 +11,13 @@ import argparse
 import os
 import sys
 
-from pipeline import headwatch
-from pipeline.checkout import CheckoutError
 from pipeline.commands import doctor, export, init, ls, new, plan, report, run, selftest, store
 from pipeline.commands.common import UsageError
-from pipeline.config import ConfigError
-from pipeline.headwatch import HeadLost
-from pipeline.ray_access import ClusterError
+from pipeline.fleet import headwatch
+from pipeline.fleet.headwatch import HeadLost
+from pipeline.fleet.ray_access import ClusterError
+from pipeline.project.checkout import CheckoutError
+from pipeline.project.config import ConfigError
 from pipeline.store import LocationError, StoreError
 
 COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
@@ -65,7 +65,7 @@ def entry() -> None:
     and Ray's disconnect from a cluster that stays up (0.27 s; the connection closes with the
     process) would only keep a CI job, and the GPU, waiting. A command's own local Ray is
     still stopped by the command."""
-    from pipeline import cluster
+    from pipeline.fleet import cluster
 
     cluster.leave_with_process()
     code = main()

@@ -1,1 +1,2 @@
-"""flopwatch rendering: static HTML site and markdown from stored results."""
+"""Rendering: the static HTML site and markdown from the plain records it is handed.
+May import: workers.core, workers.cuda, workers.ops, workers.rocm."""

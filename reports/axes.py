@@ -1,7 +1,7 @@
 """The axes view of a swept variant: its points' throughput laid out over the parameter axes.
 
 A variant with `[params]` runs as one variant per point (`gemm[BLOCK_M=128,STAGES=3]`,
-`workers.params`). Per family and (shape, dtype, device) this module turns the result rows of
+`workers.core.params`). Per family and (shape, dtype, device) this module turns the result rows of
 one commit into an `AxesTable`: rows are the values of the first axis, columns the values of the
 second (or the product of the remaining ones, labelled `STAGES=3,num_warps=8`); a family with one
 axis is a single row. Each cell holds the point's throughput, % of peer and a heat share (its
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reports import format as fmt
 from reports import metric_names
-from workers import params, status
+from workers.core import params, status
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def swept_groups(rows: Iterable[dict]) -> dict[tuple[str, str, str, str], list[d
 
 def tables(rows: Sequence[dict]) -> list[AxesTable]:
     """The axes tables of one commit's result rows (dicts with variant, shape, dtype, device,
-    status, and `rate` / `pct_of_peer` as `pipeline.summary.with_peer` adds them), by family,
+    status, and `rate` / `pct_of_peer` as `pipeline.run.summary.with_peer` adds them), by family,
     then in the order the rows came (the commit page's shape order)."""
     groups = swept_groups(rows)
     order = sorted(groups, key=lambda k: k[0])  # stable: shapes keep the rows' order within a family

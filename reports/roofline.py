@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from reports import figures
 from reports.device_specs import spec_of
 from reports.format import shape_label, throughput
-from workers import status
+from workers.core import status
 
 SPEC, MEASURED = "spec", "measured"
 

@@ -22,7 +22,7 @@ import plotly
 from reports import axes, figures, history_pages, roofline
 from reports.format import anchor
 from reports.templates_env import render
-from workers import status
+from workers.core import status
 
 _ASSETS = Path(__file__).parent / "assets"
 

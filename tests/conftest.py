@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # A private Ray temp dir: tests must not join or disturb a cluster a developer has running.
 os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="flopwatch-ray-"))
-# Commands run by tests get a private local Ray each: a kept head (pipeline/local_ray.py) would
+# Commands run by tests get a private local Ray each: a kept head (pipeline/fleet/local_ray.py) would
 # outlive the test run by its idle time. test_ray_token_cluster.py turns it on where it is tested.
 # Set, not defaulted: a developer's exported FLOPWATCH_RAY_REUSE=1 would otherwise leave such a
 # head behind, marked as the hostile suite's (a false failure of its last check).

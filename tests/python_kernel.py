@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workers.bundle import pack
-from workers.records import Shape, Variant
+from workers.core.records import Shape, Variant
+from workers.toolkit.bundle import pack
 
 
 def python_variant(tmp: Path, body: str, timeout_s: float) -> tuple[Variant, dict]:

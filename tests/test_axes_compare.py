@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.history import compare as cmp
-from workers.params import point_name
+from workers.core.params import point_name
 
 FLOPS = 2 * 256**3
 SHAPE = "M=256,N=256,K=256"

@@ -9,7 +9,7 @@ from pipeline.history import dashboard
 from pipeline.history.series import Point, Series
 from reports.history_pages import trend_page_name
 from reports.site import SiteInput, write_site
-from workers.params import point_name
+from workers.core.params import point_name
 
 SHAS = [f"{i:x}" * 40 for i in range(1, 4)]
 BIG, SMALL = "M=4096,N=4096,K=4096", "M=1024,N=1024,K=1024"

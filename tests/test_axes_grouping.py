@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipeline.summary import sort_rows, with_peer
+from pipeline.run.summary import sort_rows, with_peer
 from reports import axes
 from reports.site import write_commit_page
-from workers.params import point_name
-from workers.records import Result
+from workers.core.params import point_name
+from workers.core.records import Result
 
 SHAPE = "M=4096,N=4096,K=4096"
 FLOPS = 2 * 4096**3

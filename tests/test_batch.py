@@ -1,4 +1,4 @@
-"""A variant's shapes share one process (`workers.batch`), and a job that goes wrong there costs
+"""A variant's shapes share one process (`workers.job.batch`), and a job that goes wrong there costs
 the others nothing: the jobs after it run again in processes of their own, each job keeps its
 own timeout and status. (CPU jobs of a one-file Python variant here; the same path runs GPU
 jobs, measured on the device: docs/benchmarks.md.)"""
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from workers import runner, status
-from workers.batch import execute_batch
-from workers.bundle import pack
-from workers.records import BuildResult, Job, Shape, Variant
-from workers.zygote import Zygote
+from workers.core import status
+from workers.core.records import BuildResult, Job, Shape, Variant
+from workers.job import runner
+from workers.job.batch import execute_batch
+from workers.job.zygote import Zygote
+from workers.toolkit.bundle import pack
 
 SMALL, LARGE = Shape({"M": 32, "N": 32, "K": 32}), Shape({"M": 64, "N": 64, "K": 64})
 
@@ -125,9 +126,9 @@ def test_a_whole_run_with_shapes_batched_keeps_every_status(tmp_path, monkeypatc
     variants keep their statuses at every shape, the good ones are timed."""
     from suite_repo import make_suite_repo
 
-    from pipeline import cluster
-    from pipeline.progress import Progress
-    from pipeline.runflow import BATCH_ENV, RunOptions, Session, run_commit
+    from pipeline.fleet import cluster
+    from pipeline.run.progress import Progress
+    from pipeline.run.runflow import BATCH_ENV, RunOptions, Session, run_commit
     from pipeline.store import Store
 
     monkeypatch.setenv(BATCH_ENV, "all")
@@ -151,7 +152,7 @@ def test_a_whole_run_with_shapes_batched_keeps_every_status(tmp_path, monkeypatc
 
 
 def test_which_kinds_batch_their_shapes():
-    from pipeline.runflow import BATCH_ENV, RunOptions, batch_kinds
+    from pipeline.run.runflow import BATCH_ENV, RunOptions, batch_kinds
 
     assert batch_kinds({}, RunOptions()) == {"cuda", "rocm"}
     assert batch_kinds({BATCH_ENV: "all"}, RunOptions()) == {"cuda", "rocm", "cpu"}

@@ -1,5 +1,5 @@
 """The build cache verifies an entry's digest before anything of it is used
-(pipeline/build_cache.py): a tampered artifact, an added file, an edited record or a missing
+(pipeline/run/build_cache.py): a tampered artifact, an added file, an edited record or a missing
 digest is refused with a message, removed and built again, never loaded. End to end: a planted
 shared library whose constructor would leave a marker file is put in place of a cached build;
 `flopwatch run` refuses it, rebuilds, measures, and the marker never appears."""
@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from suite_repo import commit_blocked_gemm, init_repo
 
-from pipeline import build_cache, cli, cluster
+from pipeline import cli
+from pipeline.fleet import cluster
+from pipeline.run import build_cache
 from pipeline.store import Store
-from workers.records import BuildResult
+from workers.core.records import BuildResult
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = BuildResult(variant="v", build_hash="h1", ok=True, toolchain="g++ 12", seconds=1.5)
@@ -59,7 +61,7 @@ def test_a_tampered_entry_is_refused_removed_and_never_returned(tmp_path, capsys
 
 
 def test_every_reader_of_the_cache_goes_through_the_verified_load():
-    """run, compare, bisect and nightly all build through pipeline/runflow.py; no module but
+    """run, compare, bisect and nightly all build through pipeline/run/runflow.py; no module but
     build_cache reads an entry's files, and runflow reads the cache only with build_cache.load."""
     readers = []
     for path in sorted(p for top in ("pipeline", "workers") for p in (ROOT / top).rglob("*.py")):

@@ -99,7 +99,7 @@ def test_a_range_over_unmeasured_commits_is_not_taken_for_one_commit(tmp_path):
     from pipeline.commands.publish import site_input
     from pipeline.history.regressions import RegressionStore
     from pipeline.store import Store
-    from workers.records import Result
+    from workers.core.records import Result
 
     measured = [0, 1, 2, 3, 7, 8, 9]  # nights 4..6 were not measured
     with Store(tmp_path / "r.db") as store:

@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from python_kernel import python_variant
 
-from workers import child
+from workers.core.records import Binding, Shape, Variant
+from workers.job import child
 from workers.ops import get_op
-from workers.records import Binding, Shape, Variant
 
 DIMS = {"M": 64, "N": 48, "K": 32}
 
@@ -64,7 +64,7 @@ def test_inputs_are_drawn_on_the_generators_device_and_depend_on_the_seed():
 
 
 def _python_job(tmp: Path, body: str):
-    from workers.records import BuildResult, Job
+    from workers.core.records import BuildResult, Job
 
     v, files = python_variant(tmp, body, timeout_s=60.0)
     return Job(v.name, v.op, v.shapes[0], "fp32", "cpu"), v, BuildResult(v.name, "h", True, "python"), files
@@ -83,7 +83,7 @@ def gemm(a, b, c):
 
 
 def test_the_second_check_is_the_timing_loops_first_call_and_its_last_call_must_agree(tmp_path):
-    from workers import runner
+    from workers.job import runner
 
     job, v, build, files = _python_job(tmp_path, DRIFTS_LATER)
     r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1})

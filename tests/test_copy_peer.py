@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from workers import profile
+from workers.measure import profile
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "ncu" / "flopwatch_h100" / "ncu_copy_raw.csv"

@@ -1,4 +1,4 @@
-"""A large output is judged in blocks of whole tile rows (`workers.correctness.BLOCK_ELEMENTS`),
+"""A large output is judged in blocks of whole tile rows (`workers.measure.correctness.BLOCK_ELEMENTS`),
 so a check's fp64 temporaries stay bounded: the figures must be the same as judged at once."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workers import correctness
+from workers.measure import correctness
 
 
 @pytest.mark.parametrize("shape", [(300, 200), (5, 7, 130), (10000,), (130, 70)])
@@ -42,7 +42,7 @@ def test_a_correct_output_in_blocks_passes_with_the_same_error(monkeypatch):
 
 def test_a_shape_that_fits_the_device_waits_for_memory_another_job_holds(monkeypatch):
     """The job before it on the slot is still ending: its memory comes back within the wait."""
-    from workers import fit
+    from workers.measure import fit
 
     free = iter([1 << 30, 1 << 30, 64 << 30])
     monkeypatch.setattr(fit, "bytes_available", lambda kind: next(free))

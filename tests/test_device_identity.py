@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from workers import smi
-from workers.records import DeviceInfo
+from workers.core.records import DeviceInfo
+from workers.measure import smi
 
 FIX = Path(__file__).parent / "fixtures" / "smi"
 NV_ROWS = smi.parse_nvidia_csv((FIX / "nvidia_smi_2xh200.csv").read_text())
@@ -80,7 +80,7 @@ def test_device_info_keeps_json_round_trip_with_the_new_fields():
 
 
 def test_cpu_identity_records_the_visible_variables():
-    code = "import json; from workers import device; print(json.dumps(device.info('cpu').to_dict()))"
+    code = "import json; from workers.measure import device; print(json.dumps(device.info('cpu').to_dict()))"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert '"visible": {"CUDA_VISIBLE_DEVICES": "1"}' in out

@@ -1,4 +1,4 @@
-"""`flopwatch new` on Python files, as the PyTorch world writes them (pipeline/drafting_python.py):
+"""`flopwatch new` on Python files, as the PyTorch world writes them (pipeline/onboarding/drafting_python.py):
 a torch extension's functions, a KernelBench problem and its solutions, a package's functional
 entries — each draft loads as a manifest, says what it guessed, and for tests/ecosystem_repo
 reproduces what was written there by hand."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import drafting_python
-from pipeline.config import load_config
-from pipeline.discovery import find_ops
-from pipeline.manifest import load_variant
+from pipeline.onboarding import drafting_python
+from pipeline.project.config import load_config
+from pipeline.project.discovery import find_ops
+from pipeline.project.manifest import load_variant
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import onboard
-from pipeline.config import load_config
-from pipeline.discovery import find_ops
-from pipeline.manifest import load_variant
+from pipeline.onboarding import onboard
+from pipeline.project.config import load_config
+from pipeline.project.discovery import find_ops
+from pipeline.project.manifest import load_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent

@@ -14,14 +14,14 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline import cluster
-from pipeline.config import load_config
-from pipeline.discovery import discover
-from pipeline.plan import jobs_for
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.plan import jobs_for
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
+from pipeline.run.summary import with_peer
 from pipeline.store import Store
-from pipeline.summary import with_peer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE / "ecosystem_repo"

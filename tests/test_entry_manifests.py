@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.config import ProjectConfig
-from pipeline.discovery import discover
-from pipeline.manifest import ManifestError, load_variant
-from workers import triton_jit
+from pipeline.project.config import ProjectConfig
+from pipeline.project.discovery import discover
+from pipeline.project.manifest import ManifestError, load_variant
 from workers.bindings.python_entry import entry_parts, repo_path
+from workers.job import triton_jit
 from workers.ops.problem import parse_problem
 from workers.ops.repo import OpDefinitionError
 

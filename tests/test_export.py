@@ -11,7 +11,7 @@ import pytest
 from pipeline import cli
 from pipeline.history.frame import results_frame
 from pipeline.store import Store
-from workers.records import Result
+from workers.core.records import Result
 
 GEMM_FLOPS = 2.0 * 256 * 256 * 128
 COPY_BYTES = 2.0 * 4 * (1 << 20)

@@ -1,4 +1,4 @@
-"""Tests of pipeline.history.github against a local HTTP server that mimics the issue-comments API."""
+"""Tests of pipeline.ci.github against a local HTTP server that mimics the issue-comments API."""
 
 import json
 import re
@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipeline.history import github
-from pipeline.history.github import (
+from pipeline.ci import github
+from pipeline.ci.github import (
     BOT_LOGIN,
     MARKER,
     Api,

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import gpu_noise
-from pipeline.config import load_config
-from pipeline.discovery import discover
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
 
 
 @pytest.mark.parametrize("variant", sorted(gpu_noise.PLANT_TARGETS))
@@ -75,7 +75,7 @@ def test_each_repetition_is_decided_like_compare():
 
 
 def test_refuses_without_a_cuda_device(tmp_path, capsys):
-    from workers import device
+    from workers.measure import device
 
     if device.gpu_kind() == "cuda":
         pytest.skip("a CUDA device is present")
@@ -87,9 +87,9 @@ def test_pair_worker_repeats_fresh_paired_measurements(tmp_path):
     """The repetition loop, on the CPU: one process, `count` paired measurements of two builds."""
     import json
 
-    from pipeline.plan import build_plan, jobs_for
-    from workers.build import build_variant, toolchains
-    from workers.bundle import unpack
+    from pipeline.run.plan import build_plan, jobs_for
+    from workers.backends.build import build_variant, toolchains
+    from workers.toolkit.bundle import unpack
 
     variants, _ = discover(ROOT, load_config(ROOT), ("kernels/gemm",))
     v = next(x for x in variants if x.name == "cpp_naive")
@@ -105,7 +105,7 @@ def test_pair_worker_repeats_fresh_paired_measurements(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     assert gpu_noise.main(["--pair-worker", str(tmp_path / "spec.json"), str(tmp_path / "reps.json")]) == 0
     reps = json.loads((tmp_path / "reps.json").read_text())
-    from workers.child import PAIR_MIN_SAMPLES
+    from workers.job.child import PAIR_MIN_SAMPLES
 
     assert len(reps) == 3 and all(len(a) == len(b) >= PAIR_MIN_SAMPLES for a, b in reps)
     # three fresh measurements, not one copied three times

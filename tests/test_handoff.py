@@ -1,7 +1,7 @@
 """A slot's runner starts the next job once the running one says its timing loop is over
-(`workers.handoff`), and not before: the two then overlap, each still its own process with its
+(`workers.job.handoff`), and not before: the two then overlap, each still its own process with its
 own timeout, scope and leftovers. On this machine the jobs are CPU ones whose kernel says it
-itself (a GPU job's child says so after its loop, `workers.child.run`); the GPU path is
+itself (a GPU job's child says so after its loop, `workers.job.child.run`); the GPU path is
 measured on the device (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from hostile.processes import survivors
 from python_kernel import python_variant
 
-from workers import handoff, runner, spare
-from workers.records import BuildResult, Job
-from workers.zygote import Zygote
+from workers.core.records import BuildResult, Job
+from workers.job import handoff, runner, spare
+from workers.job.zygote import Zygote
 
 MARK = "FLOPWATCH_HANDOFF_TEST"
 
@@ -26,7 +26,7 @@ MARK = "FLOPWATCH_HANDOFF_TEST"
 # next job has started, and keeps the job alive for a while: the tail the next job overlaps.
 BODY = """
 import os, time
-from workers import handoff
+from workers.job import handoff
 open({marks!r} + "/{name}.loaded", "w").close()  # its process runs
 _first = [True]
 def gemm(a, b, c):
@@ -179,7 +179,7 @@ def test_a_runner_that_dies_with_two_jobs_in_flight_fails_the_running_one_and_re
     import os
     import signal
 
-    from workers.zygote import ZygoteDied
+    from workers.job.zygote import ZygoteDied
 
     marks = tmp_path / "marks"
     marks.mkdir()

@@ -1,5 +1,5 @@
 """Help texts and docs state the defaults the code uses: each is checked against
-pipeline/config.py, so changing a default without its text (or the reverse) fails here."""
+pipeline/project/config.py, so changing a default without its text (or the reverse) fails here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cli, config
+from pipeline import cli
+from pipeline.project import config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import numpy as np
 from pipeline.history import dashboard, series
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
-from workers.records import Result
+from workers.core.records import Result
 
 FLOPS = 2 * 256**3
 

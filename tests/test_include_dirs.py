@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workers.include_dirs import expand, expand_one, fingerprint
+from workers.toolkit.include_dirs import expand, expand_one, fingerprint
 
 
 def test_toolchain_variables_win_over_the_environment(tmp_path: Path):

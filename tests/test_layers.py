@@ -19,12 +19,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-RUN_ROOM = ("pipeline.checkout", "pipeline.cluster", "pipeline.config", "pipeline.discovery", "pipeline.peers",
-            "pipeline.kernel_scan", "pipeline.drafting", "pipeline.drafting_python", "pipeline.python_scan",
-            "pipeline.onboard",
-            "pipeline.manifest", "pipeline.plan", "pipeline.progress", "pipeline.runflow",
-            "pipeline.store", "pipeline.summary", "pipeline.slots", "pipeline.accounting",
-            "pipeline.ray_access", "pipeline.local_ray", "pipeline.build_cache")
+RUN_ROOM = ("pipeline.project.checkout", "pipeline.fleet.cluster", "pipeline.project.config", "pipeline.project.discovery", "pipeline.run.peers",
+            "pipeline.onboarding.kernel_scan", "pipeline.onboarding.drafting", "pipeline.onboarding.drafting_python", "pipeline.onboarding.python_scan",
+            "pipeline.onboarding.onboard",
+            "pipeline.project.manifest", "pipeline.run.plan", "pipeline.run.progress", "pipeline.run.runflow",
+            "pipeline.store", "pipeline.run.summary", "pipeline.fleet.slots", "pipeline.run.accounting",
+            "pipeline.fleet.ray_access", "pipeline.fleet.local_ray", "pipeline.run.build_cache")
 
 # (modules under this prefix, may not import these prefixes)
 RULES = [
@@ -76,15 +76,15 @@ def violations() -> list[str]:
 
 
 def test_scanner_sees_every_kind_of_import():
-    src = "import pipeline.store\nfrom pipeline import runflow\ndef f():\n    from ..history import series\n"
+    src = "import pipeline.store\nfrom pipeline.run import runflow\ndef f():\n    from ..history import series\n"
     names = imported_modules(src, "pipeline.commands.run")
-    assert {"pipeline.store", "pipeline.runflow", "pipeline.history.series"} <= names
+    assert {"pipeline.store", "pipeline.run.runflow", "pipeline.history.series"} <= names
 
 
 @pytest.mark.parametrize("module,source", [
-    ("workers.timing", "from pipeline.history.verdicts import median_ci\n"),
-    ("workers.child", "def late():\n    import reports.site\n"),
-    ("pipeline.runflow", "from pipeline.history import series\n"),
+    ("workers.measure.timing", "from pipeline.history.verdicts import median_ci\n"),
+    ("workers.job.child", "def late():\n    import reports.site\n"),
+    ("pipeline.run.runflow", "from pipeline.history import series\n"),
 ])
 def test_a_planted_upward_import_is_caught(module, source):
     names = imported_modules(source, module)

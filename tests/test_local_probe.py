@@ -1,11 +1,12 @@
-"""The probes answered on this machine before Ray is started (`pipeline.local_probe`)."""
+"""The probes answered on this machine before Ray is started (`pipeline.fleet.local_probe`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline import local_probe
-from workers import build, device
+from pipeline.fleet import local_probe
+from workers.backends import build
+from workers.measure import device
 
 
 def test_the_cpu_and_the_toolchains_are_what_a_slot_would_report():
@@ -29,8 +30,8 @@ def test_a_gpu_probe_that_fails_names_the_kind_and_says_why():
 def test_a_local_probe_that_fails_falls_back_to_the_clusters_slots(monkeypatch, tmp_path):
     """Where this machine cannot answer (a GPU probe child failing), the session starts its
     cluster and asks the slots, as a command that does not defer Ray does."""
-    from pipeline.progress import Progress
-    from pipeline.runflow import Session
+    from pipeline.run.progress import Progress
+    from pipeline.run.runflow import Session
 
     class Connected(Exception):
         pass

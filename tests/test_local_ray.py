@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import local_ray
-from pipeline.local_ray import HeadRecord, folder_problem
-from pipeline.ray_access import ClusterError
+from pipeline.fleet import local_ray
+from pipeline.fleet.local_ray import HeadRecord, folder_problem
+from pipeline.fleet.ray_access import ClusterError
 
 UID = os.getuid()
 DIR = stat.S_IFDIR
@@ -65,7 +65,7 @@ def test_the_code_digest_follows_the_source(tmp_path):
 
 def test_serve_command_line():
     argv = local_ray.serve_command(Path("/run/fw/abc"), "abc", 2, 600.0, python="/venv/bin/python3")
-    assert " ".join(argv) == ("/venv/bin/python3 -m pipeline.local_ray serve --folder /run/fw/abc --key abc "
+    assert " ".join(argv) == ("/venv/bin/python3 -m pipeline.fleet.local_ray serve --folder /run/fw/abc --key abc "
                               "--idle-s 600 --num-gpus 2")
     assert "--num-gpus" not in local_ray.serve_command(Path("/f"), "k", None, 30.0)
 
@@ -190,8 +190,8 @@ def test_planned_resources_count_the_slots_the_local_ray_will_have(monkeypatch):
     a GPU slot needs Ray's own GPU count too, or a GPU machine would plan no GPU work."""
     import torch
 
-    from pipeline import slots
-    from workers import device
+    from pipeline.fleet import slots
+    from workers.measure import device
 
     monkeypatch.setattr(device, "gpu_kind", lambda: "cuda")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ConfigError, ProjectConfig, load_config
-from pipeline.discovery import discover
-from pipeline.manifest import ManifestError, load_variant
+from pipeline.project.config import ConfigError, ProjectConfig, load_config
+from pipeline.project.discovery import discover
+from pipeline.project.manifest import ManifestError, load_variant
 
 GOOD = """
 name = "v"

@@ -15,9 +15,9 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline import drafting, onboard
 from pipeline.cli import main as cli
-from pipeline.kernel_scan import (
+from pipeline.onboarding import drafting, onboard
+from pipeline.onboarding.kernel_scan import (
     Kernel,
     find_function,
     find_kernels,
@@ -26,7 +26,7 @@ from pipeline.kernel_scan import (
     strip_comments,
     type_aliases,
 )
-from workers.build import toolchains
+from workers.backends.build import toolchains
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -171,7 +171,7 @@ def test_drafts_are_named_after_their_files_when_kernel_symbols_repeat():
 
 
 def test_a_script_launch_becomes_geometry_in_the_op_sizes():
-    from pipeline.python_scan import PyLaunch
+    from pipeline.onboarding.python_scan import PyLaunch
 
     kernel = _k("mm", "const float* A, const float* B, float* C, int M, int N, int K")
     launch = PyLaunch(kernel="mm", grid=("ceil(args.N/128)", "(args.M+63)//64"), block=("256",), shared="64*32*4",
@@ -277,7 +277,7 @@ def test_init_drafts_the_repository_and_writes_a_workflow_actionlint_accepts(tmp
 def test_a_kernel_header_is_built_through_the_header_that_includes_it(tmp_path):
     """Collections include their kernel headers through one umbrella header, and a later kernel
     may use a constant an earlier one defines: the draft includes what the repository includes."""
-    from pipeline.onboard import umbrella_header
+    from pipeline.onboarding.onboard import umbrella_header
 
     (tmp_path / "src" / "kernels").mkdir(parents=True)
     (tmp_path / "src" / "kernels" / "a.cuh").write_text("const int WARPSIZE = 32;\n")

@@ -13,7 +13,8 @@ from site_text import page_text
 from suite_repo import init_repo
 from test_planted_history import KERNEL, MANIFEST
 
-from pipeline import cli, cluster
+from pipeline import cli
+from pipeline.fleet import cluster
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.config import load_config
-from pipeline.discovery import discover
-from pipeline.kernel_scan import strip_comments
-from pipeline.peers import builtin_peers
-from pipeline.plan import build_plan, jobs_for
-from workers import correctness, status
-from workers.build import build_variant, toolchains
+from pipeline.onboarding.kernel_scan import strip_comments
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.peers import builtin_peers
+from pipeline.run.plan import build_plan, jobs_for
+from workers.backends.build import build_variant, toolchains
+from workers.core import status
+from workers.job.runner import execute_job
+from workers.measure import correctness
 from workers.ops import attention, attention_causal, op_source_digest, softmax
-from workers.runner import execute_job
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = toolchains()

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ProjectConfig
-from pipeline.manifest import ManifestError, load_variant
-from pipeline.plan import build_plan, jobs_for
-from workers import status
-from workers.build import build_variant
-from workers.runner import execute_job
+from pipeline.project.config import ProjectConfig
+from pipeline.project.manifest import ManifestError, load_variant
+from pipeline.run.plan import build_plan, jobs_for
+from workers.backends.build import build_variant
+from workers.core import status
+from workers.job.runner import execute_job
 
 KERNEL = '''
 import torch

@@ -10,10 +10,10 @@ import ray
 from ray.cluster_utils import Cluster
 from suite_repo import make_suite_repo
 
-from pipeline import cluster
 from pipeline.commands.publish import write_site
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -133,7 +133,7 @@ def test_detect_spreads_window_batches_over_the_cluster(two_nodes):
 def test_a_probe_without_an_answer_is_one_line(monkeypatch):
     """A probe that does not answer in time is a ClusterError naming what did not answer, not
     Ray's GetTimeoutError traceback."""
-    from pipeline.ray_access import ClusterError
+    from pipeline.fleet.ray_access import ClusterError
 
     def never(ref, timeout):
         raise ray.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")

@@ -1,4 +1,4 @@
-"""pipeline.planner and `flopwatch plan`: predictions from a stored run's job records (a real
+"""pipeline.run.planner and `flopwatch plan`: predictions from a stored run's job records (a real
 store, runs written as the runner writes them), held against runs on other slot counts."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from pipeline import cli, planner
-from pipeline.accounting import PEER_RETIME_BUDGET_S
+from pipeline import cli
+from pipeline.run import planner
+from pipeline.run.accounting import PEER_RETIME_BUDGET_S
 from pipeline.store import Store
-from workers.records import Result
+from workers.core.records import Result
 
 DEVICE = "cuda:NVIDIA H100 80GB HBM3"
 # (variant, op, peer, [busy seconds per shape]): a suite of 9 variants, one long one.

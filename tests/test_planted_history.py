@@ -13,7 +13,8 @@ import typing
 import pytest
 from suite_repo import init_repo
 
-from pipeline import cli, cluster
+from pipeline import cli
+from pipeline.fleet import cluster
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import numpy as np
 import sqlalchemy as sa
 
 from pipeline.history import series
-from pipeline.history.points_cache import PointsCache
+from pipeline.history.caches.points_cache import PointsCache
 from pipeline.store import Store
-from workers.records import Result
+from workers.core.records import Result
 
 SHAS = [f"{i:040x}" for i in range(12)]
 

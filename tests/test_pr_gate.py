@@ -1,5 +1,5 @@
-"""The PR benchmark's gate (pipeline/history/pr_gate.py) run as the `gate` job runs it —
-`python3 -m pipeline.history.pr_gate` with the event payload in $GITHUB_EVENT_PATH and the PR read
+"""The PR benchmark's gate (pipeline/ci/pr_gate.py) run as the `gate` job runs it —
+`python3 -m pipeline.ci.pr_gate` with the event payload in $GITHUB_EVENT_PATH and the PR read
 from a recorded GitHub API on loopback — for every kind of event: approval binds one commit
 (review finding 1b), a retargeted PR does not run (review note 3), and the outputs carry only
 SHAs that are 40 hex digits."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from github_recording import FIXTURES, TOKEN, RecordedGitHub, recording
 
-import pipeline.history.pr_gate as gate
+import pipeline.ci.pr_gate as gate
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
@@ -38,7 +38,7 @@ def _run_gate(tmp_path, event_name: str, event: dict, pr_answers: dict | None = 
                "GITHUB_OUTPUT": str(out), "GITHUB_REPOSITORY": "octo-org/kernels", "GITHUB_TOKEN": TOKEN,
                "GITHUB_API_URL": server.url, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
         # Only the standard library: the gate job runs it from a bare checkout, nothing installed.
-        done = subprocess.run([sys.executable, "-S", "-m", "pipeline.history.pr_gate"], env=env, cwd=ROOT,
+        done = subprocess.run([sys.executable, "-S", "-m", "pipeline.ci.pr_gate"], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=60, check=False)
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     return done.returncode, outputs, done.stdout + done.stderr, server.paths()
@@ -189,7 +189,7 @@ def test_the_gate_reads_the_pr_with_the_workflow_token_and_api_url(tmp_path):
         env = {"PATH": "/usr/bin:/bin", "GITHUB_EVENT_NAME": "issue_comment",
                "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_OUTPUT": str(tmp_path / "out"),
                "GITHUB_REPOSITORY": "octo-org/kernels", "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": server.url}
-        done = subprocess.run([sys.executable, "-S", "-m", "pipeline.history.pr_gate"], env=env, cwd=ROOT,
+        done = subprocess.run([sys.executable, "-S", "-m", "pipeline.ci.pr_gate"], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1
     assert "pr_gate: error: reading the pull request or the commenter's permission: GitHub API GET" in done.stderr

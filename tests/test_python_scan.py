@@ -1,10 +1,10 @@
-"""pipeline.python_scan: launches, tensors and sizes read from Python scripts as kernel
+"""pipeline.onboarding.python_scan: launches, tensors and sizes read from Python scripts as kernel
 collections write them (a hiprtc harness looping over a folder of kernels, cupy, cuda-python,
 a bench script taking its sizes from argparse), without running them."""
 
 from __future__ import annotations
 
-from pipeline.python_scan import (
+from pipeline.onboarding.python_scan import (
     PyCall,
     PyLaunch,
     TensorMade,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.config import load_config
-from pipeline.discovery import discover
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
 from workers.bindings.raw import argument_names, arguments, raw_entry
 from workers.ops import gemm
 

@@ -11,7 +11,7 @@ import git
 import pytest
 
 from pipeline import cli
-from pipeline.ray_access import (
+from pipeline.fleet.ray_access import (
     Address,
     ClusterError,
     parse_address,

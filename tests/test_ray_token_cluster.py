@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from suite_repo import make_suite_repo
 
-from pipeline import local_ray
-from pipeline.ray_access import Address, tcp_problem
+from pipeline.fleet import local_ray
+from pipeline.fleet.ray_access import Address, tcp_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

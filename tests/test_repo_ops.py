@@ -11,15 +11,15 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline import cluster
 from pipeline.commands.publish import write_site
-from pipeline.config import ProjectConfig
-from pipeline.discovery import discover, find_ops
-from pipeline.peers import builtin_peers
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster
+from pipeline.project.config import ProjectConfig
+from pipeline.project.discovery import discover, find_ops
+from pipeline.run.peers import builtin_peers
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
+from pipeline.run.summary import with_peer
 from pipeline.store import Store
-from pipeline.summary import with_peer
 from reports.site import commit_page_name
 from workers.ops import OPS, op_source_digest
 from workers.ops.repo import OpDefinitionError, parse_op

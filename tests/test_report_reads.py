@@ -11,12 +11,13 @@ import threading
 import pytest
 from suite_repo import commit_blocked_gemm, init_repo
 
-from pipeline import cli, cluster
+from pipeline import cli
 from pipeline.commands import publish
+from pipeline.fleet import cluster
 from pipeline.history import series
 from pipeline.store import Store
 from pipeline.store import tables as t
-from workers.records import Result
+from workers.core.records import Result
 
 SHA, OTHER = "a" * 40, "b" * 40
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from pipeline.commands.run import _resumed_rows
+from pipeline.run.summary import with_peer
 from pipeline.store import Store
-from pipeline.summary import with_peer
-from workers.records import Result
+from workers.core.records import Result
 
 
 def _result(variant: str, shape: str, median: float, peer: bool = False, status: str = "ok") -> Result:

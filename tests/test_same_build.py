@@ -12,7 +12,7 @@ from pipeline.commands.detect import detect, same_build_line
 from pipeline.history import same_build
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
-from workers.records import Result
+from workers.core.records import Result
 
 N, STEP = 12, 6  # commits; from STEP on, every series runs 1.5x longer
 SHAPE, FLOPS = "M=256,N=256,K=256", 2 * 256 ** 3

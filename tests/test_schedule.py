@@ -1,4 +1,4 @@
-"""pipeline.schedule: the replay agrees with the real dispatcher call for call, a variant's
+"""pipeline.run.schedule: the replay agrees with the real dispatcher call for call, a variant's
 shapes are spread over slots only where that shortens the wall, and the lower bound."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import random
 import pytest
 from test_slots import _FakeActor
 
-from pipeline import schedule, slots
+from pipeline.fleet import slots
+from pipeline.run import schedule
 
 
 def _longest_first(costs: list[float], n: int) -> float:

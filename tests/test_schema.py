@@ -1,4 +1,4 @@
-"""The declared manifest formats (`pipeline/schema.py`): the published JSON Schemas and key
+"""The declared manifest formats (`pipeline/project/schema.py`): the published JSON Schemas and key
 tables are what the models generate, the schemas accept every bundled manifest and refuse the
 mistakes the models refuse, and the examples in docs/variants.md follow the format."""
 
@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from pipeline import schema_docs
-from pipeline.schema import ProjectFile, VariantManifest, problem
+from pipeline.project import schema_docs
+from pipeline.project.schema import ProjectFile, VariantManifest, problem
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = {"name": "v", "op": "gemm", "backend": "cpp", "sources": ["k.cpp"], "dtypes": ["fp32"],
@@ -26,7 +26,7 @@ def _validator(which: str) -> jsonschema.Draft202012Validator:
 
 
 def test_published_schemas_and_key_tables_are_current():
-    assert schema_docs.stale(ROOT) == [], "run: python -m pipeline.schema --write"
+    assert schema_docs.stale(ROOT) == [], "run: python -m pipeline.project.schema_docs --write"
 
 
 def test_every_bundled_manifest_passes_both_the_models_and_the_published_schema():

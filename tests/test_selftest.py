@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.commands.selftest import variants
-from workers import device
-from workers.records import Result
+from workers.core.records import Result
+from workers.measure import device
 from workers.selftest import paths
 
 ROOT = Path(__file__).resolve().parent.parent

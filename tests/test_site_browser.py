@@ -22,12 +22,12 @@ from pipeline.commands.publish import write_site
 from pipeline.history import bisect as bis
 from pipeline.history import compare as cmp
 from pipeline.history.regressions import Regression, RegressionStore
+from pipeline.run.summary import sort_rows, with_peer
 from pipeline.store import Store
-from pipeline.summary import sort_rows, with_peer
 from reports.history_pages import write_bisect_page, write_compare_page
 from reports.site import write_assets, write_commit_page
-from workers.params import point_name
-from workers.records import Result
+from workers.core.params import point_name
+from workers.core.records import Result
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")

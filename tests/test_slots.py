@@ -12,10 +12,10 @@ import ray
 from ray.cluster_utils import Cluster
 from suite_repo import make_suite_repo
 
-from pipeline import cluster, slots
-from pipeline.accounting import busy_s
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster, slots
+from pipeline.run.accounting import busy_s
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
 _refs = itertools.count()
@@ -313,7 +313,7 @@ def batched_runs(three_nodes, tmp_path_factory):
     3 variants of 2 shapes on 4 CPU slots, the second run with the first run's job times."""
     import os
 
-    from pipeline import runflow
+    from pipeline.run import runflow
 
     base = tmp_path_factory.mktemp("split")
     repo = make_suite_repo(base / "repo")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from workers import device_lock, runner, spare
-from workers.zygote import Zygote
+from workers.isolation import device_lock
+from workers.job import runner, spare
+from workers.job.zygote import Zygote
 
 
 def _zygote(kind: str) -> Zygote:

@@ -1,4 +1,4 @@
-"""Tests of workers.stats and pipeline.history.verdicts on synthetic lognormal run times with fixed seeds."""
+"""Tests of workers.measure.stats and pipeline.history.verdicts on synthetic lognormal run times with fixed seeds."""
 
 import math
 
@@ -14,7 +14,7 @@ from pipeline.history.verdicts import (
     compare_samples,
     parse_threshold,
 )
-from workers.stats import median_ci, relative_ci_halfwidth
+from workers.measure.stats import median_ci, relative_ci_halfwidth
 
 # A GEMM that takes 1 ms; GPU run-to-run noise is 0.1%..4% (GUIDE section 3).
 BASE_TIME = 1e-3

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import SCHEMA_VERSION, TEXT_LIMITS, Store, StoreError, location
 from pipeline.store.tables import meta
-from workers.records import BuildResult, Result
+from workers.core.records import BuildResult, Result
 
 
 def _result(variant="v", shape="M=1", median=1e-3, **extra) -> Result:

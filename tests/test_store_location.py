@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import build_cache
 from pipeline.commands import doctor
+from pipeline.run import build_cache
 from pipeline.store import SCHEMA_VERSION, Store, location
 from pipeline.store.location import LocationError
-from workers.records import BuildResult
+from workers.core.records import BuildResult
 
 
 @pytest.mark.parametrize(("text", "dialect", "shown"), [

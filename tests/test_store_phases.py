@@ -8,9 +8,9 @@ from contextlib import closing
 
 import pytest
 
-from pipeline import accounting
+from pipeline.run import accounting
 from pipeline.store import SCHEMA_VERSION, Store
-from workers.records import Result
+from workers.core.records import Result
 
 V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,7 +64,7 @@ def test_busy_is_the_gpu_work_phases_and_wall_starts_at_the_first_submission():
 
 
 def test_two_jobs_of_one_slot_that_overlap_count_their_common_time_once():
-    """A GPU slot starts the next job while the one before finishes (`workers.handoff`)."""
+    """A GPU slot starts the next job while the one before finishes (`workers.job.handoff`)."""
     first = _result(load_s=0.1, correctness_s=0.4, timing_s=1.5, began_at=100.0, ended_at=102.0)
     second = _result(correctness_s=0.5, timing_s=1.0, began_at=101.5, ended_at=103.0)  # 0.5 s beside the first
     failed = _result(correctness_s=0.3, began_at=103.0)  # no end mark: its start plus its busy phases

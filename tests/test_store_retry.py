@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from pipeline.store import Store, StoreError, retry
 from pipeline.store import tables as t
 from pipeline.store.database import _insert_once
-from workers.records import Result
+from workers.core.records import Result
 
 
 def _dropped() -> sa.exc.OperationalError:

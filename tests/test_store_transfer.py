@@ -10,7 +10,7 @@ from pipeline import cli
 from pipeline.history.regressions import Regression, RegressionStore
 from pipeline.store import Store
 from pipeline.store import tables as t
-from workers.records import BuildResult, Result
+from workers.core.records import BuildResult, Result
 
 
 def _result(variant: str, shape: str, median: float, **extra) -> Result:

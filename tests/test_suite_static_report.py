@@ -12,13 +12,13 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline import cluster
 from pipeline.commands.publish import write_site
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 from reports.site import commit_page_name
-from workers.build import toolchains
+from workers.backends.build import toolchains
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

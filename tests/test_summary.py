@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.summary import exit_code, format_rate, shape_label, sort_rows, with_peer
+from pipeline.run.summary import exit_code, format_rate, shape_label, sort_rows, with_peer
 
 
 def _row(variant, status="ok", median=None, peer=False, shape="M=2,N=2,K=2", device="cpu:x", flops=2e9):

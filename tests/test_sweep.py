@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ProjectConfig, load_config
-from pipeline.discovery import discover
-from pipeline.manifest import ManifestError, load_variant
-from pipeline.sweep import SweepError, expand, points_of, template_axes
-from workers.params import define_flags, point_name, selects, split_point, template_entry
+from pipeline.project.config import ProjectConfig, load_config
+from pipeline.project.discovery import discover
+from pipeline.project.manifest import ManifestError, load_variant
+from pipeline.project.sweep import SweepError, expand, points_of, template_axes
+from workers.core.params import define_flags, point_name, selects, split_point, template_entry
 from workers.triton_aot.spec import compile_jobs
 
 KERNEL = """#ifndef BS
@@ -179,7 +179,7 @@ def test_a_peer_has_no_axes(tmp_path):
 
 
 def test_a_point_has_its_own_build_hash(tmp_path):
-    from pipeline.plan import build_plan
+    from pipeline.run.plan import build_plan
 
     _repo(tmp_path, "[params]\nBS = [8, 16]\n", kernel=KERNEL.replace("(MODE + 1) / (MODE + 1)", "1"))
     a, b = discover(tmp_path, ProjectConfig())[0]
@@ -193,7 +193,7 @@ def test_a_point_has_its_own_build_hash(tmp_path):
 
 
 def test_best_point_is_nearest_the_fastest_at_every_series():
-    from pipeline.sweep import best_points
+    from pipeline.project.sweep import best_points
 
     def row(variant, shape, t, status="ok"):
         return {"variant": variant, "shape": shape, "dtype": "bf16", "device": "cuda:H200", "status": status,
@@ -225,7 +225,7 @@ def test_a_name_that_only_looks_like_a_point_is_a_plain_name():
 
 
 def test_template_instances_resolve_against_the_demanglers_spelling():
-    from workers.raw_symbols import resolve
+    from workers.toolkit.raw_symbols import resolve
 
     kernels = {"_Z1kILj64ELb1EEvPf": "void k<64u, (bool)1>(float*)", "_Z1kILj32ELb0EEvPf": "void k<32u, false>(float*)",
                "_Z2k2ILi8EEvPf": "void k2<(int)8>(float*)", "_Z2k3ILm4EEvPf": "void ns::k3<4ul>(float*)"}

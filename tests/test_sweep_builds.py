@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ProjectConfig
-from pipeline.discovery import discover
-from pipeline.plan import build_plan
+from pipeline.project.config import ProjectConfig
+from pipeline.project.discovery import discover
+from pipeline.run.plan import build_plan
 from workers.backends import cuda, hip
-from workers.build import build_variant
+from workers.backends.build import build_variant
 
 TEMPLATE_KERNEL = """template <int BM, int BK>
 __global__ void tile_sum(const float* A, const float* B, float* C, int M, int N, int K) {

@@ -11,7 +11,8 @@ import shutil
 import pytest
 from suite_repo import ROOT, init_repo
 
-from pipeline import cli, cluster
+from pipeline import cli
+from pipeline.fleet import cluster
 from pipeline.store import Store
 from workers.backends import cuda, hip
 

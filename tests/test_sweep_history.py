@@ -10,7 +10,8 @@ import json
 import pytest
 from suite_repo import init_repo
 
-from pipeline import cli, cluster
+from pipeline import cli
+from pipeline.fleet import cluster
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline import config
 from pipeline.commands import common
 from pipeline.history import compare as cmp
 from pipeline.history import series as history
+from pipeline.project import config
 
 SHAPE = "M=4096,N=4096,K=4096"
 

@@ -8,8 +8,8 @@ import itertools
 
 import pytest
 
-from workers import timing
-from workers.timing import TimingSettings, measure, measure_adaptive
+from workers.measure import timing
+from workers.measure.timing import TimingSettings, measure, measure_adaptive
 
 
 class FakeDevice:
@@ -254,9 +254,9 @@ def test_a_step_that_outlasts_max_warmup_is_waited_for_before_sampling():
 
 
 def test_the_driver_asks_loops_to_wait_idle_only_when_told(monkeypatch):
-    from pipeline import runflow
-    from pipeline.config import ProjectConfig
-    from pipeline.runflow import RunOptions
+    from pipeline.project.config import ProjectConfig
+    from pipeline.run import runflow
+    from pipeline.run.runflow import RunOptions
 
     config, options = ProjectConfig(), RunOptions()
     monkeypatch.delenv(runflow.WARM_BESIDE_STEP_ENV, raising=False)

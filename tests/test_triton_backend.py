@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ProjectConfig, load_config
-from pipeline.manifest import ManifestError, load_variant
+from pipeline.project.config import ProjectConfig, load_config
+from pipeline.project.manifest import ManifestError, load_variant
 from workers.triton_aot.spec import SpecError, compile_jobs, parse_arch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_manifest_triton_table_loads(tmp_path):
 
 def test_a_triton_module_needs_no_triton_table(tmp_path):
     """A Triton module as repositories have it: its kernels are analysed from Triton's JIT at
-    run time (`workers.triton_jit`), so the ahead-of-time table is optional."""
+    run time (`workers.job.triton_jit`), so the ahead-of-time table is optional."""
     v = load_variant(tmp_path, _write(tmp_path, MANIFEST), ProjectConfig())
     assert v.backend == "triton" and v.triton == {} and v.devices == ("cuda", "rocm")
 
@@ -118,8 +118,8 @@ triton = pytest.importorskip("triton", reason="triton not installed (scripts/set
 
 
 def _build(name: str):
-    from workers.build import build_variant
-    from workers.bundle import pack
+    from workers.backends.build import build_variant
+    from workers.toolkit.bundle import pack
 
     v = load_variant(ROOT, ROOT / "kernels" / "gemm" / name / "variant.toml", load_config(ROOT))
     return v, build_variant(v, pack(ROOT, [v.folder]), "test")[0]
@@ -159,8 +159,8 @@ def test_triton_autotuned_compiles_every_configuration():
 
 
 def test_triton_compile_error_is_build_failed_with_the_line(tmp_path):
-    from workers.build import build_variant
-    from workers.bundle import pack
+    from workers.backends.build import build_variant
+    from workers.toolkit.bundle import pack
 
     folder = tmp_path / "kernels" / "gemm" / "t"
     folder.mkdir(parents=True)
@@ -178,7 +178,7 @@ def test_triton_compile_error_is_build_failed_with_the_line(tmp_path):
 
 def test_native_arch_needs_a_gpu_on_the_build_node():
     from workers.backends.triton import resolve_arches
-    from workers.device import gpu_kind
+    from workers.measure.device import gpu_kind
 
     assert resolve_arches(["sm_90a", "gfx942"]) == ["sm_90a", "gfx942"]
     if gpu_kind() is None:

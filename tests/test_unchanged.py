@@ -11,8 +11,10 @@ import pytest
 import ray
 from suite_repo import make_suite_repo
 
-from pipeline import cli, cluster, identity
+from pipeline import cli
+from pipeline.fleet import cluster
 from pipeline.history.unchanged import SAME_BUILD, SeriesInfo, plan_series
+from pipeline.run import identity
 
 
 def info(identity_: str, op: str = "gemm", peer: bool = False, kind: str = "cpu") -> SeriesInfo:
@@ -209,7 +211,7 @@ def test_series_no_slot_here_could_run_start_no_ray_either(tmp_path, capsys, mon
     hip = [r for r in run["results"] if r["variant"] == "hip_naive"]
     assert hip and all(r["status"] == "skipped" for r in hip), hip  # built, no AMD GPU to run it
 
-    from workers import build
+    from workers.backends import build
 
     real = build.toolchains
     monkeypatch.setattr(build, "toolchains", lambda: {**real(), "hip": {"ident": None, "reason": "not found"}})

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
-from pipeline.discovery import discover
-from pipeline.plan import build_plan, jobs_for
-from workers import status
-from workers.build import build_variant, toolchains
-from workers.runner import execute_job
-from workers.sandbox import MAX_FILE_BYTES, run_child
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.plan import build_plan, jobs_for
+from workers.backends.build import build_variant, toolchains
+from workers.core import status
+from workers.isolation.sandbox import MAX_FILE_BYTES, run_child
+from workers.job.runner import execute_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,7 +98,7 @@ def test_job_children_see_no_cluster_or_ci_token_nor_the_store_url(monkeypatch):
     import json
     import subprocess
 
-    from workers import runner
+    from workers.job import runner
 
     monkeypatch.setenv("RAY_AUTH_TOKEN", "cluster-secret")
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")

@@ -15,14 +15,15 @@ import pytest
 from rich.console import Console
 from suite_repo import init_repo
 
-from pipeline import checkout, summary
-from pipeline.config import ProjectConfig, load_config
 from pipeline.history import compare as cmp
-from pipeline.manifest import ManifestError, load_variant
+from pipeline.project import checkout
+from pipeline.project.config import ProjectConfig, load_config
+from pipeline.project.manifest import ManifestError, load_variant
+from pipeline.run import summary
 from pipeline.store import TEXT_LIMITS, Store
-from workers import untrusted
-from workers.bundle import pack
-from workers.records import Result
+from workers.core import untrusted
+from workers.core.records import Result
+from workers.toolkit.bundle import pack
 
 ROOT = Path(__file__).resolve().parents[1]
 ESCAPES = "\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x1b]0;title\x07 \x9b2J"

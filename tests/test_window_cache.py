@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.history import series
-from pipeline.history.window_cache import MemoryCache, WindowCache
+from pipeline.history.caches.window_cache import MemoryCache, WindowCache
 
 FLOPS = 2 * 256**3
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.history import repo_settings
+from pipeline.ci import repo_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -135,7 +135,7 @@ def test_doctor_checks_the_runner_groups_these_workflows_need():
 def test_the_docs_do_not_call_stripping_secrets_from_job_children_a_boundary():
     """Review note (Low): job children start without the tokens, but they run as the same user
     and can read the driver's /proc/<pid>/environ; the docs must say so wherever they mention it."""
-    for path in (ROOT / "docs" / "ci.md", ROOT / "workers" / "runner.py"):
+    for path in (ROOT / "docs" / "ci.md", ROOT / "workers" / "job" / "runner.py"):
         text = " ".join(path.read_text().split())
         assert "child_env" in text or "SECRET_VARIABLES" in text, path
         assert "not a boundary" in text and "/proc/<" in text, path

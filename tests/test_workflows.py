@@ -190,7 +190,7 @@ def test_pr_workflow_has_a_hosted_gate_a_read_only_bench_and_a_hosted_comment_jo
     (checkout,) = [s for s in gate["steps"] if "uses" in s]
     assert checkout["with"]["ref"] == "${{ github.sha }}"
     (decide,) = [s for s in gate["steps"] if s.get("id") == "decide"]
-    assert decide["run"] == "python3 -m pipeline.history.pr_gate"
+    assert decide["run"] == "python3 -m pipeline.ci.pr_gate"
     assert bench["needs"] == "gate" and bench["if"] == "needs.gate.outputs.run == 'true'"
     assert bench["permissions"] == {"contents": "read"}
     assert comment["runs-on"] == HOSTED and comment["permissions"] == {"contents": "read", "pull-requests": "write"}
@@ -216,7 +216,7 @@ def test_write_tokens_live_only_in_jobs_that_never_see_pr_code():
     # would otherwise run that branch's publisher with this job's write token.
     assert checkout["with"]["ref"] == "${{ github.sha }}"
     (post,) = [s for s in comment["steps"] if "run" in s]
-    assert post["run"].startswith("python3 -m pipeline.history.github comment ")
+    assert post["run"].startswith("python3 -m pipeline.ci.github comment ")
     assert post["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
 
 

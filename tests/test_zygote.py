@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from python_kernel import python_variant
 
-from workers import runner
-from workers.records import BuildResult, Job, Variant
-from workers.sandbox import run_child
-from workers.zygote import Zygote
+from workers.core.records import BuildResult, Job, Variant
+from workers.isolation.sandbox import run_child
+from workers.job import runner
+from workers.job.zygote import Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 

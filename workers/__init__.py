@@ -1,1 +1,2 @@
-"""flopwatch node side: toolchains, builds, the job sandbox, correctness, timing, profilers."""
+"""The node side: builds, a job's process, checks, timing, profilers, and the plain records between them.
+May import: nothing."""

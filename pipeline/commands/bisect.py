@@ -6,16 +6,16 @@ import dataclasses
 import json
 import sys
 
-from pipeline import checkout, config
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
 from pipeline.history import bisect as bis
 from pipeline.history import compare as cmp
 from pipeline.history import series
-from pipeline.runflow import RunOptions, Session, plan_commit, run_commit
-from pipeline.summary import shape_label
-from workers import status, untrusted
-from workers.params import selects
+from pipeline.project import checkout, config
+from pipeline.run.runflow import RunOptions, Session, plan_commit, run_commit
+from pipeline.run.summary import shape_label
+from workers.core import status, untrusted
+from workers.core.params import selects
 
 HELP = "bisect first-parent history for the commit that slowed one variant down"
 

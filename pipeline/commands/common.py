@@ -6,14 +6,15 @@ import argparse
 import os
 from pathlib import Path
 
-from pipeline import checkout, cluster, config, local_ray
-from pipeline.driver_clock import DriverClock
+from pipeline.fleet import cluster, local_ray
 from pipeline.history.verdicts import parse_threshold
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session
+from pipeline.project import checkout, config
+from pipeline.run.driver_clock import DriverClock
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session
 from pipeline.store import Store, location
 from pipeline.store.location import StoreLocation
-from workers.timing import METHODS
+from workers.measure.timing import METHODS
 
 
 class UsageError(ValueError):
@@ -22,7 +23,7 @@ class UsageError(ValueError):
 
 def threshold(text: str | None) -> float | None:
     """`--threshold` of compare, detect, bisect and nightly ("3%", "0.03"); None when not given:
-    then each series gets the default of its device kind (`pipeline.config.default_threshold`)."""
+    then each series gets the default of its device kind (`pipeline.project.config.default_threshold`)."""
     if text is None:
         return None
     try:
@@ -47,13 +48,13 @@ def add_repo_options(p: argparse.ArgumentParser) -> None:
 
 
 def threshold_help(use: str, what: str) -> str:
-    """`--threshold` help with the defaults the code uses (pipeline/config.py)."""
-    return (f"{what} (default: per device kind of the series, pipeline/config.py DEFAULT_THRESHOLDS: "
+    """`--threshold` help with the defaults the code uses (pipeline/project/config.py)."""
+    return (f"{what} (default: per device kind of the series, pipeline/project/config.py DEFAULT_THRESHOLDS: "
             f"{config.describe_threshold_defaults(use)})").replace("%", "%%")
 
 
 def budget_help(command: str) -> str:
-    """`--budget` help with the default the command uses (pipeline/config.py)."""
+    """`--budget` help with the default the command uses (pipeline/project/config.py)."""
     project = f"flopwatch.toml [defaults] timing_budget_s, else {config.DEFAULT_BUDGET_S:g} s"
     if command in config.COMMAND_BUDGET_S:
         default = f"{config.COMMAND_BUDGET_S[command]:g} s"

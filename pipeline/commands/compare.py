@@ -6,12 +6,14 @@ import json
 import os
 import sys
 
-from pipeline import checkout, config, driver_clock
+from pipeline.ci import github
 from pipeline.commands import common
 from pipeline.commands.common import add_measure_options, open_session, run_options, site_path, workdir
-from pipeline.history import causes, github, paired, series, unchanged
+from pipeline.history import causes, paired, series, unchanged
 from pipeline.history import compare as cmp
-from pipeline.runflow import PlannedCommit, Session, plan_commit, run_commit
+from pipeline.project import checkout, config
+from pipeline.run import driver_clock
+from pipeline.run.runflow import PlannedCommit, Session, plan_commit, run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
 

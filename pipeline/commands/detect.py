@@ -10,9 +10,9 @@ from pathlib import Path
 from pipeline.commands import common
 from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
 from pipeline.history import causes, dashboard, same_build, series
-from pipeline.history.points_cache import PointsCache
+from pipeline.history.caches.points_cache import PointsCache
+from pipeline.history.caches.window_cache import WindowCache
 from pipeline.history.regressions import RegressionStore
-from pipeline.history.window_cache import WindowCache
 from pipeline.store import Store
 
 HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
@@ -72,12 +72,12 @@ def detect(store: Store, order: list[str], threshold: float | None, search=None,
 def _on_cluster(address: str | None):
     """`detect_cluster.search_windows` when a cluster is given or already joined, else None
     (search here: starting a local cluster costs more than it saves)."""
-    from pipeline.ray_access import resolve_address
+    from pipeline.fleet.ray_access import resolve_address
 
     target = resolve_address(address)
     if target is None and "ray" not in sys.modules:
         return None
-    from pipeline import cluster
+    from pipeline.fleet import cluster
     from pipeline.history import detect_cluster
 
     if target is None and not cluster.ray.is_initialized():

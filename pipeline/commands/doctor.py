@@ -1,6 +1,6 @@
 """flopwatch doctor: what this machine offers flopwatch, and how to get what is missing; with
 `--github OWNER/REPO`, whether the repository's GitHub settings are what docs/ci.md requires
-(`pipeline.history.repo_settings`), one line each, exit 1 when one is not."""
+(`pipeline.ci.repo_settings`), one line each, exit 1 when one is not."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.checkout import CheckoutError
 from pipeline.commands.common import UsageError, add_store_options, store_location
+from pipeline.project.checkout import CheckoutError
 from pipeline.store import LocationError, checks
-from workers import device
-from workers.build import toolchains
+from workers.backends.build import toolchains
+from workers.measure import device
 
 HELP = ("report the results store, compilers, devices, profilers and Ray on this machine; with --github, "
         "the repository's GitHub settings that docs/ci.md requires")
@@ -70,9 +70,9 @@ def gather(args=None) -> list[dict]:
 
 
 def _local_ray_rows() -> list[dict]:
-    """flopwatch's kept local Ray heads of this user (pipeline/local_ray.py): where, in use or idle."""
-    from pipeline import local_ray
-    from pipeline.ray_access import ClusterError
+    """flopwatch's kept local Ray heads of this user (pipeline/fleet/local_ray.py): where, in use or idle."""
+    from pipeline.fleet import local_ray
+    from pipeline.fleet.ray_access import ClusterError
 
     what = "ray: flopwatch's local Ray"
     try:
@@ -139,7 +139,7 @@ def github_main(args) -> int:
     """One line per setting docs/ci.md requires: `ok` or `WRONG`, what was found, and the fix."""
     import os
 
-    from pipeline.history import github, repo_settings
+    from pipeline.ci import github, repo_settings
 
     token = os.environ.get(args.token_env, "")
     if not token:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import onboard
 from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report
+from pipeline.onboarding import onboard
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.checkout import open_repo
-from pipeline.config import load_config
-from pipeline.discovery import discover
-from pipeline.peers import builtin_peers
-from pipeline.summary import cell
-from workers import device
-from workers.build import toolchains
+from pipeline.project.checkout import open_repo
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.peers import builtin_peers
+from pipeline.run.summary import cell
+from workers.backends.build import toolchains
+from workers.measure import device
 
 HELP = "list variants and whether this machine can build and run them"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline import onboard
 from pipeline.commands.common import UsageError
-from pipeline.summary import cell
+from pipeline.onboarding import onboard
+from pipeline.run.summary import cell
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
         "KernelBench problems and solutions, a module's functional entries) and build each once")

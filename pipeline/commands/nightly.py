@@ -6,7 +6,6 @@ import json
 import os
 import sys
 
-from pipeline import checkout
 from pipeline.commands import common, publish
 from pipeline.commands.bisect import bisect_series
 from pipeline.commands.common import (
@@ -21,13 +20,14 @@ from pipeline.commands.common import (
 )
 from pipeline.commands.detect import detect, same_build_line, window_cache_path
 from pipeline.history import causes, series
-from pipeline.history.points_cache import PointsCache
+from pipeline.history.caches.points_cache import PointsCache
+from pipeline.history.caches.window_cache import WindowCache
 from pipeline.history.regressions import RegressionStore
-from pipeline.history.window_cache import WindowCache
-from pipeline.runflow import run_commit
+from pipeline.project import checkout
+from pipeline.run.runflow import run_commit
+from pipeline.run.summary import exit_code
 from pipeline.store import location
-from pipeline.summary import exit_code
-from workers import untrusted
+from workers.core import untrusted
 
 HELP = "nightly: run the branch head, detect change points, bisect new regressions, regenerate the site"
 

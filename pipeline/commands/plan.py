@@ -1,5 +1,5 @@
 """flopwatch plan: the wall a stored run would take on other machines (1, 2, 4, 8 GPUs, several
-nodes), from its jobs' recorded device seconds (`pipeline.planner`); `--check RUN` holds the
+nodes), from its jobs' recorded device seconds (`pipeline.run.planner`); `--check RUN` holds the
 predictions against runs that were measured on other GPU counts.
 
     flopwatch plan                          # the newest run, on 1, 2, 4 and 8 GPUs
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline import planner
 from pipeline.commands.common import UsageError, add_store_options, open_store
+from pipeline.run import planner
 
 HELP = "predict a stored run's wall on other GPU counts and nodes from its recorded job times"
 DEFAULT_GPUS = "1,2,4,8"

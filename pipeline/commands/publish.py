@@ -14,8 +14,8 @@ from pathlib import Path
 from pipeline.history import dashboard
 from pipeline.history import series as history
 from pipeline.history.regressions import RegressionStore
+from pipeline.run.summary import sort_rows, with_peer
 from pipeline.store import Store
-from pipeline.summary import sort_rows, with_peer
 from reports import history_pages
 from reports.site import CommitView, SiteInput
 from reports.site import write_site as render_site
@@ -44,7 +44,7 @@ def write_feed(store: Store, site: Path) -> Path:
 
 def points_cache_path(cache_root: Path) -> Path:
     """Where the commands that publish keep the series' points between runs
-    (`pipeline.history.points_cache`): beside the builds in the cache root (`common.cache_dir`)."""
+    (`pipeline.history.caches.points_cache`): beside the builds in the cache root (`common.cache_dir`)."""
     return cache_root / "history" / "points.sqlite"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.commands.common import add_repo_options, cache_dir, open_store, site_path, workdir
-from pipeline.history.points_cache import PointsCache
+from pipeline.history.caches.points_cache import PointsCache
 
 HELP = "write the static HTML report from stored results"
 

@@ -8,13 +8,13 @@ import threading
 
 from rich.console import Console
 
-from pipeline import driver_clock
-from pipeline.accounting import bound_lines, busy_line, flag_lines, lost_node_lines, run_wall_s
+from pipeline.run import driver_clock
+from pipeline.run.accounting import bound_lines, busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, add_points_option, open_session, run_options, site_path, workdir
-from pipeline.runflow import run_commit
-from pipeline.summary import exit_code, print_table, with_peer
-from workers import untrusted
-from workers.records import Result
+from pipeline.run.runflow import run_commit
+from pipeline.run.summary import exit_code, print_table, with_peer
+from workers.core import untrusted
+from workers.core.records import Result
 
 HELP = "benchmark a commit (default: the working tree) and write the report"
 

@@ -33,8 +33,8 @@ def _time(seconds: float | None) -> str:
 
 def variants() -> list:
     """The tiny variants shipped in `workers/selftest/kernels/`, validated like any suite's."""
-    from pipeline.config import ProjectConfig
-    from pipeline.manifest import load_variant
+    from pipeline.project.config import ProjectConfig
+    from pipeline.project.manifest import load_variant
     from workers.selftest.paths import KERNELS
 
     return [load_variant(KERNELS.parent, m, ProjectConfig()) for m in sorted(KERNELS.glob("*/variant.toml"))]

@@ -1,8 +1,6 @@
-"""History: what the stored results of many commits say.
+"""What the stored results of many commits say: compare, paired timing, verdicts, change points, bisect.
+May import: pipeline.fleet, pipeline.project, pipeline.run, pipeline.store, reports, workers.
 
-The rooms of the driver: `pipeline/` runs one commit (checkout, discovery, plan, cluster,
-runflow, store); `pipeline/history/` decides over many (compare, paired timing, verdicts,
-series and change points, bisect, regressions, the GitHub comment); `pipeline/commands/` wires
-both to the CLI. History may use the run room (paired timing re-uses `runflow`); the run room
-never imports history.
+History may use the run room (paired timing re-uses `pipeline.run.runflow`); the run room never
+imports history. docs/architecture.md draws every room.
 """

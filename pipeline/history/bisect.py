@@ -19,7 +19,7 @@ Method:
    does: the next probe is the untried commit nearest the middle of the open interval. When
    skips leave no commit to try, the answer is the set of candidates.
 4. Nothing changed, nothing timed: given `identity(sha)` (the series' measurement identity at
-   a commit, `pipeline.identity`), a probe whose identity equals that of an end or of a probe
+   a commit, `pipeline.run.identity`), a probe whose identity equals that of an end or of a probe
    already classified takes that verdict without being measured (the same build measures the
    same number).
 With no skips and no unsure verdicts this evaluates ⌈log2 N⌉ + 2 distinct commits for N

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.summary import shape_label
-from workers import untrusted
+from pipeline.run.summary import shape_label
+from workers.core import untrusted
 
 BISECTED = "bisected"
 ONLY_COMMIT = "only commit in the range"

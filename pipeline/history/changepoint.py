@@ -3,7 +3,7 @@
 
 The series is cut into overlapping windows (`plan_windows`: WINDOW points every WINDOW/2, each
 index owned by one window), so that a new night changes only the last window and the others'
-searches are cached (`pipeline.history.window_cache`). Inside a window (`search_window`):
+searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`search_window`):
 
 - **Rank scan.** The values are replaced by their ranks, and for every split t of a segment the
   rank sum of the points before t is standardised (Wilcoxon-Mann-Whitney; `rank_scan`). Under
@@ -773,7 +773,7 @@ def plan_windows(n: int, width: int = WINDOW) -> tuple[Window, ...]:
     Aligned windows depend only on the points they hold, so a new point at the end changes
     the last window (and, every width/2 points, completes a new aligned one); every other
     window holds the same points as the night before and need not be searched again
-    (`pipeline.history.window_cache`). A series of at most `width` points is one window: the
+    (`pipeline.history.caches.window_cache`). A series of at most `width` points is one window: the
     whole-series search."""
     if n <= width:
         return (Window(0, n, 0, n),)

@@ -10,7 +10,7 @@ seconds on a shared 2-core VM — moves both sides alike. Where a series could n
 samples pooled over rounds are used, with the round-agreement check of `compare_rounds`.
 
 In the markdown of a PR comment the points of a swept variant (`family[BLOCK_M=128,STAGES=3]`,
-`workers.params`) at one shape are one line, "3 of 12 points slower, 9 same", naming the points
+`workers.core.params`) at one shape are one line, "3 of 12 points slower, 9 same", naming the points
 that moved (`FamilySummary`); the full table keeps a row per point.
 """
 
@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import config, summary
 from pipeline.history import verdicts
-from pipeline.summary import shape_label
+from pipeline.project import config
+from pipeline.run import summary
+from pipeline.run.summary import shape_label
 from reports import metric_names
 from reports.axes import point_label
-from workers import params, status, untrusted
+from workers.core import params, status, untrusted
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Same measurement identity at both commits: not timed again (`pipeline.history.unchanged`).
@@ -74,7 +75,7 @@ class Side:
     order_ratios: tuple[float, ...] = ()
 
     def as_row(self) -> dict:
-        """The fields `pipeline.summary` needs to compute and format a rate."""
+        """The fields `pipeline.run.summary` needs to compute and format a rate."""
         median = float(np.median(self.samples)) if self.samples else None
         return {"median_s": median, "flops": self.flops, "bytes_moved": self.bytes_moved}
 
@@ -119,7 +120,7 @@ class Row:
 @dataclass(frozen=True)
 class Report:
     """threshold is the one given on the command line, or None when each series was judged
-    with the default of its device kind (`pipeline.config.DEFAULT_THRESHOLDS`)."""
+    with the default of its device kind (`pipeline.project.config.DEFAULT_THRESHOLDS`)."""
 
     base_sha: str
     base_subject: str
@@ -426,7 +427,7 @@ def format_rate(side: Side | None) -> str:
 
 def md_escape(text: str) -> str:
     """Text safe inside a markdown table cell of a PR comment: no HTML, links, images,
-    @-mentions or cell breaks (`workers.untrusted.markdown`); names, subjects and compiler
+    @-mentions or cell breaks (`workers.core.untrusted.markdown`); names, subjects and compiler
     output all come from the repository under test."""
     return untrusted.markdown(text)
 

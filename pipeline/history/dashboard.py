@@ -8,7 +8,7 @@ Three parts, in the order a kernel developer reads them each morning:
 3. per op and device a matrix of variants × shapes: the latest throughput, % of the peer, the
    last N points, and whether the latest point moved against the previous commit and against
    the median of the last N by more than the noise band. A swept variant (one series per
-   parameter point, `workers.params`) is one row, its family, showing per shape its best point.
+   parameter point, `workers.core.params`) is one row, its family, showing per shape its best point.
 
 The noise band of a cell is the larger of (a) the confidence interval of the latest point's
 median and (b) BAND_SIGMAS robust standard deviations (1.4826 × MAD) of the series' last
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import causes
-from workers import params, status
+from workers.core import params, status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
 # A change is coloured beyond this many robust SDs of the series' recent points: on the

@@ -1,6 +1,6 @@
 """Measures what a verdict is decided from: paired timing of two revisions (from two `RunOutcome`s):
 for every job that is `ok` in both runs, both builds are
-timed alternately in one child process on one device (`workers.child.pair`), so time-varying
+timed alternately in one child process on one device (`workers.job.child.pair`), so time-varying
 machine conditions cancel out of the comparison. Used by `compare` and `bisect`."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 import numpy as np
 import ray
 
-from pipeline import headwatch
-from pipeline.config import LIMITS
-from pipeline.runflow import RunOutcome, Session, device_key
-from workers import status
+from pipeline.fleet import headwatch
+from pipeline.project.config import LIMITS
+from pipeline.run.runflow import RunOutcome, Session, device_key
+from workers.core import status
 
 
 def series(job, device_key: str) -> tuple[str, str, str, str]:

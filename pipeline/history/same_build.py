@@ -2,7 +2,7 @@
 
 `detect` reports a step between the last measured commit before it (good) and the first after
 it (bad). When the series' results at both ends carry the same measurement identity
-(`pipeline.identity`: the build with its toolchain, the harness, the op, shape, dtype, device
+(`pipeline.run.identity`: the build with its toolchain, the harness, the op, shape, dtype, device
 model and threads), nothing in that range of commits could move the number: the step is the
 machine's (load, clocks, a neighbour on the node). Recording it would send the nightly to
 bisect a range whose every commit builds the same thing and name an innocent culprit. The
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipeline.history.regressions import Regression
-from workers import status
+from workers.core import status
 
 
 def identities_at(store, reg: Regression, sha: str) -> set[str]:

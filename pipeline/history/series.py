@@ -4,7 +4,7 @@ per-commit history of each series (variant × shape × dtype × device) and find
 A series is ordered along the first-parent line of a branch (the order in which changes
 landed on it), oldest first. One point per commit pools the samples of every ok result
 stored for that commit, so re-runs sharpen a point instead of replacing it; its noise band
-is the confidence interval of that pooled median (`workers.stats.median_ci`).
+is the confidence interval of that pooled median (`workers.measure.stats.median_ci`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import NamedTuple
 import numpy as np
 import orjson
 
-from pipeline import config
 from pipeline.history import changepoint
 from pipeline.history.compare import flatten_numeric, series_key
 from pipeline.history.regressions import Regression
-from workers import status
-from workers.stats import median_ci
+from pipeline.project import config
+from workers.core import status
+from workers.measure.stats import median_ci
 
 
 class Point(NamedTuple):
@@ -123,7 +123,7 @@ def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dic
            counts: dict[int, int]) -> Point:
     """The point of one commit (its `_commit_fields`) from its rows (`SERIES_COLUMNS` tuples,
     oldest first). One ok row (the common case): its stored median and CI, which the timer
-    computed from exactly these samples (`workers.timing.measure`), so a history is read without
+    computed from exactly these samples (`workers.measure.timing.measure`), so a history is read without
     decoding a million sample lists; n_samples from counts (row id → samples) where known, else
     None. Several ok rows (re-runs): the median and CI of all their samples pooled, which
     pooled(row ids) reads."""
@@ -213,10 +213,10 @@ def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05,
     per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
     after it. Speed-ups are not regressions and are left out. threshold None: each series
-    uses the history default of its device kind (`pipeline.config.default_threshold`).
+    uses the history default of its device kind (`pipeline.project.config.default_threshold`).
 
     The windows of all series are planned first; those that can hold a step are looked up in
-    `cache` (`pipeline.history.window_cache`; None: no cache) and only the others are searched,
+    `cache` (`pipeline.history.caches.window_cache`; None: no cache) and only the others are searched,
     by search(parts, seed) → change points as dicts per window (default
     `changepoint.search_windows` here; `detect_cluster.search_windows` spreads them over the
     cluster). A nightly thus searches the last window of each series and little else."""

@@ -1,6 +1,6 @@
 """Which series of a base-vs-head comparison need timing at all ("nothing changed, nothing timed").
 
-A series whose measurement identity (`pipeline.identity`) is the same at base and head would
+A series whose measurement identity (`pipeline.run.identity`) is the same at base and head would
 measure the same binary through the same harness on the same device model at both commits:
 timing it twice can only produce noise. Such a series is `unchanged`, reason "same build":
 its row carries a stored result with that identity (from any commit), or, when the store has

@@ -6,7 +6,7 @@ against a threshold, plus the threshold parser shared by compare, detect, bisect
 
 Every function here is pure: it takes samples and returns numbers or a frozen record.
 Randomness (the bootstrap) is driven by an explicit seed so that a comparison is
-reproducible from the stored samples alone. The median's CI itself lives in `workers.stats`
+reproducible from the stored samples alone. The median's CI itself lives in `workers.measure.stats`
 (the timing loop on the nodes uses it too). scipy is used for the rank tests: a well-kept,
 widely reviewed implementation. Methods and the default threshold: docs/statistics.md.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.stats import median_ci, sorted_samples
+from workers.measure.stats import median_ci, sorted_samples
 
 SLOWER = "slower"
 FASTER = "faster"

@@ -1,6 +1,7 @@
-"""The result store: where results, runs, builds, commits and regressions are kept.
+"""The results store: results, runs, builds, commits and regressions, in SQLite or PostgreSQL.
+May import: workers.core.
 
-    Store(where)            open (check, create or migrate) a store: a SQLite path or a URL
+Store(where)            open (check, create or migrate) a store: a SQLite path or a URL
     location.resolve(...)   --store / FLOPWATCH_STORE / the repository's default file
     checks.inspect(...)     what a store is, without writing to it (doctor)
     transfer.copy_history   move a history between stores (`flopwatch store export/import`)

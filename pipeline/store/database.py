@@ -24,8 +24,8 @@ from pipeline.store import checks, migrations, retry, statements
 from pipeline.store import engine as engines
 from pipeline.store import tables as t
 from pipeline.store.location import StoreLocation, parse, sqlite_file
-from workers.records import BuildResult, Result
-from workers.untrusted import bounded
+from workers.core.records import BuildResult, Result
+from workers.core.untrusted import bounded
 
 TEXT_LIMITS = t.TEXT_LIMITS
 
@@ -92,7 +92,7 @@ class Store:
         return self._write(lambda conn, again: _insert_once(conn, t.runs, values, again))
 
     def finish_run(self, run_id: int, summary: dict | None = None) -> None:
-        """`summary`: the run's device accounting and peer check (`pipeline.accounting`)."""
+        """`summary`: the run's device accounting and peer check (`pipeline.run.accounting`)."""
         values = {"finished_at": time.time(), "summary": json.dumps(summary) if summary is not None else None}
         self._write(lambda conn, _again: conn.execute(t.runs.update().where(t.runs.c.id == run_id).values(values)))
 

@@ -100,7 +100,7 @@ results = sa.Table(
     sa.Column("stderr_tail", sa.Text),
     sa.Column("created_at", sa.Float),
     sa.Column("phases", sa.Text),
-    # The measurement identity of the result's series (`pipeline.identity`): a stored result
+    # The measurement identity of the result's series (`pipeline.run.identity`): a stored result
     # with the same identity measured the same thing, so compare and bisect may reuse it.
     sa.Column("identity", sa.Text),
     sa.Index("results_key", "commit_sha", "variant", "shape", "dtype", "device", "build_hash"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
+from pipeline.project.config import load_config
 from workers.cuda import pybind_build, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]

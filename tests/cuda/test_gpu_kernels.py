@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import launch_expr
 from workers.bindings import module_api
+from workers.toolkit import launch_expr
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.cuda, pytest.mark.gpu,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from workers import formula as expr
-from workers import launch_expr
+from workers.core import formula as expr
 from workers.cuda import metrics
+from workers.toolkit import launch_expr
 
 
 def test_table_names_and_required_metrics():

@@ -46,11 +46,11 @@ def test_the_copy_peer_gets_counters(cuda_tools):
     (a copy_ done by the copy engine gave "ncu profiled no kernel inside the timed range")."""
     if not cuda_tools.ncu:
         pytest.skip("ncu not found")
-    from pipeline.config import load_config
-    from pipeline.discovery import discover
-    from pipeline.plan import build_plan, jobs_for
-    from workers.build import build_variant, toolchains
-    from workers.runner import execute_job
+    from pipeline.project.config import load_config
+    from pipeline.project.discovery import discover
+    from pipeline.run.plan import build_plan, jobs_for
+    from workers.backends.build import build_variant, toolchains
+    from workers.job.runner import execute_job
 
     root = Path(__file__).resolve().parents[2]
     variants, _ = discover(root, load_config(root), ("kernels/copy",))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import profile
 from workers.cuda import metrics, ncu
+from workers.measure import profile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ncu" / "load_paths_h200"
 

@@ -12,11 +12,12 @@ import pytest
 
 from hostile import variants
 from hostile.processes import survivors
-from pipeline.config import LIMITS
-from workers import runner, status
-from workers.build import build_variant
-from workers.bundle import pack
-from workers.zygote import Zygote
+from pipeline.project.config import LIMITS
+from workers.backends.build import build_variant
+from workers.core import status
+from workers.job import runner
+from workers.job.zygote import Zygote
+from workers.toolkit.bundle import pack
 
 CASE = "FLOPWATCH_HOSTILE_CASE"
 
@@ -63,7 +64,7 @@ def test_a_job_that_writes_without_end_is_stopped_at_its_limit():
     r = variants.run(v, variants.build(v), limits={"job_write_bytes": limit})
     assert r.status == status.CRASHED
     assert r.diagnostic.startswith("stopped: the job's processes wrote more than 64 MiB (the per-job write limit, "
-                                   "job_write_bytes in pipeline/config.py)")
+                                   "job_write_bytes in pipeline/project/config.py)")
     assert r.median_s is None
 
 
@@ -84,5 +85,5 @@ def test_a_build_past_its_time_limit_is_killed_and_fails_naming_the_limit(tmp_pa
     record, artifact = build_variant(dataclasses.replace(v, timeout_s=600.0), pack(tmp_path, [v.folder]), "h",
                                      timeout_s=3.0)
     assert not record.ok and artifact == {}
-    assert "the build took longer than its 3 s limit (build_timeout_s in pipeline/config.py)" in record.first_errors
+    assert "the build took longer than its 3 s limit (build_timeout_s in pipeline/project/config.py)" in record.first_errors
     assert survivors(CASE, case_mark) == []

@@ -17,7 +17,7 @@ import pytest
 from suite_repo import make_suite_repo
 
 from pipeline.store import SCHEMA_VERSION, Store
-from workers.records import Result
+from workers.core.records import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 40  # enough rows that the file spans many pages, so a cut lands inside the data

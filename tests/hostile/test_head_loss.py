@@ -16,7 +16,7 @@ from suite_repo import stored_results
 
 from hostile.hostile_repo import ROOT, make_repo
 from hostile.processes import survivors
-from pipeline import cluster
+from pipeline.fleet import cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

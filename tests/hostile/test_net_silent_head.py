@@ -17,7 +17,7 @@ from hostile.hostile_repo import make_repo
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 RUN_LIMIT_S = 150
-# What the driver may take to notice: three missed probes of pipeline/headwatch.py and its grace.
+# What the driver may take to notice: three missed probes of pipeline/fleet/headwatch.py and its grace.
 NOTICE_S = 60
 
 

@@ -21,9 +21,9 @@ from ray.cluster_utils import Cluster
 from suite_repo import stored_results
 
 from hostile.hostile_repo import make_repo
-from pipeline import cluster
-from pipeline.progress import Progress
-from pipeline.runflow import RunOptions, Session, run_commit
+from pipeline.fleet import cluster
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import ProjectConfig
-from pipeline.manifest import load_variant
-from pipeline.plan import build_plan, jobs_for
-from workers.build import build_variant, toolchains
-from workers.records import BuildResult, Result, Variant
-from workers.runner import execute_job
+from pipeline.project.config import ProjectConfig
+from pipeline.project.manifest import load_variant
+from pipeline.run.plan import build_plan, jobs_for
+from workers.backends.build import build_variant, toolchains
+from workers.core.records import BuildResult, Result, Variant
+from workers.job.runner import execute_job
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = Path("tests/hostile/kernels/gemm")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
-from pipeline.discovery import discover
-from pipeline.plan import build_plan
-from workers.build import build_variant
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.plan import build_plan
+from workers.backends.build import build_variant
 from workers.rocm.toolchain import ToolchainMissing, find_hip_toolchain
 
 HK = os.environ.get("HIPKITTENS_ROOT")

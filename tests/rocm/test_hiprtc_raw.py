@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import ProjectConfig
-from pipeline.discovery import discover
-from pipeline.plan import build_plan
+from pipeline.project.config import ProjectConfig
+from pipeline.project.discovery import discover
+from pipeline.run.plan import build_plan
+from workers.backends.build import build_variant, toolchains
 from workers.backends.hip import runtime_compiler_options
-from workers.build import build_variant, toolchains
-from workers.raw_symbols import SYMBOLS_FILE
 from workers.rocm.occupancy import LDS_GRANULE
+from workers.toolkit.raw_symbols import SYMBOLS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = toolchains()

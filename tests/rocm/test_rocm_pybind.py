@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_config
-from pipeline.discovery import discover
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
 from workers.backends import hip as hip_backend
-from workers.build_hints import with_hints
 from workers.rocm import pybind_build
 from workers.rocm.pybind_build import HostBuildInfo
 from workers.rocm.toolchain import (
@@ -20,6 +19,7 @@ from workers.rocm.toolchain import (
     find_hip_toolchain,
     hip_compile_command,
 )
+from workers.toolkit.build_hints import with_hints
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSS = HipToolchain("clang-cross", "/usr/bin/clang++-19", "Debian clang version 19.1.7",

@@ -1,4 +1,6 @@
-"""Build back ends, one module per compiler family; the table is the whole registry.
+"""Build back ends, one module per compiler family, and the build driver that dispatches to them.
+May import: workers.bindings, workers.core, workers.cuda, workers.isolation, workers.rocm, workers.toolkit,
+    workers.torch_ext, workers.triton_aot.
 
 Each back end module exposes:
   toolchain() -> Toolchain | None      what compiler this node has (None: cannot build here)

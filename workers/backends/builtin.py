@@ -1,5 +1,5 @@
 """`builtin` back end: the op's own peer (torch on the device, `op.peer`), which flopwatch adds
-to a run when the repository declares no peer for an op (`pipeline.peers`). Nothing is
+to a run when the repository declares no peer for an op (`pipeline.run.peers`). Nothing is
 compiled; the artifact only names the op, so the build record says what ran."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import platform
 from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain
-from workers.records import Variant
+from workers.core.records import Variant
 
 
 def toolchain() -> Toolchain | None:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
-from workers.records import Variant
+from workers.core.records import Variant
 
 LIBRARY = "libvariant.so"
 

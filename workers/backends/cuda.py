@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workers import raw_symbols
 from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
-from workers.build_hints import with_hints
+from workers.core.records import Variant
 from workers.cuda import pybind_build, resource_usage, sass
 from workers.cuda.toolchain import find_tools, nvcc_command
-from workers.records import Variant
-from workers.template_instance import needs_instance, write_instance
+from workers.toolkit import raw_symbols
+from workers.toolkit.build_hints import with_hints
+from workers.toolkit.template_instance import needs_instance, write_instance
 
 LIBRARY = "libvariant.so"
 FATBIN = "kernel.fatbin"

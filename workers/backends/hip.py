@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workers import raw_symbols
 from workers.backends.base import BuildOutput, Toolchain, first_errors, run_compiler
-from workers.build_hints import with_hints
-from workers.records import Variant
+from workers.core.records import Variant
 from workers.rocm import pybind_build
 from workers.rocm.build import build_hip
 from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
-from workers.template_instance import needs_instance, write_instance
+from workers.toolkit import raw_symbols
+from workers.toolkit.build_hints import with_hints
+from workers.toolkit.template_instance import needs_instance, write_instance
 
 
 def toolchain() -> Toolchain | None:

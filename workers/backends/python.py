@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from workers.backends.base import BuildOutput, Toolchain
 from workers.bindings.python_entry import TREE, write_index
-from workers.records import Variant
+from workers.core.records import Variant
 
 
 def toolchain() -> Toolchain | None:

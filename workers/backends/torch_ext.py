@@ -18,12 +18,12 @@ from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain, first_errors
 from workers.backends.python import repository_root, ship_tree
-from workers.records import Variant
-from workers.sandbox import run_child
+from workers.core.records import Variant
+from workers.isolation.sandbox import run_child
 from workers.torch_ext.spec import ExtensionSpec
 
 # An extension build compiles several translation units with nvcc (minutes for a large one);
-# the build's own limit (`pipeline.config.Limits.build_timeout_s`) bounds it as a whole.
+# the build's own limit (`pipeline.project.config.Limits.build_timeout_s`) bounds it as a whole.
 EXTENSION_TIMEOUT_S = 1800.0
 
 

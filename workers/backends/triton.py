@@ -14,10 +14,10 @@ from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain
 from workers.backends.python import ship_tree
+from workers.backends.triton_analysis import amd_row, nvidia_row, triton_tool
 from workers.bindings.python_entry import TREE, entry_parts, repo_path
-from workers.records import Variant
-from workers.sandbox import run_child
-from workers.triton_aot.analysis import amd_row, nvidia_row, triton_tool
+from workers.core.records import Variant
+from workers.isolation.sandbox import run_child
 from workers.triton_aot.spec import SpecError, parse_arch
 
 DEFAULT_ARCHES = ("sm_90a", "gfx942")
@@ -37,7 +37,7 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     if not variant.triton:
         # A Triton module as repositories have it (a public function launching a @triton.jit
         # kernel): nothing to compile ahead of time; the job records the kernels Triton's JIT
-        # compiled and the configuration its autotuner chose (`workers.triton_jit`).
+        # compiled and the configuration its autotuner chose (`workers.job.triton_jit`).
         return BuildOutput(True, "sources copied; no [triton] table: the kernels are analysed from Triton's JIT "
                                  "at run time")
     try:

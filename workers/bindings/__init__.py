@@ -1,4 +1,5 @@
-"""Turn a built artifact into a callable `call(inputs, out)` for the harness.
+"""A built artifact turned into a callable `call(inputs, out)` for the harness.
+May import: workers.core, workers.ops, workers.toolkit, workers.torch_ext.
 
 One function per binding kind; `load` picks by the manifest's `binding.kind`. A callable whose
 `returns` attribute is true returns the output it allocated (`O = f(Q, K, V)`) and ignores
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from workers.records import Variant
+from workers.core.records import Variant
 
 
 def load(variant: Variant, artifact: Path, op: ModuleType, device_kind: str, dims: dict, dtype=None) -> Callable:

@@ -21,13 +21,12 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
-from workers.records import Variant
+from workers.core.records import Variant
+from workers.toolkit.artifact_index import INDEX, TREE, read_index
 
 # Back ends whose entries are Python (a function, an nn.Module class, a torch.library op, which
 # may launch Triton kernels) and whose artifact is the shipped repository tree.
 PYTHON_SIDE = ("python", "triton", "torch")
-TREE = "repo"  # the artifact's copy of the shipped repository files
-INDEX = "python.json"
 
 
 def write_index(out: Path, folder: str, roots: list[str], extensions: dict | None = None) -> None:
@@ -39,9 +38,6 @@ def write_index(out: Path, folder: str, roots: list[str], extensions: dict | Non
                                          "calls_cpp_extension": calls_builder}))
 
 
-def read_index(artifact: Path) -> dict:
-    path = artifact / INDEX
-    return json.loads(path.read_text()) if path.exists() else {"folder": "", "roots": [], "extensions": {}}
 
 
 def import_file(path: Path, name: str) -> ModuleType:

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from workers import launch_expr, raw_symbols
 from workers.bindings import module_api
+from workers.core.records import Variant
 from workers.ops import scalars
-from workers.records import Variant
+from workers.toolkit import launch_expr, raw_symbols
 
 
 def argument_names(variant: Variant, op: ModuleType) -> list[str]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.formula import ExpressionError, evaluate, names
+from workers.core.formula import ExpressionError, evaluate, names
 
 _HERE = Path(__file__).parent
 FUNCTIONS = {"min": min, "max": max}

@@ -1,4 +1,5 @@
 """Op contracts: what a variant computes, how much work it is, and the torch reference.
+May import: workers.core.
 
 Each op is a module exposing the same functions (see `gemm.py`); the table below is the
 whole registry of built-in ops, written out so a newcomer sees every op in one place. A
@@ -49,7 +50,7 @@ def for_variant(variant):
     return get_op(variant.op)
 
 
-BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.peers`)
+BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.run.peers`)
 
 
 def returns_peer(op) -> bool:

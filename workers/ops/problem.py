@@ -25,8 +25,8 @@ import re
 import types
 from dataclasses import dataclass, field
 
+from workers.core.records import Record
 from workers.ops.repo import OpCodeError, OpDefinitionError
-from workers.records import Record
 
 KIND = "problem"
 INIT_SEED = 42  # one seed for every module a job builds: Model and ModelNew get equal weights
@@ -131,7 +131,7 @@ def parse_problem(path: str, source: str, name: str, flops_expr: str = "") -> Pr
 def _size_value(node: ast.expr, sizes: dict[str, int]) -> int | None:
     """A positive integer a global is set to: a literal, or arithmetic of literals and earlier
     sizes (`N = 2048 * 2`, `dim2 = dim1 // 2`); None for anything else."""
-    from workers.formula import ExpressionError, evaluate
+    from workers.core.formula import ExpressionError, evaluate
 
     if isinstance(node, ast.Constant) and type(node.value) is not int:
         return None
@@ -275,7 +275,7 @@ class _Problem:
     def flops(self, dims: dict) -> float:
         if not self.spec.flops_expr:
             return 0.0
-        from workers.formula import ExpressionError, evaluate
+        from workers.core.formula import ExpressionError, evaluate
 
         try:
             return float(evaluate(self.spec.flops_expr, {**self.spec.defaults, **dims}))

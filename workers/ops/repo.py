@@ -17,7 +17,7 @@ import re
 import types
 from dataclasses import dataclass
 
-from workers.records import Record
+from workers.core.records import Record
 
 FILE_NAME = "op.py"
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")

@@ -1,3 +1,2 @@
-"""AMD ROCm (gfx942: MI300X/MI325X) backend, node-side pieces: toolchain discovery, HIP builds
-and their static analysis (compiler remarks, code-object notes, disassembly, occupancy), and
-rocprofv3 command lines, output parsing and metric formulas."""
+"""AMD ROCm (gfx942) node-side pieces: HIP builds, their static analysis, rocprofv3 and its metric formulas.
+May import: workers.core."""

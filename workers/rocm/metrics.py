@@ -1,6 +1,6 @@
 """Evaluate the counter formulas of ``counters_<arch>.toml`` for one dispatch.
 
-Formulas are evaluated by the project's safe evaluator (``workers.formula``, shared with the
+Formulas are evaluated by the project's safe evaluator (``workers.core.formula``, shared with the
 ncu metric table): numbers, names, parentheses and + - * /, no function the table does not
 allow, no attribute access. A division by zero yields None, as rocprofiler-compute's
 ``... if (denominator != 0) else None`` does.
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.formula import evaluate as formula_eval
-from workers.formula import names as formula_var_names
+from workers.core.formula import evaluate as formula_eval
+from workers.core.formula import names as formula_var_names
 
 from .rocprof import Dispatch
 
@@ -69,7 +69,7 @@ def required_counters(table: MetricTable, metric_names: list[str]) -> list[str]:
 
 
 def evaluate(formula: str, values: Mapping[str, float]) -> float | None:
-    """Value of ``formula`` over ``values`` (the shared safe evaluator, ``workers.formula``);
+    """Value of ``formula`` over ``values`` (the shared safe evaluator, ``workers.core.formula``);
     None on division by zero; KeyError when a counter or constant is missing."""
     missing = [n for n in formula_names(formula) if n not in values]
     if missing:

@@ -3,7 +3,7 @@ then one profiler pass. Every path this node cannot offer (no GPU, no compiler, 
 is `n/a` with its reason; every path it should offer and that fails is `FAIL` with the exact
 error and what to check.
 
-The variants go through `workers.build.build_variant` and `workers.runner.execute_job`, the
+The variants go through `workers.backends.build.build_variant` and `workers.job.runner.execute_job`, the
 bodies of the Ray build and run tasks, so what passes here is what `flopwatch run` does on the
 node, minus the cluster.
 """
@@ -17,11 +17,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers import device, status
 from workers.backends import BACKENDS
-from workers.build import build_variant
-from workers.bundle import pack
-from workers.records import BuildResult, Job, Result, Variant
+from workers.backends.build import build_variant
+from workers.core import status
+from workers.core.records import BuildResult, Job, Result, Variant
+from workers.measure import device
+from workers.toolkit.bundle import pack
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 OK, FAIL, NA = "ok", "FAIL", "n/a"
@@ -153,7 +154,7 @@ def run_rows(v: Variant, record: BuildResult | None, artifact: dict, kinds: list
              budget_s: float, profile_kind: str | None) -> list[Row]:
     """Check and time `v` on every device kind it declares: on this node's kinds for real, the
     others `n/a`. `profile_kind` adds one profiler pass to the run on that kind."""
-    from workers.runner import execute_job
+    from workers.job.runner import execute_job
 
     rows = []
     for kind in v.devices:

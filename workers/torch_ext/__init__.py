@@ -1,2 +1,2 @@
-"""Torch C++/CUDA extensions as their repositories build them: read statically (spec), built with
-torch.utils.cpp_extension once per node."""
+"""Torch C++/CUDA extensions as their repositories build them: read statically, built once per node.
+May import: workers.core, workers.toolkit."""

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from workers.toolkit.artifact_index import read_index
+
 _INSTALLED: dict = {"artifact": None, "extensions": {}}
 
 
@@ -60,8 +62,6 @@ def import_extension(artifact: Path | None, name: str) -> ModuleType | str:
     """The built extension `name`: its Python module, or for an extension built with
     `is_python_module=False` (operators registered with torch.library) its library's path,
     loaded into torch.ops, as torch's own `load` returns it."""
-    from workers.bindings.python_entry import read_index
-
     known = _INSTALLED["extensions"] if artifact is _INSTALLED["artifact"] and _INSTALLED["extensions"] \
         else read_index(artifact).get("extensions", {}) if artifact else {}
     info = known.get(name) or next((e for e in known.values() if e.get("module") == name), None)

@@ -26,7 +26,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from workers.records import Record
+from workers.core.records import Record
 
 _CPP_EXTENSION = "torch.utils.cpp_extension"
 _KINDS = {f"{_CPP_EXTENSION}.CUDAExtension": "setup", f"{_CPP_EXTENSION}.CppExtension": "setup",

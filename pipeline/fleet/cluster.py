@@ -1,0 +1,222 @@
+"""Ray execution: start or join a cluster, and the remote tasks for probing, building and running.
+
+Builds are CPU tasks that can land on any node. Runs go to device slots (`pipeline.fleet.slots`):
+actors holding the device's resource, `flopwatch_cpu` (one per node, so CPU timings never
+overlap on a node) or a GPU plus `flopwatch_cuda` / `flopwatch_rocm`, so an AMD job never
+lands on an NVIDIA node.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import ray
+
+from pipeline.fleet import headwatch, local_ray, ray_access, slots
+from pipeline.fleet.ray_access import ClusterError
+from workers.backends import build as build_stage
+from workers.core.records import Variant
+
+CPU_RESOURCE = slots.CPU_RESOURCE
+GPU_RESOURCE = slots.GPU_RESOURCE
+__all__ = ["ClusterError", "ClusterInfo", "connect", "shutdown"]
+
+# How this command got its Ray (ClusterInfo.mode).
+EXISTING = "existing"  # the caller had already called ray.init; flopwatch leaves it alone
+JOINED = "joined"  # a cluster by address (--ray-address, FLOPWATCH_RAY_ADDRESS, RAY_ADDRESS)
+PRIVATE = "private"  # a local Ray of this command only (Ray's address="local"), stopped at the end
+STARTED = "started"  # flopwatch's kept local Ray, started by this command
+REUSED = "reused"  # flopwatch's kept local Ray, started by an earlier command
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    address: str
+    mode: str
+    resources: dict
+    connect_s: float = 0.0  # what starting or attaching cost this command (a driver phase)
+
+    @property
+    def started_here(self) -> bool:
+        return self.mode == PRIVATE
+
+    @property
+    def kept(self) -> bool:
+        """flopwatch's own local Ray, kept between commands: its device slots are kept too."""
+        return self.mode in (STARTED, REUSED)
+
+    def has_kind(self, kind: str) -> bool:
+        return slots.slot_count(self.resources, kind) >= 1
+
+    def driver_line(self) -> str:
+        """The driver's Ray phase for the end of a run: what it did and what it cost."""
+        what = {EXISTING: "was already connected", JOINED: f"joined the cluster at {self.address}",
+                PRIVATE: "started a local Ray for this command", STARTED: "started flopwatch's local Ray",
+                REUSED: "attached to flopwatch's local Ray"}[self.mode]
+        return f"driver: {what} in {self.connect_s:.1f} s"
+
+
+# The kept head this process is attached to, and the auth variables to put back afterwards.
+_lease: local_ray.Lease | None = None
+_auth_before: dict | None = None
+
+
+def _say(line: str) -> None:
+    print(f"flopwatch: {line}", file=sys.stderr, flush=True)
+
+
+def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = False,
+            idle_s: float = local_ray.DEFAULT_IDLE_S, announce: Callable[[str], None] = _say) -> ClusterInfo:
+    """Join the cluster at `address` (else $FLOPWATCH_RAY_ADDRESS, else $RAY_ADDRESS), or use a
+    local Ray: flopwatch's kept head when `reuse` (`pipeline.fleet.local_ray`), else one of this
+    command's own, started with Ray's address="local" whatever else runs on the machine.
+
+    Raises ClusterError (one line: the address, what is wrong, what to set) when the cluster
+    cannot be reached or refuses this driver; never passes a cluster resources to advertise."""
+    global _lease, _auth_before
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    began = time.monotonic()
+    if ray.is_initialized():
+        return ClusterInfo(address or EXISTING, EXISTING, ray.cluster_resources())
+    target = ray_access.resolve_address(address)
+    if target is not None:
+        if num_gpus is not None:
+            raise ClusterError(f"--num-gpus is for a local Ray; the nodes of the cluster at {target} advertise "
+                               f"their GPUs themselves (`ray start --num-gpus N`)")
+        ray_access.check(target)
+        _join(f"{target.host}:{target.port}", str(target))
+        announce(f"joined the Ray cluster at {target} (from {target.source})")
+        return ClusterInfo(str(target), JOINED, ray.cluster_resources(), time.monotonic() - began)
+    if reuse:
+        lease = local_ray.acquire(num_gpus, idle_s, announce=announce)
+        _auth_before = local_ray.use_head_token(lease.token_path)
+        _lease = lease
+        try:
+            _join(lease.record.address, f"flopwatch's local Ray ({lease.folder})")
+        except BaseException:
+            _release()
+            raise
+        spent = time.monotonic() - began
+        if lease.started:
+            announce(f"started flopwatch's local Ray at {lease.record.address} in {spent:.1f} s (token auth; it "
+                     f"stops after {idle_s:g} s without a command; --no-ray-reuse for a private one)")
+        else:
+            announce(f"attached to flopwatch's local Ray at {lease.record.address} in {spent:.1f} s")
+        return ClusterInfo(lease.record.address, STARTED if lease.started else REUSED, ray.cluster_resources(),
+                           spent)
+    announce('starting a local Ray for this command (Ray\'s address="local"; --ray-address or RAY_ADDRESS '
+             'joins a cluster)')
+    resources, gpus = local_ray.advertised_resources(num_gpus)
+    ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
+             log_to_driver=False, logging_level="ERROR")
+    return ClusterInfo("local", PRIVATE, ray.cluster_resources(), time.monotonic() - began)
+
+
+def starts_local_ray(address: str | None, num_gpus: int | None, reuse: bool) -> bool:
+    """Whether `connect` would start a local Ray (no cluster to join, not connected, no kept
+    head up): the start a command that may run nothing can put off (`pipeline.fleet.local_probe`)."""
+    if ray.is_initialized() or ray_access.resolve_address(address) is not None:
+        return False
+    return not reuse or local_ray.serving_head(num_gpus) is None
+
+
+def _join(address: str, name: str) -> None:
+    """ray.init against a running cluster; what Ray raises becomes one line. Nothing to
+    advertise is passed: Ray refuses resources from a driver that joins."""
+    from ray.exceptions import AuthenticationError
+
+    try:
+        ray.init(address=address, namespace="flopwatch", log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, RuntimeError, AuthenticationError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ClusterError(f"joining {name} at {address} failed: {first[:300]}") from None
+
+
+def _release() -> None:
+    global _lease, _auth_before
+    if _lease is not None:
+        _lease.release()
+        _lease = None
+    if _auth_before is not None:
+        local_ray.restore_auth(_auth_before)
+        _auth_before = None
+
+
+# Set by the `flopwatch` program (`pipeline.cli.entry`), whose process ends right after the
+# command: a connection to a Ray that stays up then closes with the process.
+_LEAVING_WITH_PROCESS = False
+
+
+def leave_with_process() -> None:
+    global _LEAVING_WITH_PROCESS
+    _LEAVING_WITH_PROCESS = True
+
+
+def shutdown(info: ClusterInfo) -> None:
+    """Stop this driver's device slots (and their warm runners) and disconnect; a private local
+    Ray stops with it, a cluster and flopwatch's kept local Ray stay up."""
+    if ray.is_initialized() and not headwatch.lost():  # with the head gone there is nobody to ask
+        slots.close_all()
+    if info.mode == PRIVATE or (info.mode != EXISTING and not _LEAVING_WITH_PROCESS):
+        ray.shutdown()
+    headwatch.stop()
+    _release()
+
+
+def run_options(kind: str) -> dict:
+    """Ray options of a device slot of `kind` (see `pipeline.fleet.slots`)."""
+    return slots.slot_options(kind)
+
+
+@ray.remote(num_cpus=0)
+def _probe_toolchains() -> dict:
+    return build_stage.toolchains()
+
+
+@ray.remote(num_cpus=1)
+def _build(variant: dict, bundle: dict, build_hash: str, include_dirs: list,
+           timeout_s: float | None = None) -> tuple[dict, dict]:
+    result, artifact = build_stage.build_variant(Variant.from_dict(variant), bundle, build_hash, include_dirs,
+                                                 timeout_s)
+    return result.to_dict(), artifact
+
+
+def probe_toolchains(timeout: float = 120) -> dict:
+    return wait_probe(_probe_toolchains.remote(), timeout)
+
+
+def probe_toolchains_async():
+    """Start the toolchain probe; `wait_probe` collects it (so other start-up work overlaps it)."""
+    return _probe_toolchains.remote()
+
+
+def wait_probe(ref, timeout: float = 120) -> dict:
+    return _answer(ref, timeout, "the toolchain probe on a build node")
+
+
+def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
+    """Identity of the first device of `kind`, asked by its slot (which holds the device)."""
+    pool = slots.pool(info.resources, persistent=info.kept)
+    slot = pool.slots_of(kind)[0]
+    return _answer(slot.actor.probe.remote(), timeout, f"the device probe of slot {slot.name}")
+
+
+def _answer(ref, timeout: float, what: str):
+    """A probe's answer; one line instead of Ray's traceback when none comes in time."""
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        raise ClusterError(f"{what} did not answer in {timeout:g} s (the node may be overloaded or its "
+                           f"worker stuck: `flopwatch doctor` shows the cluster)") from None
+
+
+def submit_build(variant: Variant, bundle: dict, build_hash: str, include_dirs: tuple[str, ...],
+                 timeout_s: float | None = None):
+    """A build task holds one CPU: Ray runs as many compiles at once as the build nodes have
+    cores (each compile is one compiler process per translation unit). `timeout_s`: the
+    build's limit (`pipeline.project.config.Limits.build_timeout_s`)."""
+    return _build.remote(variant.to_dict(), bundle, build_hash, list(include_dirs), timeout_s)

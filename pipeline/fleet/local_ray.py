@@ -1,0 +1,446 @@
+"""flopwatch's own local Ray head, kept between commands so that the next one attaches to it
+instead of starting Ray again.
+
+Starting a local Ray took ~10 s of a command on a 2-core machine and attaching to a running one
+well under a second (docs/benchmarks.md, "Driver start-up"). So the first command without a
+cluster address starts a small server process (`serve` below) that owns a local Ray head, and
+later commands of the same user attach to it; it stops Ray and exits once no command has been
+attached for `idle_s` seconds. `--no-ray-reuse` (or FLOPWATCH_RAY_REUSE=0) gives a command a
+private local Ray instead, stopped when it ends.
+
+What keeps a stale or foreign head from being used:
+- Its folder is <base>/<key>, the key a hash of the user id, the Python interpreter, the Ray
+  version, the source of flopwatch's driver and node code, and --num-gpus. A head started by
+  other code, another interpreter or other GPU settings is never found; after a code change
+  the next command starts a new head and the old one idles out.
+- The base and the folder must be directories owned by this user, not symlinks, with no
+  access for group or others; anything else is refused with a one-line error.
+- The record of a head (head.json) is believed only while its process is alive and is this
+  module's `serve` for the same key.
+- The head runs with Ray's token authentication, with a random token of its own in
+  <folder>/token (mode 600): a driver can attach only by reading that file. Ray 2.60 has no
+  setting that keeps its ports on the loopback interface, so the token is what keeps other
+  users and machines out.
+
+Who is attached is told by file locks, which the kernel drops when a process dies, however it
+dies: every attached command holds a shared lock on <folder>/in-use, and the head counts as idle
+while it can take an exclusive one. A command checks for a head and starts one under
+<folder>/start.lock, so two commands started together start one head between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pipeline.fleet import slots
+from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
+from workers.job.runner import SECRET_VARIABLES
+
+DEFAULT_IDLE_S = 600.0
+# Ray's own start waits up to 120 s for its GCS on a slow machine; the head needs a little more.
+START_TIMEOUT_S = 180.0
+# How often the head looks for attached commands and checks that its Ray still answers.
+POLL_S = 1.0
+HEALTH_EVERY_S = 10.0
+MODULE = "pipeline.fleet.local_ray"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+CODE_DIRS = (PACKAGE_ROOT / "pipeline", PACKAGE_ROOT / "workers")
+RECORD, TOKEN, IN_USE, START_LOCK, LOG = "head.json", "token", "in-use", "start.lock", "head.log"
+# Ray's temp dir, a sub-folder: Ray makes its temp dir world-writable (mode 777), and inside the
+# head's folder (700) that opens nothing.
+RAY_TEMP = "r"
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """What a running head wrote about itself once its Ray was up."""
+
+    key: str
+    pid: int
+    address: str  # host:port of the head's GCS
+    idle_s: float
+    started_at: float  # epoch seconds
+    resources: dict
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> HeadRecord | None:
+        try:
+            data = json.loads(text)
+            return HeadRecord(key=str(data["key"]), pid=int(data["pid"]), address=str(data["address"]),
+                              idle_s=float(data["idle_s"]), started_at=float(data["started_at"]),
+                              resources=dict(data["resources"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """This command's hold on a head: while `in_use` is open (with its shared lock), the head
+    does not count as idle."""
+
+    folder: Path
+    record: HeadRecord
+    started: bool  # True when this command started the head
+    in_use: object  # the open file that carries the shared lock
+
+    @property
+    def token_path(self) -> Path:
+        return self.folder / TOKEN
+
+    def release(self) -> None:
+        self.in_use.close()
+
+
+def base_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the heads' folders live: $FLOPWATCH_LOCAL_RAY_DIR, else $XDG_RUNTIME_DIR/flopwatch,
+    else /tmp/flopwatch-<uid>. Short on purpose: Ray's socket paths under it must stay within
+    the 107 bytes of a Unix socket name."""
+    env = os.environ if env is None else env
+    if env.get("FLOPWATCH_LOCAL_RAY_DIR"):
+        return Path(env["FLOPWATCH_LOCAL_RAY_DIR"])
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"]) / "flopwatch"
+    return Path("/tmp") / f"flopwatch-{os.getuid()}"
+
+
+def folder_problem(mode: int, owner: int, uid: int) -> str | None:
+    """Why a folder with this lstat mode and owner must not hold a head of user `uid`."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    if owner != uid:
+        return f"belongs to uid {owner}, not to this user ({uid})"
+    if mode & 0o077:
+        return f"is open to group or others (mode {stat.S_IMODE(mode):03o}, needs 700)"
+    return None
+
+
+def private_folder(path: Path) -> Path:
+    """`path` as a directory only this user can enter, created if missing; ClusterError if it
+    exists and is anything else."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ClusterError(f"cannot create {path} for flopwatch's local Ray: {exc.strerror}") from None
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise ClusterError(f"cannot use {path} for flopwatch's local Ray: {exc.strerror}") from None
+    problem = folder_problem(st.st_mode, st.st_uid, os.getuid())
+    if problem:
+        raise ClusterError(f"refusing to use {path} for flopwatch's local Ray: it {problem}; remove it, or set "
+                           f"FLOPWATCH_LOCAL_RAY_DIR to a folder of your own")
+    return path
+
+
+def code_digest(dirs: tuple[Path, ...] = CODE_DIRS) -> str:
+    """Hash of the driver's and the nodes' Python source, names included."""
+    h = hashlib.sha256()
+    for root in dirs:
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def head_key(num_gpus: int | None, *, uid: int | None = None, python: str = sys.executable,
+             ray_version: str | None = None, code: str | None = None) -> str:
+    """The folder name of the head that suits this command (see the module docstring)."""
+    if ray_version is None:
+        import ray
+
+        ray_version = ray.__version__
+    parts = [os.getuid() if uid is None else uid, python, ray_version, code or code_digest(), num_gpus]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+def serve_command(folder: Path, key: str, num_gpus: int | None, idle_s: float,
+                  python: str = sys.executable) -> list[str]:
+    """The command line of a head's server process."""
+    argv = [python, "-m", MODULE, "serve", "--folder", str(folder), "--key", key, "--idle-s", f"{idle_s:g}"]
+    return argv + (["--num-gpus", str(num_gpus)] if num_gpus is not None else [])
+
+
+def head_env(env: Mapping[str, str], folder: Path) -> dict[str, str]:
+    """The server's environment: token authentication with the head's own token file only, no
+    cluster address to wander off to, no CI token for its workers to inherit, and flopwatch
+    importable."""
+    dropped = ("RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", *SECRET_VARIABLES)  # SECRET_VARIABLES has RAY_AUTH_TOKEN
+    out = {k: v for k, v in env.items() if k not in dropped}
+    out["RAY_AUTH_MODE"] = "token"
+    out["RAY_AUTH_TOKEN_PATH"] = str(folder / TOKEN)
+    out.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    out["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return out
+
+
+def read_record(folder: Path) -> HeadRecord | None:
+    try:
+        return HeadRecord.from_json((folder / RECORD).read_text())
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+def is_serving(record: HeadRecord) -> bool:
+    """Whether the record's process is alive and is `serve` of the record's key (not a
+    process that took over the pid after the head died)."""
+    try:
+        argv = Path(f"/proc/{record.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return MODULE.encode() in argv and b"serve" in argv and record.key.encode() in argv
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace `path` atomically with a file of mode 600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(path: Path, how: int) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, how)
+        yield
+
+
+# --- the driver's side -------------------------------------------------------------------
+
+_children: list[subprocess.Popen] = []  # started heads, kept referenced: they outlive this command
+
+
+def acquire(num_gpus: int | None, idle_s: float = DEFAULT_IDLE_S, base: Path | None = None,
+            announce: Callable[[str], None] = lambda line: None) -> Lease:
+    """Attach to the head that suits this command, or start it; hold it until `release`."""
+    key = head_key(num_gpus)
+    folder = private_folder(private_folder(base or base_dir()) / key)
+    in_use = open(folder / IN_USE, "a")  # noqa: SIM115 (held for the whole command)
+    try:
+        with _locked(folder / START_LOCK, fcntl.LOCK_EX):
+            fcntl.flock(in_use, fcntl.LOCK_SH)
+            record = read_record(folder)
+            if record is not None and record.key == key and is_serving(record):
+                return Lease(folder, record, False, in_use)
+            if record is not None:
+                announce(f"flopwatch's local Ray of pid {record.pid} is gone; starting a new one")
+                (folder / RECORD).unlink(missing_ok=True)
+            return Lease(folder, _start(folder, key, num_gpus, idle_s), True, in_use)
+    except BaseException:
+        in_use.close()
+        raise
+
+
+def serving_head(num_gpus: int | None, base: Path | None = None) -> HeadRecord | None:
+    """The head `acquire` would attach to, when it is up; None when `acquire` would start one.
+    Only reads: nothing is created, locked or started."""
+    key = head_key(num_gpus)
+    record = read_record((base or base_dir()) / key)
+    return record if record is not None and record.key == key and is_serving(record) else None
+
+
+def _start(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> HeadRecord:
+    with open(folder / LOG, "ab") as log:
+        proc = subprocess.Popen(serve_command(folder, key, num_gpus, idle_s), env=head_env(os.environ, folder),
+                                cwd=folder, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)  # not in the command's process group: outlives it
+    _children.append(proc)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        record = read_record(folder)
+        if record is not None and record.pid == proc.pid:
+            return record
+        if proc.poll() is not None:
+            raise ClusterError(f"flopwatch's local Ray did not start (exit {proc.returncode}): "
+                               f"{_last_line(folder / LOG)} (log: {folder / LOG})")
+        if time.monotonic() > deadline:
+            proc.terminate()
+            raise ClusterError(f"flopwatch's local Ray did not start within {START_TIMEOUT_S:g} s "
+                               f"(log: {folder / LOG})")
+        time.sleep(0.1)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1][:300] if lines else "(empty log)"
+
+
+def use_head_token(token_path: Path) -> dict[str, str | None]:
+    """Make this process's Ray use the head's token file and nothing else; returns the
+    variables' previous values for `restore_auth`."""
+    wanted = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path), "RAY_AUTH_TOKEN": None}
+    previous = {name: os.environ.get(name) for name in wanted}
+    _set_env(wanted)
+    return previous
+
+
+def restore_auth(previous: Mapping[str, str | None]) -> None:
+    _set_env(previous)
+
+
+def _set_env(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    # Ray reads RAY_AUTH_MODE into its config once, when `ray` is imported, and caches the
+    # token it loaded; ray.init refreshes both the same way when it turns token mode on for a
+    # new local cluster (ray/_private/authentication/authentication_token_setup.py, Ray 2.52+).
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def heads(base: Path | None = None) -> list[tuple[Path, HeadRecord]]:
+    """The heads of this user under `base` whose server is running."""
+    root = base or base_dir()
+    if not root.is_dir():
+        return []
+    private_folder(root)
+    found = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        record = read_record(folder)
+        if record is not None and is_serving(record):
+            found.append((folder, record))
+    return found
+
+
+def attached(folder: Path) -> bool:
+    """Whether some command holds the head in `folder` right now."""
+    with open(folder / IN_USE, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
+# --- the head's side -----------------------------------------------------------------------
+
+
+def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
+    """What a local Ray advertises: one CPU slot, and this machine's GPUs (all torch sees
+    unless `num_gpus`) under the flopwatch resource of their kind."""
+    from workers.measure import device
+
+    resources = {slots.CPU_RESOURCE: 1}
+    gpu = device.gpu_kind()
+    gpus = num_gpus
+    if gpu:
+        import torch
+
+        gpus = num_gpus if num_gpus is not None else torch.cuda.device_count()
+        resources[slots.GPU_RESOURCE[gpu]] = gpus
+    return resources, gpus
+
+
+def planned_resources(num_gpus: int | None) -> dict:
+    """What `ray.cluster_resources()` will show once a local Ray is up, as far as device slots
+    are counted (`slots.slot_count`): the flopwatch resources and Ray's own GPU count."""
+    resources, gpus = advertised_resources(num_gpus)
+    return {**resources, "GPU": float(gpus or 0)}
+
+
+def wait_until_idle(folder: Path, idle_s: float, stop: threading.Event, healthy: Callable[[], bool],
+                    on_idle: Callable[[], None], clock: Callable[[], float] = time.monotonic,
+                    poll_s: float = POLL_S) -> str:
+    """Return "idle" once no command has been attached for `idle_s` (calling `on_idle` while
+    still holding the exclusive lock, so that no command attaches to a head that is stopping),
+    "unhealthy" when `healthy()` says Ray is gone, "stopped" when `stop` is set."""
+    idle_since: float | None = None
+    last_health = clock()
+    with open(folder / IN_USE, "a") as handle:
+        while not stop.wait(poll_s):
+            if clock() - last_health >= HEALTH_EVERY_S:
+                last_health = clock()
+                if not healthy():
+                    return "unhealthy"
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                idle_since = None
+                continue
+            try:
+                idle_since = clock() if idle_since is None else idle_since
+                if clock() - idle_since >= idle_s:
+                    on_idle()
+                    return "idle"
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return "stopped"
+
+
+def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
+    """The head's server: start Ray with token authentication, record it, wait until idle, stop."""
+    folder = private_folder(folder)
+    # A fresh token per head: one that leaked from an earlier head opens nothing now.
+    _write_private(folder / TOKEN, secrets.token_hex(32))
+    import ray
+
+    resources, gpus = advertised_resources(num_gpus)
+    context = ray.init(address="local", _temp_dir=str(folder / RAY_TEMP), namespace="flopwatch", resources=resources,
+                       num_gpus=gpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    address = context.address_info["gcs_address"]
+    record = HeadRecord(key, os.getpid(), address, idle_s, time.time(), ray.cluster_resources())
+    gcs = parse_address(address, "the head")
+
+    def forget() -> None:
+        if (current := read_record(folder)) is not None and current.pid == os.getpid():
+            (folder / RECORD).unlink(missing_ok=True)
+
+    # After ray.init, which sets its own SIGTERM handler (sys.exit): a signal now ends the wait below.
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    _write_private(folder / RECORD, record.to_json())
+    try:
+        why = wait_until_idle(folder, idle_s, stop, healthy=lambda: tcp_problem(gcs, 5.0) is None, on_idle=forget)
+    finally:
+        forget()
+        ray.shutdown()
+    print(f"flopwatch's local Ray stopped: {why}", file=sys.stderr)
+    return why
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description="flopwatch's local Ray head (started by flopwatch)")
+    sub = p.add_subparsers(dest="action", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--folder", required=True, type=Path)
+    s.add_argument("--key", required=True)
+    s.add_argument("--idle-s", required=True, type=float)
+    s.add_argument("--num-gpus", type=int)
+    args = p.parse_args(argv)
+    serve(args.folder, args.key, args.num_gpus, args.idle_s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,565 @@
+"""Device slots: one Ray actor per device (a GPU, or a node's CPU timing slot), each hosting
+the warm runner (`workers.job.zygote`) of that device, and the driver's dispatcher that feeds
+every idle slot the next job of its kind.
+
+Why actors: an actor holds its device for its whole life (`num_gpus=1` plus the flopwatch
+resource), so Ray's CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES of that GPU is in the actor's
+environment, the zygote started from it inherits it, and so does every job child it forks.
+A Ray task per job would land in a worker process whose visible devices change from task to
+task, and a warm process could not be kept per device. The driver, not Ray's queue, decides
+which slot runs what: that is how a pinned job (the peer check on every GPU of a node) and
+"no slot idles while work of its kind remains" are both possible.
+
+A node lost mid-run: a call whose actor fails parks its job and stops feeding that slot; once
+Ray's cluster view says the slot's node is dead (`settle`), the slot is dropped and its job is
+queued once more for the slots of its kind on the other nodes, or given up as lost with the
+node's id when no other node has a slot of that kind (or it was already retried once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import json
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import ray
+
+from workers.core.records import BuildResult, Job, Variant
+from workers.job import runner
+from workers.measure.smi import visible_devices
+
+CPU_RESOURCE = "flopwatch_cpu"
+GPU_RESOURCE = {"cuda": "flopwatch_cuda", "rocm": "flopwatch_rocm"}
+
+
+def slot_options(kind: str) -> dict:
+    """Ray options of the actor of one device slot of `kind`."""
+    # A slot holds its device, not a core. Slots live for the whole run, and a core held by
+    # each would be taken from the builds that stream beside the runs (on a 2-core node the
+    # builds ran one at a time), and a node with fewer free cores than GPUs could not start all
+    # its GPU slots. CPU timing is kept off the compilers by the driver instead: CPU jobs start
+    # once the builds are done (`runflow._Stream`). Ray sets OMP_NUM_THREADS=1 for these
+    # actors as it did for the one-CPU run tasks before; `--threads` sets torch's threads.
+    if kind == "cpu":
+        return {"num_cpus": 0, "resources": {CPU_RESOURCE: 1}}
+    return {"num_cpus": 0, "num_gpus": 1, "resources": {GPU_RESOURCE[kind]: 1}}
+
+
+def slot_count(resources: dict, kind: str) -> int:
+    """How many slots of `kind` the cluster has: its flopwatch resource (GPUs are also bounded by `GPU`)."""
+    if kind == "cpu":
+        return int(resources.get(CPU_RESOURCE, 0))
+    return int(min(resources.get(GPU_RESOURCE[kind], 0), resources.get("GPU", 0)))
+
+
+class DeviceSlot:
+    """Ray actor body: one device, one zygote, one job at a time."""
+
+    def __init__(self, kind: str, name: str, warm: bool = True):
+        self.kind, self.name, self.warm = kind, name, warm
+        self.zygote = None
+        self._share: int | None = None  # host threads per GPU job on this node, asked once
+        # A slot kept between commands (flopwatch's own local Ray) answers these from memory:
+        # its device does not change, and its node's toolchains only with their fingerprint.
+        self._identity: dict | None = None
+        self._toolchains: tuple[str, dict] | None = None
+        self._making = threading.Lock()  # two calls run at once (`_Actor`): one makes the runner
+
+    def _launcher(self, settings: dict):
+        if not self.warm or settings.get("spawn_per_job"):
+            return runner.spawn
+        with self._making:
+            return self._zygote().run
+
+    def _zygote(self):
+        if self.zygote is None:
+            from workers.isolation import device_lock
+            from workers.job.spare import ENV_KIND
+            from workers.job.zygote import Zygote
+
+            # A GPU slot's runner prepares each next job's process while a job runs (`workers.job.spare`);
+            # the device lock keeps that out of timing loops and, held here, out of the profiler's run.
+            if self.kind != "cpu" and not device_lock.path():
+                os.environ[device_lock.ENV] = device_lock.new_path()
+            self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
+        return self.zygote
+
+    def describe(self, prewarm: bool = True) -> dict:
+        """Where this slot is and what its processes see (the test of the visible-devices path).
+        Starts the zygote, so that its imports overlap the builds instead of the first job."""
+        if prewarm:
+            import torch  # noqa: F401  (the runner's dtype sizes: not on the first job's clock; no device touched)
+
+            if self.warm:
+                with self._making:
+                    self._zygote().ensure_started()
+        return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
+                "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
+                "zygote_starts": self.zygote.started if self.zygote else 0}
+
+    def child_env_probe(self) -> dict:
+        """What a job child forked by this slot's zygote sees: the visible-devices variables."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="flopwatch-probe-") as tmp:
+            outcome = self._launcher({})(["--env", "env.json"], 60.0, Path(tmp))
+            data = json.loads((Path(tmp) / "env.json").read_text()) if (Path(tmp) / "env.json").exists() else {}
+        return {"returncode": outcome.returncode, "pid_parent": os.getpid(), **data}
+
+    def toolchains(self) -> dict:
+        """The build toolchains of this slot's node (`workers.backends.build.toolchains`), probed again
+        only when their fingerprint changed since the last probe."""
+        from workers.backends import build
+
+        mark = build.toolchain_fingerprint()
+        if self._toolchains is None or self._toolchains[0] != mark:
+            self._toolchains = (mark, build.toolchains())
+        return self._toolchains[1]
+
+    def probe(self) -> dict:
+        """The device's identity, asked once in a child of the warm runner (or a fresh process):
+        the actor itself never creates a GPU context (it would hold device memory for the slot's
+        whole life), and a fresh interpreter would pay `import torch` again."""
+        if self._identity is None:
+            self._identity = self._probe()
+        return self._identity
+
+    def _probe(self) -> dict:
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="flopwatch-probe-") as tmp:
+            out = Path(tmp) / "device.json"
+            outcome = self._launcher({})(["--probe", self.kind, out.name], 300.0, Path(tmp))
+            if not out.exists():
+                raise RuntimeError(f"device probe on {self.name} failed ({outcome.signal_name or outcome.returncode}): "
+                                   f"{outcome.stderr_tail.strip()[-2000:]}")
+            return {**json.loads(out.read_text()), "slot": self.name}
+
+    def _with_host_threads(self, settings: dict) -> dict:
+        """A GPU job's settings with its share of the host's cores, unless `--threads` was given."""
+        if self.kind == "cpu" or settings.get("threads"):
+            return settings
+        return {**settings, "threads": self._cpu_share()}
+
+    def _cpu_share(self) -> int:
+        """Host threads for a job on this GPU: the node's cores over its GPUs. Each job makes its
+        inputs and checks on the host with torch; two GPUs' jobs each asking for every core
+        slowed both by 5-17% on a 2-GPU node."""
+        if self._share is None:
+            node = ray.get_runtime_context().get_node_id()
+            res = next((n["Resources"] for n in ray.nodes() if n.get("NodeID") == node), {})
+            self._share = max(1, int(res.get("CPU", os.cpu_count() or 1) // max(1.0, res.get("GPU", 1.0))))
+        return self._share
+
+    def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
+        started_at = time.time()
+        settings = self._with_host_threads(settings)
+        result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
+                                    artifact, settings, self._launcher(settings))
+        return self._measured_here(result, started_at)
+
+    def run_batch(self, jobs: list, variant: dict, build: dict, artifact: dict, settings: dict) -> list[dict]:
+        """The jobs of one variant in one process of this slot (`workers.job.batch`)."""
+        from workers.job.batch import execute_batch
+
+        started_at = time.time()
+        settings = self._with_host_threads(settings)
+        results = execute_batch([Job.from_dict(j) for j in jobs], Variant.from_dict(variant),
+                                BuildResult.from_dict(build), artifact, settings, self._launcher(settings))
+        return [self._measured_here(r, started_at) for r in results]
+
+    def _measured_here(self, result, started_at: float) -> dict:
+        """`result` as a record, with which Ray node and which slot measured it (where a number
+        came from) and when this slot's call began."""
+        d = result.to_dict()
+        d["device_info"] = {**d["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
+                            "slot": self.name}
+        d["phases"] = {**d["phases"], "started_at": started_at}
+        return d
+
+    def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
+        settings = self._with_host_threads(settings)
+        return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),
+                                   (artifact_a, artifact_b), settings, self._launcher(settings))
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+
+
+# Two calls at a time: a GPU slot's runner holds the next job while one runs (`SlotPool.depth`).
+_Actor = ray.remote(max_restarts=-1, max_task_retries=0, max_concurrency=2)(DeviceSlot)
+
+OVERLAP_ENV = "FLOPWATCH_OVERLAP"  # "0": one job per GPU slot at a time (to measure what overlap saves)
+
+
+def overlap_wanted(env: dict) -> bool:
+    return env.get(OVERLAP_ENV) != "0"
+
+
+# A slot whose actor failed while its node still looks alive is given this long to answer
+# again (an actor restarted by Ray on the same node answers in seconds) before it counts as lost.
+# Ray's own health check declares a silent node dead after about 15 s.
+UNREACHABLE_S = 120.0
+
+
+@dataclass
+class Slot:
+    kind: str
+    name: str
+    actor: object
+    node_id: str = ""
+    visible: dict = field(default_factory=dict)
+    running: int = 0  # calls handed to it and not yet finished
+    pinned: deque = field(default_factory=deque)
+    # Set when a call on this slot failed in Ray (not in the job): no work is handed to it
+    # until `settle` knows whether its node is gone or the actor is back.
+    suspect_since: float | None = None
+    parked: list = field(default_factory=list)  # the calls that failed on it, waiting for that verdict
+    ping: object = None  # a describe() call: answered means the actor is back
+    # The calls handed to it and not finished, oldest (running) first, and when they are
+    # expected to be done (the pool's clock; from the calls' expected costs).
+    held: list = field(default_factory=list)
+    busy_until: float = 0.0
+
+
+@dataclass
+class _Pending:
+    method: str
+    args: tuple
+    tag: object
+    enqueued_at: float
+    cost_s: float = 0.0
+    work: float = 0.0
+    retried: bool = False
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class GivenUp:
+    """A call that will not run: its slot's node was lost and no other slot could take it
+    (`tag` as submitted; `slot` and `node_id` where it was running, empty for a call that was
+    still queued; `reason` in words, naming the lost node)."""
+
+    tag: object
+    slot: str
+    node_id: str
+    reason: str
+
+
+class SlotPool:
+    """The driver's side: slots per kind, a queue per kind, pinned queues per slot.
+
+    `submit` queues a call; it starts at once on an idle slot of its kind. `finished(ref)`
+    releases the slot of a completed call and starts the next queued one there, so no slot
+    idles while work of its kind remains. A slot takes its pinned work before the shared queue.
+    The shared queue hands out the longest expected job first (`cost_s`, ties in arrival order):
+    longest-processing-time-first scheduling, so that a 30 s job does not start last on one GPU
+    while the others have nothing left to do (a 2-GPU run ended 4 s apart before this). A slot
+    takes a second call to hold behind its running one only when no other slot is expected to be
+    free sooner: a short call must not wait behind a long one while another card idles (on 8
+    slots with few calls, the slot of the longest job took a second call in the first round).
+    `pipeline.run.schedule.replay` runs this pool with expected costs to predict a run's wall."""
+
+    def __init__(self, resources: dict, warm: bool = True, make_actor=None, persistent: bool = False, view=None,
+                 clock=time.monotonic):
+        self.resources = resources
+        self.warm = warm
+        # Persistent slots outlive the command (flopwatch's own local Ray, kept between
+        # commands): detached, named actors that the next command finds with their warm
+        # runner, device identity and toolchain probe ready, instead of starting them again.
+        self.persistent = persistent
+        self._make_actor = make_actor or self._ray_actor
+        self.slots: dict[str, list[Slot]] = {}
+        self.queues: dict[str, list] = {}  # heaps of (not first, -cost, -work, arrival, pending)
+        self._arrival = itertools.count()
+        self._held = False
+        self.inflight: dict = {}  # ref -> (slot, pending)
+        self.dispatched: list[tuple[str, object]] = []  # (slot name, tag) in dispatch order
+        # Nodes whose slots were dropped, in the order they were found lost: {"node_id", "slots",
+        # "retried", "given_up"}; a run reports the ones lost while it ran.
+        self.lost_nodes: list[dict] = []
+        self.view = view or RayView()
+        self.clock = clock  # for when held calls are expected to end (a replay gives its own)
+        # Whether GPU slots hold a second call (`depth`); a command turns it off where a job's
+        # end must not overlap the next job's start (the profiler runs after its job's child).
+        self.overlap = overlap_wanted(dict(os.environ))
+
+    def _ray_actor(self, kind: str, name: str, warm: bool):
+        if self.persistent:
+            return _Actor.options(**slot_options(kind), name=persistent_name(name, warm), namespace="flopwatch",
+                                  lifetime="detached", get_if_exists=True).remote(kind, name, warm)
+        return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
+
+    def slots_of(self, kind: str) -> list[Slot]:
+        if kind not in self.slots:
+            n = slot_count(self.resources, kind)
+            made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm)) for i in range(n)]
+            if made and self._make_actor == self._ray_actor:
+                # Waiting here also starts the actors; each on its node with its devices.
+                try:
+                    described = ray.get([s.actor.describe.remote() for s in made], timeout=600)
+                except ray.exceptions.GetTimeoutError:
+                    raise RuntimeError(f"the {n} {kind} device slot(s) of the cluster did not all start in 600 s "
+                                       f"(resources {self.resources})") from None
+                for slot, d in zip(made, described):
+                    slot.node_id, slot.visible = d["node_id"], d["visible"]
+            self.slots[kind] = made
+            self.queues[kind] = []
+        return self.slots[kind]
+
+    def submit(self, kind: str, method: str, args: tuple, tag, slot: Slot | None = None,
+               cost_s: float = 0.0, work: float = 0.0, first: bool = False) -> None:
+        """`cost_s`: the job's expected device seconds (from its last stored run; 0 if unknown);
+        `work`: its FLOPs or bytes, which orders jobs of unknown cost (a larger shape first);
+        `first`: ahead of the longest (the peer check's reference: its result starts the
+        re-times on the other slots, which must not come last)."""
+        pending = _Pending(method, args, tag, time.time(), cost_s, work, first=first)
+        if slot is not None:
+            slot.pinned.append(pending)
+        else:
+            self.slots_of(kind)
+            self._queue(kind, pending)
+        self._dispatch(kind)
+
+    def _queue(self, kind: str, pending: _Pending) -> None:
+        heapq.heappush(self.queues[kind], (not pending.first, -pending.cost_s, -pending.work, next(self._arrival),
+                                           pending))
+
+    @contextlib.contextmanager
+    def held(self):
+        """Queue without dispatching until the block ends, so that work submitted together
+        (every job of cached builds) is handed out longest first, not in submission order."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            for kind in list(self.slots):
+                self._dispatch(kind)
+
+    def refs(self) -> list:
+        return list(self.inflight)
+
+    def has_work(self) -> bool:
+        """Calls in flight, parked on a suspect slot, or queued: the driver's loop goes on."""
+        return bool(self.inflight or any(s.parked or s.pinned for slots in self.slots.values() for s in slots)
+                    or any(self.queues.values()))
+
+    def finished(self, ref) -> tuple[object, float, Slot]:
+        """Release the slot of a completed call; returns (tag, enqueued_at, slot). When the call
+        failed in Ray itself (its actor died or cannot be reached), the call is parked and the
+        tag returned is None: `settle` decides later whether it runs again elsewhere."""
+        slot, pending = self.inflight.pop(ref)
+        slot.running -= 1
+        slot.held.remove(pending)
+        # The call after it began now: the slot is expected free once what it still holds is done.
+        slot.busy_until = self.clock() + sum(p.cost_s for p in slot.held)
+        if self.view.call_failed(ref):
+            slot.suspect_since = slot.suspect_since or time.monotonic()
+            slot.parked.append(pending)
+            return None, pending.enqueued_at, slot
+        self._dispatch(slot.kind)
+        return pending.tag, pending.enqueued_at, slot
+
+    def settle(self) -> list[GivenUp]:
+        """Decide about the slots whose calls failed: a slot whose node is dead (or that has not
+        answered for `UNREACHABLE_S`) is dropped and its calls are queued once more for the
+        other slots of their kind; an actor that answers again gets its calls back. Returns the
+        calls that will not run, including queued work of a kind no slot is left for."""
+        given_up: list[GivenUp] = []
+        alive = None
+        for kind, slots in list(self.slots.items()):
+            for slot in [s for s in slots if s.suspect_since is not None]:
+                alive = alive if alive is not None else self.view.nodes_alive()
+                if slot.node_id and alive.get(slot.node_id) is False:
+                    given_up += self._drop(slot, f"node {slot.node_id} was lost")
+                elif self._answers(slot):
+                    slot.suspect_since = None
+                    for pending in slot.parked:  # the actor restarted on a live node: run them again, once
+                        given_up += self._retry(slot, pending, f"slot {slot.name} failed twice")
+                    slot.parked.clear()
+                elif time.monotonic() - slot.suspect_since > UNREACHABLE_S:
+                    given_up += self._drop(slot, f"slot {slot.name} on node {slot.node_id} did not answer "
+                                                 f"for {UNREACHABLE_S:g} s")
+            if not slots:  # nothing can run this kind any more
+                for *_, pending in self.queues.get(kind, ()):
+                    lost = self.lost_nodes[-1]["node_id"] if self.lost_nodes else ""
+                    given_up.append(GivenUp(pending.tag, "", "", f"no node with a {kind} slot is left "
+                                                                 f"(node {lost} was lost)"))
+                self.queues[kind] = []
+            self._dispatch(kind)
+        return given_up
+
+    def _answers(self, slot: Slot) -> bool:
+        if slot.ping is None:
+            slot.ping = slot.actor.describe.remote(False)
+        answer = self.view.answered(slot.ping)
+        if answer is not None:
+            slot.ping = None
+        return bool(answer)
+
+    def _drop(self, slot: Slot, why: str) -> list[GivenUp]:
+        """Take a lost slot out of the pool; its parked calls go to another slot of the kind."""
+        self.slots[slot.kind].remove(slot)
+        self.view.kill(slot.actor)
+        record = next((n for n in self.lost_nodes if n["node_id"] == slot.node_id), None)
+        if record is None:
+            record = {"node_id": slot.node_id, "slots": [], "retried": 0, "given_up": 0}
+            self.lost_nodes.append(record)
+        record["slots"].append(slot.name)
+        given_up = []
+        for pending in slot.parked:
+            given_up += self._retry(slot, pending, why)
+        record["retried"] += len(slot.parked) - len(given_up)
+        record["given_up"] += len(given_up)
+        # Pinned work belongs to that one slot (the peer check of its device): it has no other place.
+        given_up += [GivenUp(p.tag, slot.name, slot.node_id, why) for p in slot.pinned]
+        slot.parked.clear()
+        slot.pinned.clear()
+        return given_up
+
+    def _retry(self, slot: Slot, pending: _Pending, why: str) -> list[GivenUp]:
+        """Queue a failed call once more for the live slots of its kind, or give it up."""
+        if pending.retried or not self.slots.get(slot.kind):
+            return [GivenUp(pending.tag, slot.name, slot.node_id,
+                            why + ("; it had already been retried once" if pending.retried
+                                   else f"; no other node has a {slot.kind} slot"))]
+        pending.retried = True
+        self._queue(slot.kind, pending)
+        return []
+
+    def _dispatch(self, kind: str) -> None:
+        if self._held:
+            return
+        depth = self.depth(kind)
+        # Round by round, so that two idle slots each get one of the longest jobs before either
+        # gets its second; rounds go on while one hands something out (a slot that let a call
+        # go to a slot expected free sooner may take the next one).
+        handed = True
+        while handed:
+            handed = False
+            for slot in self.slots_of(kind):
+                if slot.running >= depth or slot.suspect_since is not None:
+                    continue
+                if slot.pinned:
+                    pending = slot.pinned.popleft()
+                elif self.queues[kind] and not (slot.running and self._later_than_another(slot, kind)):
+                    pending = heapq.heappop(self.queues[kind])[-1]
+                else:
+                    continue
+                slot.running += 1
+                handed = True
+                slot.held.append(pending)
+                slot.busy_until = max(self.clock(), slot.busy_until) + pending.cost_s
+                ref = getattr(slot.actor, pending.method).remote(*pending.args)
+                self.inflight[ref] = (slot, pending)
+                self.dispatched.append((slot.name, pending.tag))
+
+    def _later_than_another(self, slot: Slot, kind: str) -> bool:
+        """Would a call held behind this slot's running one start later than on another slot?"""
+        others = [s.busy_until for s in self.slots[kind] if s is not slot and s.suspect_since is None]
+        return bool(others) and slot.busy_until > min(others) + 1e-9
+
+    def depth(self, kind: str) -> int:
+        """Calls in flight per slot of `kind`: a GPU slot holds the next job while one runs
+        (`workers.job.handoff`: its runner starts it when the running job has timed), unless
+        `overlap` is off; a CPU slot runs one job at a time (CPU timings share the host's cores)."""
+        return 2 if self.overlap and kind != "cpu" else 1
+
+    def idle_while_queued(self) -> list[str]:
+        """Slots that have room although work of their kind waits (always empty: the invariant)."""
+        return [s.name for kind, slots in self.slots.items() for s in slots
+                if s.running < self.depth(kind) and s.suspect_since is None and (s.pinned or self.queues[kind])]
+
+    def close(self) -> None:
+        """Stop the slots of this command; persistent ones stay for the next command."""
+        for slots in self.slots.values():
+            for s in slots:
+                if self.persistent:
+                    continue
+                try:
+                    ray.kill(s.actor)
+                except Exception:  # an actor of a cluster already gone
+                    pass
+        self.slots.clear()
+
+    def toolchains_ref(self):
+        """The toolchain probe, from the node's CPU slot when slots persist (it answers from
+        memory between commands), else None (the caller runs the probe task)."""
+        if not self.persistent or slot_count(self.resources, "cpu") < 1:
+            return None
+        return self.slots_of("cpu")[0].actor.toolchains.remote()
+
+
+def persistent_name(slot: str, warm: bool) -> str:
+    return f"flopwatch-slot-{slot.replace('/', '-')}-{'warm' if warm else 'cold'}"
+
+
+class RayView:
+    """What the pool asks Ray about its slots' health (a stand-in replaces it in unit tests)."""
+
+    @staticmethod
+    def call_failed(ref) -> bool:
+        """Did this finished call fail in Ray itself (its actor died or cannot be reached),
+        rather than return a value or raise in the job's code?"""
+        if not isinstance(ref, ray.ObjectRef):
+            return False
+        try:
+            ray.get(ref, timeout=0)
+        except ray.exceptions.RayActorError:
+            return True
+        except Exception:
+            return False
+        return False
+
+    @staticmethod
+    def nodes_alive() -> dict[str, bool]:
+        """{node id: alive} as the cluster's control store sees it now."""
+        return {n["NodeID"]: bool(n.get("Alive")) for n in ray.nodes()}
+
+    @staticmethod
+    def answered(ref) -> bool | None:
+        """None while a call runs; then whether it returned (rather than failed in Ray)."""
+        if not ray.wait([ref], timeout=0)[0]:
+            return None
+        return not RayView.call_failed(ref)
+
+    @staticmethod
+    def kill(actor) -> None:
+        try:
+            ray.kill(actor, no_restart=True)  # Ray would otherwise wait for the lost node forever
+        except Exception:  # the actor is already gone with its node
+            pass
+
+
+_POOL: dict = {}
+
+
+def pool(resources: dict, warm: bool = True, persistent: bool = False) -> SlotPool:
+    """The pool of this driver's Ray connection: the slots (and their warm runners) live across
+    the commits of one command (compare, bisect, nightly) instead of starting per commit, and
+    across commands when `persistent`. A cluster whose resources changed (a node lost or added)
+    gets a fresh pool."""
+    ctx = ray.get_runtime_context()
+    key = (ctx.get_node_id(), ctx.get_job_id(), warm, persistent)
+    if key in _POOL and _POOL[key].resources != resources:
+        close_all()
+    if key not in _POOL:
+        close_all()
+        _POOL[key] = SlotPool(resources, warm, persistent=persistent)
+    return _POOL[key]
+
+
+def close_all() -> None:
+    for p in _POOL.values():
+        p.close()
+    _POOL.clear()

@@ -1,0 +1,2 @@
+"""`flopwatch new` and `init`: a repository's kernels read from source, drafts written and built once.
+May import: pipeline.project, pipeline.run, workers."""

@@ -1,0 +1,488 @@
+"""Draft variants for kernels that live behind Python, as the PyTorch world writes them
+(`flopwatch new` / `init`, beside `pipeline.onboarding.drafting`'s C++/CUDA/HIP drafts):
+
+- a torch extension the repository builds with `torch.utils.cpp_extension` (`load(...)` in a
+  bench script, `load_inline(...)`, setup.py's CUDAExtension): one `backend = "torch"` draft per
+  function its PYBIND11_MODULE (or load_inline's `functions`) exports, called as the authors call
+  it (`O = minimal_attn.forward(q, k, v)`: `returns = true`);
+- a KernelBench problem file (`class Model` + `get_inputs()`): the problem's own Model as the
+  peer of its op (`[problem]`), and a solution file (`class ModelNew`) measured against the
+  problem it answers, with its load_inline extensions or Triton kernels;
+- a Python module's public functions whose signature fits an op (Liger-Kernel's
+  `liger_rms_norm(X, W, eps, ...)`, `liger_swiglu(a, b)`): functional entries, imported as the
+  package they live in (`liger_kernel.transformers.functional:liger_rms_norm`).
+
+Every draft is a valid manifest: what cannot be told is a best guess on a line marked
+`# TODO (guess)`, listed in the draft's `todo` and `guessed` fields (`pipeline.onboarding.drafting.Draft`).
+Pure functions over the repository's text; nothing of it is run.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from pipeline.onboarding import drafting, kernel_scan, python_scan
+from workers.ops import OPS
+from workers.torch_ext import spec as ext_spec
+
+GUESS = "# TODO (guess)"
+_TENSOR_PARAM = re.compile(r"\b(?:torch::)?(?:Tensor|at::Tensor)\b")
+
+
+@dataclass(frozen=True)
+class Repo:
+    """What the drafts read of the repository: every file's text by repository-relative path
+    (Python and C++ sources), and the set of its files."""
+
+    texts: dict
+    files: frozenset
+
+    @functools.cached_property
+    def problems(self) -> list[str]:
+        """Its KernelBench problem files (parsed once, whatever number of solutions asks)."""
+        return [p for p, t in self.texts.items() if p.endswith(".py") and (tree := _tree(t)) and is_problem(tree)
+                and not is_solution(tree)]
+
+
+# -- the classes of Python file -----------------------------------------------------------------
+
+def _tree(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def is_problem(tree: ast.Module) -> bool:
+    """A KernelBench problem: `class Model` and `def get_inputs()` at the top level."""
+    return MODEL in _classes(tree) and "get_inputs" in _functions(tree)
+
+
+def is_solution(tree: ast.Module) -> bool:
+    return "ModelNew" in _classes(tree)
+
+
+MODEL = "Model"
+
+
+def uses_triton(text: str) -> bool:
+    return bool(re.search(r"^\s*(import triton|from triton)", text, re.MULTILINE)) or "@triton.jit" in text
+
+
+# -- names and paths ---------------------------------------------------------------------------------
+
+def op_name(path: str) -> str:
+    """A problem's op, from its file: `23_Softmax.py` → `23_softmax` (pure)."""
+    return re.sub(r"[^a-z0-9_.-]", "_", PurePosixPath(path).stem.lower()).strip("_") or "problem"
+
+
+def from_folder(folder: str, rel: str) -> str:
+    """`rel` (repository-relative) as written from the draft's folder: `../../x/y.py` (pure)."""
+    return "../" * len(PurePosixPath(folder).parts) + rel
+
+
+def import_root(rel: str, files: frozenset) -> tuple[str, str]:
+    """(import root, dotted module) of a file inside a package (`src/liger_kernel/ops/x.py` →
+    ("src", "liger_kernel.ops.x")), or ("", "") outside one (pure)."""
+    parts = list(PurePosixPath(rel).with_suffix("").parts)
+    depth = 0
+    while depth < len(parts) - 1 and "/".join(parts[:len(parts) - 1 - depth] + ["__init__.py"]) in files:
+        depth += 1
+    if depth == 0:
+        return "", ""
+    root = "/".join(parts[:len(parts) - 1 - depth])
+    return root or ".", ".".join(parts[len(parts) - 1 - depth:])
+
+
+# -- shapes and dtypes from the repository's scripts ------------------------------------------------
+
+def tensors_passed(repo: Repo, callee_words: tuple[str, ...], arity: int) -> list[python_scan.TensorMade]:
+    """Tensors made by the scripts that call one of `callee_words` (the entry's name), the
+    first `arity` of each script."""
+    made: list[python_scan.TensorMade] = []
+    for path, text in repo.texts.items():
+        if not path.endswith(".py") or not any(re.search(rf"\b{re.escape(w)}\s*\(", text) for w in callee_words):
+            continue
+        found = [t for t in python_scan.script_tensors(path, text) if t.shape]
+        made += found[:max(arity, 1)]
+    return made
+
+
+def dtype_of(made: list[python_scan.TensorMade], fallback: str = "") -> tuple[str, str]:
+    """(dtype, note): the floating dtype the scripts' tensors have most often."""
+    names = Counter(t.dtype for t in made if t.dtype in ("fp32", "fp16", "bf16"))
+    if names:
+        dtype, count = names.most_common(1)[0]
+        return dtype, f"dtype {dtype!r} from the tensors the repository's scripts make ({count})"
+    return fallback, ""
+
+
+def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
+    """The op's sizes from the first input tensor a script makes, where its rank fits the op."""
+    dims = OPS[op].DIMS if op in OPS else ()
+    for t in made:
+        if all(isinstance(d, int) for d in t.shape):
+            shape = [int(d) for d in t.shape]
+            if op in ("attention", "attention_causal") and len(shape) == 4:
+                return [shape]
+            if op in ("softmax", "rms_norm", "swiglu") and len(shape) >= 2:
+                rows = 1
+                for d in shape[:-1]:
+                    rows *= d
+                return [[rows, shape[-1]]]
+            if op == "copy" and shape:
+                n = 1
+                for d in shape:
+                    n *= d
+                return [[n]]
+            if op == "gemm" and len(shape) == 2 and len(dims) == 3:
+                other = next((u for u in made[1:] if len(u.shape) == 2 and all(isinstance(d, int) for d in u.shape)),
+                             None)
+                if other is not None:
+                    return [[shape[0], other.shape[0] if other.shape[1] == shape[1] else other.shape[1], shape[1]]]
+    return []
+
+
+# -- an entry's op from its parameters ---------------------------------------------------------------
+
+def op_from_params(name: str, params: list[str], returns: bool, kinds: list[str] | None = None) -> tuple[str, list[str]]:
+    """(op, the op argument of each parameter in order; "" for one the op does not take) where
+    the names fit an op (name hints first), or ("", []) (pure). `kinds`: "tensor" / "int" /
+    "float" per parameter where known (a C++ signature)."""
+    lowered = name.lower()
+    hinted = [op for op, words in drafting.NAME_HINTS if any(w in lowered for w in words)]
+    order = hinted + [op for op in OPS if op not in hinted]
+    for op in order:
+        module = OPS[op]
+        wanted = [*module.INPUTS] + ([] if returns else [module.OUTPUT])
+        aliases = drafting.ALIASES.get(op, {})
+        mapped: list[str] = []
+        taken: set[str] = set()
+        for i, p in enumerate(params):
+            kind = (kinds or [""] * len(params))[i]
+            names = [*wanted, *module.DIMS, *getattr(module, "SCALARS", ())]
+            hit = next((a for a in names if a not in taken and drafting._norm(p) in aliases.get(a, ())
+                        and (not kind or (kind == "tensor") == (a in wanted))), "")
+            mapped.append(hit)
+            if hit:
+                taken.add(hit)
+        if all(a in taken for a in wanted):
+            return op, mapped
+        tensors = [i for i, k in enumerate(kinds or []) if k == "tensor"]
+        if kinds and op in hinted and len(tensors) == len(wanted):  # names differ, count and name fit
+            mapped = ["" for _ in params]
+            for i, a in zip(tensors, wanted):
+                mapped[i] = a
+            return op, mapped
+    return "", []
+
+
+# -- the drafts --------------------------------------------------------------------------------------
+
+def _lines_common(name: str, op: str, backend: str, origin: str) -> list[str]:
+    return [f"# Drafted by `flopwatch new` from {origin}.", f'name = "{name}"', f'op = "{op}"', f'backend = "{backend}"']
+
+
+def _draft(name: str, folder: str, lines: list[str], op: str, todo: list[str], guessed: list[str],
+           include_dir: str = "") -> drafting.Draft:
+    files = {"variant.toml": "\n".join(lines) + "\n"}
+    return drafting.Draft(name, folder, files, include_dir, op, tuple(todo), tuple(guessed))
+
+
+def problem_draft(rel: str, out_dir: str, taken: set[str]) -> drafting.Draft:
+    """A KernelBench problem: its Model measured as the op's peer, with its own inputs."""
+    name = _name(PurePosixPath(rel).stem, taken)
+    folder = f"{out_dir}/{name}"
+    lines = _lines_common(name, op_name(rel), "python", f"{rel} (a problem: class Model, get_inputs())")
+    lines += ['dtypes = ["fp32"]', 'devices = ["cuda"]  # the problem runs on the CPU too: add "cpu"',
+              "peer = true  # the problem's Model: the reference every solution is compared with", "",
+              "[problem]", f'file = "{from_folder(folder, rel)}"', "", "[binding]", 'kind = "python"',
+              f'entry = "{from_folder(folder, rel)}:Model"']
+    return _draft(name, folder, lines, op_name(rel), [], [])
+
+
+def solution_draft(rel: str, text: str, problem: str, guessed_problem: bool, repo: Repo, out_dir: str,
+                   taken: set[str]) -> drafting.Draft:
+    """A KernelBench solution (`class ModelNew`) measured against its problem's Model."""
+    name = _name(PurePosixPath(rel).stem, taken)
+    folder = f"{out_dir}/{name}"
+    specs = _extensions_in(rel, text, repo)
+    backend = "torch" if specs else "triton" if uses_triton(text) else "python"
+    kind = "triton" if backend == "triton" else "python"
+    todo, guessed = [], []
+    lines = _lines_common(name, op_name(problem), backend, f"{rel} (a solution: class ModelNew)")
+    lines += ['dtypes = ["fp32"]', 'devices = ["cuda"]', "", "[problem]",
+              f'file = "{from_folder(folder, problem)}"'
+              + (f"  {GUESS}: the problem this solution answers" if guessed_problem else "")]
+    if guessed_problem:
+        todo.append(f"problem.file: {problem} is a guess (no problem file named after {rel})")
+        guessed.append("problem.file")
+    lines += ["", "[binding]", f'kind = "{kind}"', f'entry = "{from_folder(folder, rel)}:ModelNew"']
+    if specs:
+        lines += ["", "[[extensions]]", f'from = "{from_folder(folder, rel)}"  # {", ".join(s.name for s in specs)}']
+    return _draft(name, folder, lines, op_name(problem), todo, guessed)
+
+
+def find_problem(rel: str, repo: Repo) -> tuple[str, bool]:
+    """The problem file a solution answers: `model_new_X.py` → `model_X.py` beside it; a
+    KernelBench run's `level_1_problem_23_...` → the level's `23_*.py`; else the only problem of
+    its folder, else any problem (a guess). ("", False) when the repository has none."""
+    path = PurePosixPath(rel)
+    problems = repo.problems
+    twin = str(path.with_name(path.name.replace("_new_", "_").replace("new_", "", 1)))
+    if twin in problems and twin != rel:
+        return twin, False
+    m = re.search(r"level_?(\d+)_problem_?(\d+)", path.stem)
+    if m:
+        level, number = m.groups()
+        hit = next((p for p in problems if re.search(rf"level_?{level}/", p) and
+                    PurePosixPath(p).name.startswith(f"{number}_")), None)
+        if hit:
+            return hit, False
+    same = [p for p in problems if PurePosixPath(p).parent == path.parent]
+    if len(same) == 1:
+        return same[0], False
+    stem = PurePosixPath(twin).stem  # `model_ex_add_triton` answers `model_ex_add`: the longest prefix
+    prefixed = sorted((p for p in same if stem.startswith(PurePosixPath(p).stem)), key=lambda p: -len(p))
+    if prefixed:
+        return prefixed[0], False
+    pool = same or problems
+    return (min(pool), True) if pool else ("", False)
+
+
+def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSpec]:
+    try:
+        return ext_spec.find_extensions(rel, text, repo.files)
+    except ext_spec.ExtensionReadError:
+        return []
+
+
+def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+    """One `backend = "torch"` draft per function each extension built in `rel` exports (a
+    load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`); notes for
+    what could not be read."""
+    try:
+        specs = ext_spec.find_extensions(rel, text, repo.files)
+    except ext_spec.ExtensionReadError as exc:
+        return [], [f"{exc}"]
+    drafts: list[drafting.Draft] = []
+    for spec in specs:
+        for fn in exported_functions(spec, repo):
+            drafts.append(_extension_function_draft(rel, spec, fn, repo, out_dir, taken))
+    return drafts, []
+
+
+@dataclass(frozen=True)
+class Exported:
+    """A C++ function an extension exports to Python: its Python name, parameters, whether it
+    returns a tensor, and the text of the sources it is defined and launched in."""
+
+    py_name: str
+    params: tuple[kernel_scan.Param, ...]
+    returns: bool
+    body_text: str
+
+
+def exported_functions(spec: ext_spec.ExtensionSpec, repo: Repo) -> list[Exported]:
+    texts = [repo.texts.get(s, "") for s in spec.sources] + list(spec.cpp_sources) + list(spec.cuda_sources)
+    joined = "\n".join(texts)
+    names: list[tuple[str, str]] = []  # (python name, C++ name)
+    if spec.kind == "load_inline":
+        names = [(f, f) for f in spec.functions]
+    else:
+        for text in texts:
+            names += [(k.entry, k.name) for k in kernel_scan.find_pybind_functions(text, spec.origin)]
+    out = []
+    for py_name, cpp in names:
+        params, returns = _signature(joined, cpp)
+        out.append(Exported(py_name, params, returns, joined))
+    return out
+
+
+def _signature(text: str, cpp: str) -> tuple[tuple[kernel_scan.Param, ...], bool]:
+    """The parameters of C++ function `cpp` and whether it returns a tensor, from its first
+    declaration or definition in `text`."""
+    clean = kernel_scan.strip_comments(text)
+    m = re.search(rf"([\w:<>]+)\s*&?\s+{re.escape(cpp)}\s*\(", clean)
+    if not m:
+        return (), True
+    close = kernel_scan._matching(clean, m.end() - 1)
+    params = kernel_scan.parse_params(clean[m.end():close]) if close > 0 else ()
+    return params, bool(_TENSOR_PARAM.search(m.group(1)))
+
+
+def _extension_function_draft(rel: str, spec: ext_spec.ExtensionSpec, fn: Exported, repo: Repo, out_dir: str,
+                              taken: set[str]) -> drafting.Draft:
+    name = _name(f"{spec.name}_{fn.py_name}" if fn.py_name not in ("forward", "run", "main") else spec.name, taken)
+    folder = f"{out_dir}/{name}"
+    kinds = ["tensor" if _TENSOR_PARAM.search(p.type) else drafting._kind(p) for p in fn.params]
+    op, mapped = op_from_params(fn.py_name + " " + spec.name, [p.name for p in fn.params], fn.returns, kinds)
+    todo: list[str] = []
+    guessed: list[str] = []
+    lines = _lines_common(name, op or "gemm", "torch", f"{spec.origin} ({spec.kind} of extension {spec.name!r}, "
+                                                       f"function {fn.py_name})")
+    if not op:
+        lines[2] += f"  {GUESS}: {fn.py_name}({', '.join(p.name for p in fn.params)}) fits no op as flopwatch reads it"
+        todo.append(f"op: {fn.py_name}'s parameters fit no op (declare one in an op.py, docs/ops.md)")
+        guessed.append("op")
+        op = "gemm"
+    made = tensors_passed(repo, (f".{fn.py_name}", fn.py_name), len(OPS[op].INPUTS))
+    pointer = _pointer_dtype(fn.body_text)
+    dtype = pointer or dtype_of(made)[0]
+    if not dtype:
+        dtype = "fp32"
+        guessed.append("dtypes")
+        todo.append("dtypes: neither the kernels' pointer types nor the repository's scripts tell the dtype")
+    lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
+    shapes = shape_of(made, op)
+    if shapes:
+        lines.append(f"shapes = {json.dumps(shapes)}  # from the tensors the repository's scripts pass")
+    else:
+        lines.append(f"shapes = {json.dumps(drafting.DEFAULT_SHAPES[op])}  {GUESS}: sizes {list(OPS[op].DIMS)}")
+        guessed.append("shapes")
+    if not spec.cuda:
+        lines.append('devices = ["cpu"]  # a C++ extension')
+    lines += ["", "[binding]", 'kind = "pybind11"', f'module = "{spec.module}"', f'entry = "{fn.py_name}"']
+    if fn.returns:
+        lines.append("returns = true")
+    passed = _leading(mapped)
+    if mapped and len(passed) < len(mapped):
+        todo.append(f"binding.args: {fn.py_name}'s parameters {[p.name for p, m in zip(fn.params, mapped) if not m]} "
+                    f"are no {op} arguments: the call needs a hand (a wrapper, or an op.py of your own)")
+        guessed.append("binding.args")
+    if mapped and passed != _default_order(op, fn.returns):
+        lines.append(f"args = {json.dumps(passed)}")
+    lines += ["", "[[extensions]]", f'from = "{from_folder(folder, spec.origin.rsplit(":", 1)[0])}"',
+              f'name = "{spec.name}"']
+    return _draft(name, folder, lines, op, todo, guessed)
+
+
+def _default_order(op: str, returns: bool) -> list[str]:
+    """The positional arguments flopwatch passes without `binding.args`."""
+    module = OPS[op]
+    return [*module.INPUTS, *(getattr(module, "SCALARS", ()) if returns else (module.OUTPUT,))]
+
+
+def _leading(mapped: list[str]) -> list[str]:
+    """The op arguments of the leading parameters that map (optional ones after keep defaults)."""
+    out = []
+    for m in mapped:
+        if not m:
+            break
+        out.append(m)
+    return out
+
+
+def _pointer_dtype(text: str) -> str:
+    """The input dtype of an extension's kernels: the element type of their first pointer, or
+    of `data_ptr<T>()` in the wrapper."""
+    for k in kernel_scan.find_kernels(text, "ext"):
+        element = next((p.element for p in k.params if p.pointer), "")
+        if element in drafting.DTYPE_OF:
+            return drafting.DTYPE_OF[element]
+    m = re.search(r"data_ptr<\s*([\w:]+)\s*>", text)
+    if m:
+        return {"float": "fp32", "at::Half": "fp16", "c10::Half": "fp16", "at::BFloat16": "bf16",
+                "c10::BFloat16": "bf16", "half": "fp16"}.get(m.group(1), "")
+    return ""
+
+
+def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+    """Functional entries of a module: each public top-level function whose name and
+    parameters fit an op (required parameters all mapped; optional ones keep their defaults)."""
+    tree = _tree(text)
+    if tree is None:
+        return [], []
+    root, dotted = import_root(rel, repo.files)
+    drafts, notes = [], []
+    triton = uses_triton(text) or _package_uses_triton(rel, root, repo)
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
+            continue
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        required = len(params) - len(fn.args.defaults)
+        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+        if values and all(isinstance(v, ast.Tuple) for v in values):
+            continue  # a forward helper handing back its saved tensors, not an op's output
+        hinted = [op for op, words in drafting.NAME_HINTS if any(w in fn.name.lower() for w in words)]
+        op, mapped = op_from_params(fn.name, params, bool(values))
+        returns = bool(values)
+        if not op or op not in hinted or not all(mapped[:required]):
+            continue  # a public function is an entry only where its name and parameters say which op
+        name = _name(fn.name, taken)
+        folder = f"{out_dir}/{name}"
+        backend = "triton" if triton else "python"
+        entry = f"{dotted}:{fn.name}" if dotted else f"{from_folder(folder, rel)}:{fn.name}"
+        made = tensors_passed(repo, (fn.name,), len(OPS[op].INPUTS))
+        dtype, _ = dtype_of(made, "bf16" if triton else "fp32")
+        guessed = [] if made else ["dtypes", "shapes"]
+        shapes = shape_of(made, op) or drafting.DEFAULT_SHAPES[op]
+        lines = _lines_common(name, op, backend, f"{rel} (function {fn.name})")
+        lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
+        lines.append(f"shapes = {json.dumps(shapes)}" + (f"  {GUESS}: sizes {list(OPS[op].DIMS)}"
+                                                          if "shapes" in guessed else ""))
+        if backend == "python":
+            lines.append('devices = ["cuda"]')
+        lines += ["", "[binding]", f'kind = "{"triton" if triton else "python"}"', f'entry = "{entry}"']
+        if returns:
+            lines.append("returns = true")
+        passed = _leading(mapped)
+        if passed != _default_order(op, returns):
+            lines.append(f"args = {json.dumps(passed)}")
+        todo = [f"{', '.join(guessed)}: no script of the repository calls {fn.name} with tensors flopwatch can read"] \
+            if guessed else []
+        drafts.append(_draft(name, folder, lines, op, todo, guessed, include_dir=root if root != "." else ""))
+    return drafts, notes
+
+
+def _package_uses_triton(rel: str, root: str, repo: Repo) -> bool:
+    """Whether the package a module belongs to imports Triton (Liger's functional module calls
+    autograd Functions whose kernels live in the package's ops)."""
+    if not root:
+        return False
+    top = PurePosixPath(rel).relative_to(root).parts[0] if root != "." else PurePosixPath(rel).parts[0]
+    prefix = f"{root}/{top}/" if root != "." else f"{top}/"
+    return any(p.startswith(prefix) and p.endswith(".py") and "@triton.jit" in t for p, t in repo.texts.items())
+
+
+def _name(base: str, taken: set[str]) -> str:
+    """A variant name from `base`, sanitised and unique among `taken` (as the C++ drafts')."""
+    return drafting.variant_name(None, taken, base)
+
+
+# -- one file ----------------------------------------------------------------------------------------
+
+def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
+               functional: bool = True) -> tuple[list[drafting.Draft], list[str]]:
+    """The drafts of one Python file, and notes on what was not drafted. `functional`: also a
+    module's public functions that fit an op (asked for by name with `new`; `init` drafts only
+    problems, solutions and extensions, not every helper of a package)."""
+    text = repo.texts.get(rel, "")
+    tree = _tree(text)
+    if tree is None:
+        return [], [f"{rel}: not Python flopwatch can read (syntax error)"]
+    if is_solution(tree):
+        problem, guessed = find_problem(rel, repo)
+        if not problem:
+            return [], [f"{rel}: class ModelNew, but the repository has no problem file (class Model, get_inputs())"]
+        return [solution_draft(rel, text, problem, guessed, repo, out_dir, taken)], []
+    if is_problem(tree):
+        return [problem_draft(rel, out_dir, taken)], []
+    drafts, notes = extension_drafts(rel, text, repo, out_dir, taken)
+    if drafts or notes or not functional:
+        return drafts, notes
+    return function_drafts(rel, text, repo, out_dir, taken)

@@ -1,0 +1,111 @@
+"""Find every variant below the configured kernel folders of a checked-out repository, and the
+ops the repository declares beside its kernels (`op.py`, docs/ops.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.project.config import ProjectConfig
+from pipeline.project.manifest import ManifestError, load_variant
+from pipeline.project.sweep import expand
+from workers.core.params import family_of, selects
+from workers.core.records import InvalidVariant, Variant
+from workers.ops import OPS
+from workers.ops.repo import FILE_NAME, OpDefinitionError, RepoOp, parse_op
+
+
+def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...] | None = None,
+             only: tuple[str, ...] = ()) -> tuple[list[Variant], list[InvalidVariant]]:
+    """Load every `variant.toml` below the kernel folders.
+
+    A manifest that fails validation becomes an `InvalidVariant` carrying the error; the others
+    load normally, so one broken folder never hides the rest of the suite. A swept variant
+    (`[params]`) becomes one variant per point (`pipeline.project.sweep.expand`). `only` keeps the
+    variants a selector names (used by bisect and by `run --variant`): a variant's name, and
+    for a swept one every point, or the points of `NAME[AXIS=value,...]`. A broken `op.py` is an
+    `InvalidVariant` too (named after its folder), and the variants of that op say which file
+    to fix.
+    """
+    valid: list[Variant] = []
+    invalid: list[InvalidVariant] = []
+    seen: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    folders = kernel_dirs or config.kernel_dirs
+    repo_ops, broken_ops = find_ops(repo_root, folders)
+    if not only:
+        invalid += broken_ops
+    for folder in folders:
+        base = (repo_root / folder)
+        if not base.is_dir():
+            continue
+        for manifest in sorted(base.rglob("variant.toml")):
+            rel_folder = manifest.parent.relative_to(repo_root).as_posix()
+            rel = manifest.relative_to(repo_root).as_posix()
+            try:
+                variant = load_variant(repo_root, manifest, config, repo_ops)
+            except (ManifestError, KeyError, TypeError, ValueError) as exc:
+                if not only or manifest.parent.name in {family_of(sel) for sel in only}:
+                    invalid.append(InvalidVariant(rel_folder, rel, _with_broken_op(str(exc), broken_ops)))
+                continue
+            points = [p for p in expand(variant) if not only or any(selects(sel, p.name) for sel in only)]
+            if not points:
+                continue
+            if variant.name in seen:
+                invalid.append(InvalidVariant(
+                    rel_folder, rel, f"{rel}: name: {variant.name!r} is already used by {seen[variant.name]}"))
+                continue
+            clash = _problem_clash(variant, problems)
+            if clash:
+                invalid.append(InvalidVariant(rel_folder, rel, f"{rel}: op: {clash}"))
+                continue
+            seen[variant.name] = rel
+            valid += points
+    return valid, invalid
+
+
+def _problem_clash(variant: Variant, problems: dict[str, str]) -> str:
+    """A problem op (`[problem] file`) is named once: two files under one op name would be two
+    ops in one series. Records the first file per name in `problems`."""
+    if variant.repo_op.get("kind") != "problem":
+        return ""
+    path = variant.repo_op["path"]
+    first = problems.setdefault(variant.op, path)
+    return "" if first == path else (f"{variant.op!r} is already the op of problem {first}; name the problem of "
+                                     f"{path} otherwise")
+
+
+def find_ops(repo_root: Path, kernel_dirs: tuple[str, ...]) -> tuple[dict[str, RepoOp], list[InvalidVariant]]:
+    """Every `op.py` below the kernel folders that is not a variant's own source (its folder has
+    no `variant.toml`), read without running it (`workers.ops.repo.parse_op`). The op is named
+    by its `NAME`, else by its folder."""
+    ops: dict[str, RepoOp] = {}
+    broken: list[InvalidVariant] = []
+    for folder in kernel_dirs:
+        base = repo_root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob(FILE_NAME)):
+            if (path.parent / "variant.toml").exists() or not path.is_file():
+                continue
+            rel = path.relative_to(repo_root).as_posix()
+            rel_folder = path.parent.relative_to(repo_root).as_posix()
+            try:
+                op = parse_op(rel, path.read_text(errors="replace"), path.parent.name, tuple(OPS))
+            except OpDefinitionError as exc:
+                broken.append(InvalidVariant(rel_folder, rel, str(exc)))
+                continue
+            if op.name in ops:
+                broken.append(InvalidVariant(rel_folder, rel, f"{rel}: NAME: op {op.name!r} is already "
+                                                              f"declared by {ops[op.name].path}"))
+                continue
+            ops[op.name] = op
+    return ops, broken
+
+
+def _with_broken_op(error: str, broken: list[InvalidVariant]) -> str:
+    """A variant of an op whose `op.py` is broken: say so, rather than only "unknown op"."""
+    for bad in broken:
+        name = bad.folder.rstrip("/").split("/")[-1]
+        if f"op: {name!r} is not one of" in error:
+            return f"{error}; {bad.manifest} would declare it but is broken: {bad.error}"
+    return error

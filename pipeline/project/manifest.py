@@ -1,0 +1,393 @@
+"""Load and validate a variant's `variant.toml` into a `Variant` record.
+
+Structure and types are checked by the declared format (`pipeline.project.schema.VariantManifest`:
+unknown keys, wrong types, out-of-range numbers); this module checks what a type cannot say:
+the sources exist inside the folder, the binding fits the back end, the shapes have the op's
+sizes. Every complaint names the file and the key, so a broken manifest becomes an `invalid`
+result a developer can fix without reading flopwatch's code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from pathlib import Path, PurePosixPath
+
+from pydantic import ValidationError
+
+from pipeline.project.config import ProjectConfig
+from pipeline.project.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problem
+from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
+from workers.bindings.python_entry import PYTHON_SIDE, entry_parts
+from workers.core import untrusted
+from workers.core.records import Binding, Shape, Variant
+from workers.ops import OPS
+from workers.ops.repo import RepoOp
+
+__all__ = ["BACKENDS", "BINDINGS", "DEVICE_KINDS", "ManifestError", "load_variant"]
+
+BINDINGS = {
+    "cpp": ("c",),
+    "cuda": ("c", "raw", "pybind11"),
+    "hip": ("c", "raw", "pybind11"),
+    "python": ("python",),
+    "triton": ("triton",),
+    "torch": ("pybind11", "python"),
+}
+_DEFAULT_DEVICES = {"cpp": ("cpu",), "cuda": ("cuda",), "hip": ("rocm",), "python": ("cpu",),
+                    "triton": ("cuda", "rocm")}
+# The one name of the launch's dynamic shared memory per back end (AMD calls it LDS).
+_DYNAMIC_SHARED = {"hip": "dynamic_lds_bytes", "cuda": "dynamic_smem_bytes", "torch": "dynamic_smem_bytes"}
+
+
+class ManifestError(ValueError):
+    """A manifest is wrong; `str()` is `<file>: <key>: <what is wrong>`."""
+
+    def __init__(self, path: str, key: str, message: str):
+        self.path, self.key = path, key
+        super().__init__(f"{path}: {key}: {message}")
+
+
+def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
+                 repo_ops: dict[str, RepoOp] | None = None) -> Variant:
+    """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`;
+    `repo_ops` are the ops the repository declares (`pipeline.project.discovery.find_ops`)."""
+    rel = manifest.relative_to(repo_root).as_posix()
+    folder = manifest.parent
+    try:
+        data = tomllib.loads(manifest.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(rel, "(syntax)", f"not valid TOML: {exc}") from exc
+    try:
+        m = VariantManifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(rel, *problem(exc, VariantManifest)) from None
+    bad_name = untrusted.check_name(m.name)
+    if bad_name:
+        raise ManifestError(rel, "name", bad_name)
+    folder_rel = folder.relative_to(repo_root).as_posix()
+    extra_files: list[str] = []
+    problem_op = None
+    if m.problem is not None:
+        if m.op in (repo_ops or {}):
+            raise ManifestError(rel, "op", f"{m.op!r} is declared by {repo_ops[m.op].path}; a [problem] variant "
+                                           "names its problem's own op")
+        problem_op = _problem(rel, repo_root, folder_rel, m)
+        extra_files.append(problem_op.path)
+        ops = {**OPS, **(repo_ops or {}), m.op: problem_op}
+    else:
+        ops = {**OPS, **(repo_ops or {})}
+    op = _op(rel, m.op, ops)
+    if not m.sources and m.backend not in PYTHON_SIDE:
+        raise ManifestError(rel, "sources", "missing: list the files to compile")
+    for src in m.sources:
+        path = _check_inside(rel, "sources", repo_root, folder, src)
+        if not path.is_file():
+            why = _refused(repo_root).get(path.relative_to(repo_root).as_posix())
+            raise ManifestError(rel, "sources", f"file {src!r} does not exist"
+                                + (f" in {folder.name}/" if path.parent == folder.resolve() else "")
+                                + (f" (not extracted from the commit: {why})" if why else ""))
+        if not path.is_relative_to(folder.resolve()):
+            extra_files.append(path.relative_to(repo_root.resolve()).as_posix())
+    binding = _binding(rel, m, problem_op is not None)
+    if m.backend in PYTHON_SIDE and binding.kind != "pybind11":
+        extra_files += _entry_file(rel, repo_root, folder, binding.entry)
+    allowed = {*op.INPUTS, op.OUTPUT, *op.DIMS, *getattr(op, "SCALARS", ()), "alpha", "beta"}
+    if binding.returns:
+        allowed.discard(op.OUTPUT)
+    unknown = [a for a in binding.args if a not in allowed]
+    if unknown:
+        raise ManifestError(rel, "binding.args", f"{unknown} are not {m.op} arguments (known: {sorted(allowed)})"
+                            + (f"; {op.OUTPUT} is returned, not passed" if op.OUTPUT in unknown else ""))
+    extensions = _extensions(rel, repo_root, folder_rel, m)
+    for spec in extensions:
+        extra_files += [*spec["sources"], *spec["include_dirs"]]
+    if m.backend == "torch" and not extensions:
+        raise ManifestError(rel, "extensions", "missing: a torch variant names the extension(s) it builds: "
+                                               "[[extensions]] from = \"setup.py\" (or the file calling load())")
+    if m.backend == "torch" and binding.kind == "pybind11":
+        names = {s["name"] for s in extensions} | {s["module"] for s in extensions}
+        if binding.module not in names:
+            raise ManifestError(rel, "binding.module", f"{binding.module!r} is none of the extensions "
+                                                       f"({sorted(names)})")
+    for key in m.launch.model_dump(exclude_none=True):
+        wanted = _DYNAMIC_SHARED.get(m.backend)
+        if key in _DYNAMIC_SHARED.values() and wanted and key != wanted:
+            raise ManifestError(rel, f"launch.{key}", f"the {m.backend} back end's name for it is {wanted!r}")
+    layout = m.layout if m.layout is not None else op.LAYOUTS[0]
+    if layout not in op.LAYOUTS:
+        raise ManifestError(rel, "layout", f"{layout!r} is not a {m.op} layout (known: {list(op.LAYOUTS)})")
+    if m.op in (repo_ops or {}) and problem_op is None:
+        for d in m.dtypes:
+            if d not in repo_ops[m.op].tolerance:
+                raise ManifestError(rel, "dtypes", f"op {m.op!r} ({repo_ops[m.op].path}) has no TOLERANCE for {d}")
+    for inc in m.build.include_dirs:
+        _check_node_include(rel, inc)
+    if m.triton is not None and m.backend != "triton":
+        raise ManifestError(rel, "triton", f"only for backend = \"triton\", not {m.backend!r}")
+    if extensions and m.backend != "torch":
+        raise ManifestError(rel, "extensions", f"only for backend = \"torch\" (built with torch.utils.cpp_extension), "
+                                               f"not {m.backend!r}")
+    devices = tuple(m.devices) or _default_devices(m.backend, extensions)
+    if m.backend == "triton" and "cpu" in devices:
+        raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
+    points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
+    return Variant(
+        name=m.name,
+        op=m.op,
+        backend=m.backend,
+        folder=folder.relative_to(repo_root).as_posix(),
+        sources=tuple(m.sources),
+        binding=binding,
+        dtypes=tuple(m.dtypes),
+        shapes=tuple(_shapes(rel, m, op.DIMS, config, problem_op)),
+        layout=layout,
+        alpha_beta=m.alpha_beta,
+        arches=tuple(m.arches),
+        flags=tuple(m.build.flags),
+        include_dirs=tuple(m.build.include_dirs),
+        openmp=m.build.openmp,
+        peer=m.peer,
+        devices=devices,
+        timeout_s=float(m.timeout_s if m.timeout_s is not None else config.timeout_s),
+        rtol=m.tolerance.rtol,
+        atol=m.tolerance.atol,
+        launch=m.launch.model_dump(exclude_none=True),
+        makefile=m.build.makefile,
+        description=m.description,
+        triton=m.triton.model_dump(exclude_unset=True) if m.triton is not None else {},
+        output_dtype=m.output_dtype or "",
+        repo_op=(problem_op.to_dict() if problem_op is not None
+                 else repo_ops[m.op].to_dict() if m.op in (repo_ops or {}) else {}),
+        extensions=tuple(extensions),
+        extra_files=tuple(dict.fromkeys(extra_files)),
+        points=tuple(points),
+    )
+
+
+def _points(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, binding: Binding,
+            extra_files: tuple[str, ...]) -> list[dict]:
+    """The points of `[params]` / `[sweep]` (`pipeline.project.sweep`), each axis read by the sources."""
+    try:
+        points = points_of(dict(m.params), [dict(p) for p in m.sweep.points], [dict(t) for t in m.sweep.exclude])
+    except SweepError as exc:
+        raise ManifestError(rel, exc.key, str(exc)) from None
+    if not points:
+        return []
+    axes = list(points[0])
+    clash = sorted(set(axes) & set(binding.kwargs))
+    if clash:
+        raise ManifestError(rel, f"params.{clash[0]}", "is also a binding.kwargs key; give it in one place")
+    if m.peer:
+        raise ManifestError(rel, "params", "a peer is the one reference of its op; it has no axes")
+    texts = source_texts(repo_root, folder_rel, extra_files) + [binding.entry]
+    unused = unused_axes(axes, texts)
+    if unused:
+        raise ManifestError(rel, f"params.{unused[0]}", f"no source of the variant reads {unused[0]!r} (a misspelt "
+                                                        "axis would sweep nothing: every point the same code)")
+    return points
+
+
+def _op(rel: str, name: str, ops: dict):
+    """The op module (built-in) or record (the repository's `op.py`) a manifest names."""
+    if name not in ops:
+        hint = difflib.get_close_matches(name, sorted(ops), n=1)
+        raise ManifestError(rel, "op", f"{name!r} is not one of {sorted(ops)}"
+                            + (f"; did you mean {hint[0]!r}?" if hint else "")
+                            + " (an op of the repository's own is declared in an op.py beside its kernels: docs/ops.md)")
+    return ops[name]
+
+
+# A node include folder is named through a variable the node's administrator sets (e.g.
+# ${THUNDERKITTENS_ROOT}/include), never as a literal path: a manifest must not point the
+# compiler at an arbitrary folder of the build node (its error messages quote what it reads).
+_NODE_INCLUDE = re.compile(r"\$(?:\{[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\}|[A-Z][A-Z0-9_]*_(?:ROOT|DIR|PATH)\b)"
+                           r"(?:/[A-Za-z0-9_.+-]+)*/?")
+
+
+def _check_node_include(rel: str, entry: str) -> None:
+    if not _NODE_INCLUDE.fullmatch(entry) or ".." in entry.split("/"):
+        raise ManifestError(rel, "build.include_dirs",
+                            f"{untrusted.one_line(entry)[:120]!r} must be ${{SOMETHING_ROOT}}/sub/folder (a variable "
+                            "ending in _ROOT, _DIR or _PATH set on the node, then plain folder names); shared "
+                            "headers of the repository go into include_dirs of flopwatch.toml")
+
+
+def _refused(repo_root: Path) -> dict[str, str]:
+    from pipeline.project.checkout import refused_members
+
+    return refused_members(repo_root)
+
+
+def _check_inside(rel: str, key: str, repo_root: Path, folder: Path, src: str) -> Path:
+    """A file a manifest names lies inside the repository (the variant folder, or up from it:
+    `../../flash.cu`): what is hashed and shipped is the repository's, never a file of the
+    machine (`/etc/passwd`, a link to ~/.ssh)."""
+    p = PurePosixPath(src)
+    if p.is_absolute():
+        raise ManifestError(rel, key, f"{src!r} is an absolute path; name files from the variant folder")
+    path = (folder / src).resolve()
+    if not path.is_relative_to(repo_root.resolve()):
+        raise ManifestError(rel, key, f"{src!r} points outside the repository")
+    return path
+
+
+def _binding(rel: str, m: VariantManifest, problem: bool = False) -> Binding:
+    b = m.binding
+    if b.kind not in BINDINGS[m.backend]:
+        raise ManifestError(rel, "binding.kind", f"{b.kind!r} is not a binding of the {m.backend} back end "
+                                                 f"(known: {list(BINDINGS[m.backend])})")
+    if b.kind == "raw" and not (b.grid and b.block):
+        raise ManifestError(rel, "binding.grid", "a raw kernel needs grid and block expressions")
+    if b.kind in ("c", "raw") and (b.returns or b.kwargs):
+        raise ManifestError(rel, "binding.returns" if b.returns else "binding.kwargs",
+                            f"a {b.kind} entry writes into the output it is given and takes no keyword arguments")
+    if m.backend in PYTHON_SIDE and b.kind != "pybind11":
+        try:
+            entry_parts(b.entry)
+        except ValueError as exc:
+            raise ManifestError(rel, "binding.entry", str(exc).removeprefix("binding.entry ")) from None
+    # A problem's Model returns its output, and so does the entry measured against it.
+    return Binding(kind=b.kind, entry=b.entry, module=b.module, grid=tuple(b.grid), block=tuple(b.block),
+                   args=tuple(b.args), returns=b.returns or problem, kwargs=dict(b.kwargs))
+
+
+def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str) -> list[str]:
+    """The entry's file, shipped with the variant when it lies outside its folder."""
+    kind, where, _ = entry_parts(entry)
+    if kind != "file":
+        return []
+    path = _check_inside(rel, "binding.entry", repo_root, folder, where)
+    if not path.is_file():
+        raise ManifestError(rel, "binding.entry", f"file {where!r} does not exist")
+    return [] if path.is_relative_to(folder.resolve()) else [path.relative_to(repo_root.resolve()).as_posix()]
+
+
+def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
+    """The problem file of `[problem]`, read without running it (`workers.ops.problem`)."""
+    from workers.ops.problem import parse_problem
+    from workers.ops.repo import OpDefinitionError
+
+    path = _check_inside(rel, "problem.file", repo_root, repo_root / folder_rel, m.problem.file)
+    if not path.is_file():
+        raise ManifestError(rel, "problem.file", f"file {m.problem.file!r} does not exist")
+    if m.op in OPS:
+        raise ManifestError(rel, "op", f"{m.op!r} is a built-in op; a [problem] variant names its problem's own op "
+                                       f"(e.g. {path.stem!r})")
+    try:
+        return parse_problem(path.relative_to(repo_root.resolve()).as_posix(), path.read_text(errors="replace"),
+                             m.op, m.problem.flops or "")
+    except OpDefinitionError as exc:
+        raise ManifestError(rel, "problem.file", str(exc)) from None
+
+
+def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) -> list[dict]:
+    """`[[extensions]]`: each table's file read statically (`workers.torch_ext.spec`)."""
+    if not m.extensions:
+        return []
+    from workers.torch_ext import spec as ext_spec
+
+    files = repository_files(repo_root)
+    found: list[dict] = []
+    for i, table in enumerate(m.extensions):
+        if table.sources:
+            found.append(_explicit_extension(rel, i, repo_root, folder_rel, table))
+            continue
+        key = f"extensions[{i}].from"
+        if not table.from_:
+            raise ManifestError(rel, key, "missing: the file whose build call defines the extension (setup.py, or "
+                                          "the file calling load()), or name and sources")
+        if table.extra_cflags or table.extra_cuda_cflags or table.extra_ldflags or table.include_dirs:
+            raise ManifestError(rel, f"extensions[{i}]", "flags and include_dirs go with sources; with from, "
+                                                         "they are read from the file")
+        path = _check_inside(rel, key, repo_root, repo_root / folder_rel, table.from_)
+        if not path.is_file():
+            raise ManifestError(rel, key, f"file {table.from_!r} does not exist")
+        origin = path.relative_to(repo_root.resolve()).as_posix()
+        try:
+            specs = ext_spec.find_extensions(origin, path.read_text(errors="replace"), files)
+            if not specs:
+                raise ManifestError(rel, key, f"{origin} makes no torch.utils.cpp_extension load(), load_inline(), "
+                                              "CUDAExtension() or CppExtension() call")
+            picked = [ext_spec.select(specs, table.name, origin)] if table.name else specs
+        except ext_spec.ExtensionReadError as exc:
+            raise ManifestError(rel, key, str(exc)) from None
+        found += [s.to_dict() for s in picked]
+    return found
+
+
+def _explicit_extension(rel: str, i: int, repo_root: Path, folder_rel: str, table) -> dict:
+    """An extension described in the manifest itself, for a build that cannot be read."""
+    from workers.torch_ext.spec import ExtensionSpec
+
+    if not table.name:
+        raise ManifestError(rel, f"extensions[{i}].name", "missing: the extension's module name (TORCH_EXTENSION_NAME)")
+    folder = repo_root / folder_rel
+    files, dirs = [], []
+    for src in table.sources:
+        path = _check_inside(rel, f"extensions[{i}].sources", repo_root, folder, src)
+        if not path.is_file():
+            raise ManifestError(rel, f"extensions[{i}].sources", f"file {src!r} does not exist")
+        files.append(path.relative_to(repo_root.resolve()).as_posix())
+    for inc in table.include_dirs:
+        path = _check_inside(rel, f"extensions[{i}].include_dirs", repo_root, folder, inc)
+        dirs.append(path.relative_to(repo_root.resolve()).as_posix() or ".")
+    return ExtensionSpec(name=table.name, module=table.name, kind="load", origin=f"{rel} [[extensions]]",
+                         sources=tuple(files), extra_cflags=tuple(table.extra_cflags),
+                         extra_cuda_cflags=tuple(table.extra_cuda_cflags), extra_ldflags=tuple(table.extra_ldflags),
+                         include_dirs=tuple(dirs)).to_dict()
+
+
+# Folders never searched for a repository's files (build output, caches, other tools').
+_SKIP_DIRS = {".git", ".flopwatch", "node_modules", "__pycache__", "build", "dist", ".venv"}
+
+
+def repository_files(repo_root: Path) -> frozenset[str]:
+    """Every file of the checkout, repository-relative (what an extension's glob may match)."""
+    out = []
+    for path in repo_root.rglob("*"):
+        parts = path.relative_to(repo_root).parts
+        if any(p in _SKIP_DIRS for p in parts[:-1]) or not path.is_file():
+            continue
+        out.append("/".join(parts))
+    return frozenset(out)
+
+
+def _default_devices(backend: str, extensions: list[dict]) -> tuple[str, ...]:
+    if backend != "torch":
+        return _DEFAULT_DEVICES[backend]
+    from workers.torch_ext.spec import ExtensionSpec  # the reader's module is only needed for torch variants
+
+    return ("cuda", "rocm") if any(ExtensionSpec.from_dict(s).cuda for s in extensions) else ("cpu",)
+
+
+def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: ProjectConfig,
+            problem=None) -> list[Shape]:
+    raw = m.shapes
+    if raw is None or raw == "*":
+        if m.peer:
+            return []  # a peer runs at every shape the op's other variants use (a problem's: and its own)
+        if problem is not None:
+            return [Shape(dict(problem.defaults))]  # the sizes the problem file sets
+        raise ManifestError(rel, "shapes", "missing: give a list of shapes or a shape-set name")
+    where = "shapes"
+    if isinstance(raw, str):
+        if raw not in config.shape_sets:
+            known = sorted(config.shape_sets)
+            hint = difflib.get_close_matches(raw, known, n=1)
+            raise ManifestError(rel, "shapes", f"unknown shape set {raw!r}"
+                                + (f"; did you mean {hint[0]!r}?" if hint else "")
+                                + f" (known: {known or 'none defined in flopwatch.toml'})")
+        where, raw = f"shapes (shape set {raw!r})", config.shape_sets[raw]
+    shapes = []
+    for i, item in enumerate(raw):
+        if isinstance(item, list) and len(item) == len(dims):
+            values = dict(zip(dims, item))
+        elif isinstance(item, dict) and set(item) == set(dims):
+            values = {d: item[d] for d in dims}
+        else:
+            raise ManifestError(rel, f"{where}[{i}]", f"{item!r} is not a {m.op} shape: expected "
+                                f"{len(dims)} sizes {list(dims)}, as a list or a table")
+        shapes.append(Shape(values))
+    return shapes

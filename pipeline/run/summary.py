@@ -1,0 +1,92 @@
+"""Result rows for people: throughput units, % of the peer, the compact end-of-run table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+# The terminal formats throughput exactly as the site does.
+from reports.format import format_rate, rate
+from workers.core import status, untrusted
+from workers.ops import BUILTIN_PEER_BACKEND
+
+
+def with_peer(rows: list[dict]) -> list[dict]:
+    """Add `rate` and `pct_of_peer` (vs. the peer row at the same op, shape, dtype, device)."""
+    peers = {(r["op"], r["shape"], r["dtype"], r["device"]): rate(r) for r in rows if r.get("peer") and rate(r)}
+    out = []
+    for r in rows:
+        r = dict(r, rate=rate(r))
+        peer_rate = peers.get((r["op"], r["shape"], r["dtype"], r["device"]))
+        r["pct_of_peer"] = 100.0 * r["rate"] / peer_rate if r["rate"] and peer_rate else None
+        out.append(r)
+    return out
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    """Failures first, then measured rows, skipped ones last; within each by op, device, shape
+    (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
+    def rank(r: dict) -> int:
+        return 0 if r["status"] in status.FAILURES | status.INCOMPLETE else (2 if r["status"] == status.SKIPPED else 1)
+
+    return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", _shape_order(r["shape"]),
+                                       r["dtype"] or "", -(r.get("rate") or 0)))
+
+
+def _shape_order(key: str | None) -> tuple:
+    """Shape keys in numeric order of their dimensions, not text order."""
+    parts = (key or "").split(",")
+    return tuple((0, int(v), "") if v.isdigit() else (1, 0, v) for v in (p.partition("=")[2] or p for p in parts))
+
+
+def _collapse_skipped(rows: list[dict]) -> list[dict]:
+    """One line per skipped variant and reason instead of one per shape: the table stays short."""
+    out, seen = [], {}
+    for r in rows:
+        if r["status"] != status.SKIPPED:
+            out.append(r)
+            continue
+        key = (r["variant"], r["dtype"], r["device"], r["diagnostic"])
+        if key in seen:
+            seen[key]["shape"] = f"{seen[key]['_n'] + 1} shapes"
+            seen[key]["_n"] += 1
+        else:
+            seen[key] = dict(r, _n=1)
+            out.append(seen[key])
+    return out
+
+
+def shape_label(key: str) -> str:
+    """`M=512,N=512,K=512` → `512×512×512` for tables."""
+    if "=" not in (key or ""):
+        return key or ""
+    return "×".join(part.split("=", 1)[1] for part in key.split(","))
+
+
+def cell(value: object) -> Text:
+    """A table cell for the terminal: plain text (rich would read "[link=…]" in a variant name
+    or a compiler message as markup) without escape sequences (`workers.core.untrusted.terminal`)."""
+    return Text(untrusted.one_line(value))
+
+
+def print_table(rows: list[dict], console: Console, title: str) -> None:
+    table = Table(title=cell(title), title_justify="left")
+    for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
+        table.add_column(col, overflow="fold")
+    for r in _collapse_skipped(sort_rows(with_peer(rows))):
+        pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
+        err = r.get("correctness", {}).get("rel_fro_err")
+        detail = r["diagnostic"][:160] if r["status"] != status.OK else \
+            "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "", r.get("diagnostic") or "")))
+        style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
+            ("dim" if r["status"] == status.SKIPPED else None)
+        name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
+        table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
+                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
+    console.print(table)
+
+
+def exit_code(rows: list[dict]) -> int:
+    """1 when a variant failed or a result is missing (a lost node), else 0."""
+    return 1 if any(r["status"] in status.FAILURES | status.INCOMPLETE for r in rows) else 0

@@ -1,0 +1,2 @@
+"""Plain records and text every room shares: records, statuses, parameters, formulas, untrusted text.
+May import: nothing."""

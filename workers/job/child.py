@@ -1,0 +1,585 @@
+"""The sandboxed child: check one variant at one shape, then time it; write result.json.
+
+Run as `python -m workers.job.child SPEC.json RESULT.json` by `workers.job.runner`. Anything that
+goes wrong in here — a Python exception, a segfault, a hang — is classified by the parent
+from the exit status and the stderr tail; this file only reports what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import json
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from workers import bindings
+from workers.bindings.python_entry import PYTHON_SIDE
+from workers.core.records import Variant
+from workers.isolation import device_lock
+from workers.job import handoff, triton_jit
+from workers.measure import correctness, device, fit
+from workers.measure.timing import TimingSettings, time_cpu, time_gpu
+from workers.ops import for_variant, get_op, torch_dtype
+from workers.ops.problem import flatten_outputs
+from workers.ops.repo import OpCodeError
+
+PAIR_MIN_SAMPLES = 6
+ALPHA, BETA = 1.5, 0.5  # used when a kernel declares alpha_beta, so both terms are exercised
+
+
+def _sync(kind: str) -> None:
+    if kind != "cpu":
+        torch.cuda.synchronize()
+
+
+def generator(seed: int, dev: str) -> torch.Generator:
+    """The random source of a job's inputs, on the job's device (see the ops' make_inputs)."""
+    return torch.Generator(device=dev).manual_seed(seed)
+
+
+@dataclass
+class Armed:
+    """One check's inputs (from its seed) and its poisoned, guarded output, before the call.
+    For an entry that returns its output: no output yet (`g` is set from what it returns), the
+    reference computed before the call (its shape and dtype are what the entry must return)."""
+    seed: int
+    inputs: dict
+    g: correctness.GuardedOutput | None
+    before: dict
+    alpha: float = 1.0
+    beta: float = 0.0
+    c_init: torch.Tensor | None = None
+    ref: torch.Tensor | None = None
+    returned_problem: str = ""  # what is wrong with what a returning entry handed back
+
+
+def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int, returns: bool = False) -> Armed:
+    """Fresh random inputs from `seed`, the output poisoned inside guard bands, and a snapshot
+    of the inputs (untrusted code: inputs are read-only)."""
+    dev = "cpu" if kind == "cpu" else "cuda"
+    gen = generator(seed, dev)
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
+    if returns:
+        armed = Armed(seed, inputs, None, correctness.snapshot_inputs(inputs))
+        armed.ref = op.reference(inputs, variant.layout)
+        return armed
+    out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
+    g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
+    armed = Armed(seed, inputs, g, {})
+    if variant.alpha_beta:
+        armed.alpha, armed.beta = ALPHA, BETA
+        armed.c_init = torch.randn(op.output_shape(dims), generator=gen, device=gen.device).to(out_dtype)
+        g.out.copy_(armed.c_init)
+    armed.before = correctness.snapshot_inputs(inputs)
+    return armed
+
+
+def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict | None) -> dict:
+    """The figures of an armed check whose call has run: inputs unchanged, output against the
+    fp64 reference (`correctness.evaluate`), and, when it failed, whether it equals the previous
+    check's output bit for bit (other inputs: it does not depend on them). The output is left
+    in figures["_out"] for the next check."""
+    _sync(kind)
+    inputs, g = armed.inputs, armed.g
+    changed = correctness.changed_inputs(inputs, armed.before)
+    if armed.returned_problem:
+        figures = {"passed": False, "returned": armed.returned_problem, "seed": armed.seed, "unwritten": 0,
+                   "_out": None}
+        if changed:
+            figures["inputs_changed"] = changed
+        return figures
+    if changed:
+        inputs = armed.before  # the reference is of what the kernel was given
+    ref = armed.ref if armed.ref is not None else \
+        op.reference(inputs, variant.layout, armed.alpha, armed.beta, armed.c_init)
+    rtol_default, atol_default = op.TOLERANCE[_dtype_name(dtype)]
+    figures = correctness.evaluate(g, ref, variant.rtol if variant.rtol is not None else rtol_default,
+                                   variant.atol if variant.atol is not None else atol_default)
+    if variant.alpha_beta:
+        figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
+    figures["seed"] = armed.seed
+    figures["out_shape"] = list(g.out.shape)
+    if changed:
+        figures.update(inputs_changed=changed, passed=False)
+    if (not figures["passed"] and not figures["unwritten"] and previous
+            and correctness.same_output(g.out, previous["out"])):
+        figures["output_ignores_inputs"] = previous["seed"]
+    figures["_out"] = g.out
+    return figures
+
+
+def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, previous: dict | None = None,
+          repeat: bool = True) -> dict:
+    """One correctness check with fresh random inputs from `seed`. `previous` holds the
+    output and seed of the check before (other inputs): an output equal to it bit for bit does
+    not depend on this call's inputs. `repeat`: run once more on the same inputs (a race shows
+    as an output that moves). The output is left in figures["_out"] for the next check."""
+    returns = returns_output(call)
+    armed = arm(op, variant, dims, dtype, kind, seed, returns)
+    if returns:
+        poison_next_output(armed, op, variant, dtype, kind)
+        take_returned(armed, call(armed.inputs, None), op, variant, dtype)
+    else:
+        call(armed.inputs, armed.g.out, armed.alpha, armed.beta)
+    figures = judge(armed, op, variant, dtype, kind, previous)
+    if figures["passed"] and repeat and not variant.alpha_beta:
+        figures["repeat_mismatch"] = _repeat_mismatch(call, armed.inputs, armed.g, kind)
+        figures["passed"] = figures["repeat_mismatch"] == 0
+    return figures
+
+
+def returns_output(call) -> bool:
+    """Whether a loaded entry returns its output (`workers.bindings`) instead of writing one."""
+    return bool(getattr(call, "returns", False))
+
+
+def timing_output(call, op, variant: Variant, dims: dict, dtype_name: str, dev: str) -> torch.Tensor | None:
+    """The output a timed call writes into (the op's shape and output dtype), or None for an
+    entry that returns its own."""
+    if returns_output(call):
+        return None
+    out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(dtype_name))
+    return torch.empty(op.output_shape(dims), dtype=out_dtype, device=dev)
+
+
+def expected_output(armed: Armed, op, variant: Variant, dtype) -> tuple[tuple, torch.dtype]:
+    """The shape and dtype a returning entry must hand back: the reference's shape; the
+    dtype of the op's output for this input dtype (`output_dtype` when the manifest sets it),
+    or the reference's own for an integer result (an argmax)."""
+    ref = armed.ref
+    if not ref.is_floating_point():
+        return tuple(ref.shape), ref.dtype
+    return tuple(ref.shape), torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
+
+
+def poison_next_output(armed: Armed, op, variant: Variant, dtype, kind: str) -> None:
+    """On a GPU, leave a block of the output's size filled with the poison pattern in torch's
+    caching allocator, so the entry's own allocation of its output most likely gets it: an
+    element the kernel never writes then shows as never written, as in a guarded output."""
+    if kind == "cpu":
+        return
+    shape, out_dtype = expected_output(armed, op, variant, dtype)
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # the poisoned block is then the free block of that size
+    correctness.poisoned_block(shape, out_dtype)
+
+
+def take_returned(armed: Armed, result, op, variant: Variant, dtype) -> None:
+    """What a returning entry handed back, checked for type, shape and dtype before its values;
+    a mismatch is the check's finding (`returned_problem`), not an exception."""
+    shape, out_dtype = expected_output(armed, op, variant, dtype)
+    try:
+        out = flatten_outputs(result, f"binding.entry {variant.binding.entry!r}")
+    except OpCodeError:
+        armed.returned_problem = (f"the entry returned {type(result).__name__}, not a tensor (binding.returns = true "
+                                  f"says it returns its output; an entry that writes into one it is given is "
+                                  f"returns = false)")
+        return
+    if tuple(out.shape) != shape:
+        armed.returned_problem = (f"the entry returned a tensor of shape {list(out.shape)}, expected {list(shape)} "
+                                  f"(the output of {variant.op} at this shape)")
+    elif out.dtype != out_dtype:
+        armed.returned_problem = (f"the entry returned {_dtype_text(out.dtype)}, expected {_dtype_text(out_dtype)}"
+                                  + (f"; if the kernel computes in {_dtype_text(out.dtype)}, set output_dtype = "
+                                     f"\"{_dtype_name(out.dtype)}\"" if out.dtype in _NAMES else ""))
+    else:
+        armed.g = correctness.returned_output(out)
+
+
+def _dtype_text(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str) -> int:
+    """Run again on the same inputs: a race shows up as an output that moves."""
+    first = g.out.clone()
+    if returns_output(call):
+        again = call(inputs, None)
+        _sync(kind)
+        return correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
+            else first.numel()
+    correctness.reset(g)
+    call(inputs, g.out)
+    _sync(kind)
+    return correctness.moved_elements(first, g.out)
+
+
+_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+def _dtype_name(dtype) -> str:
+    return _NAMES[dtype]
+
+
+def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> dict:
+    """The timed call once more, for a profiler watching this process: warm up, then one call
+    inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
+    inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
+    out = timing_output(call, op, variant, dims, spec["dtype"], "cuda")
+    marker = torch.empty(64, dtype=torch.int8, device="cuda")
+    for _ in range(2):
+        call(inputs, out)
+    torch.cuda.synchronize()
+    marker.fill_(1)
+    torch.cuda.nvtx.range_push("flopwatch:timed")
+    call(inputs, out)
+    torch.cuda.nvtx.range_pop()
+    marker.fill_(2)
+    torch.cuda.synchronize()
+    return {"status": "ok", "profiled": True}
+
+
+PREPARED = False  # whether this process was prepared ahead of its job (a spare's, `prepare`)
+
+
+def prepare(kind: str, step=contextlib.nullcontext) -> None:
+    """What every GPU job does before its own kernel runs, done on a tiny problem by a spare
+    process ahead of its job (`workers.job.spare`): the driver, the device's context, the cuBLAS
+    handle of the reference, and the first use of torch's kernels that draw inputs, guard and
+    check outputs and record events. Nothing of the job's variant runs here. Each use of the
+    device runs inside `step()` (the spare's device lock, `workers.isolation.device_lock.preparing`); the
+    driver's start touches no device. On an H200 (benchmarks/spare_prep.py): driver 0.12 s,
+    context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
+    the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
+    global PREPARED
+    dev = "cpu" if kind == "cpu" else "cuda"
+    if dev == "cuda":
+        torch.cuda.init()
+        with step():
+            torch.cuda.set_device(0)
+            torch.empty(1, device="cuda")
+            torch.cuda.synchronize()
+    op = get_op("gemm")
+    dims = {"M": 64, "N": 64, "K": 64}
+    for name in ("bf16", "fp16", "fp32"):
+        with step():
+            inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
+            ref = op.reference(inputs, "nt")
+            _sync(kind)
+        with step():
+            g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
+            g.out.copy_(ref)
+            correctness.evaluate(g, ref, *op.TOLERANCE[name])
+            correctness.moved_elements(g.out, g.out.clone())
+            _sync(kind)
+    if dev == "cuda":
+        with step():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
+            end.record()
+            end.synchronize()
+            start.elapsed_time(end)
+            torch.cuda.empty_cache()  # the job, not the spare, decides what its memory holds
+    PREPARED = True
+
+
+# "0": each side of a paired timing gets buffers of its own (to measure what sharing them changes).
+PAIR_SHARED_BUFFERS_ENV = "FLOPWATCH_PAIR_SHARED_BUFFERS"
+
+
+def _same_buffers(a: Variant, b: Variant) -> bool:
+    """Whether two builds of a variant take the same inputs and output (a manifest may change
+    its layout, output dtype or calling convention between the commits)."""
+    return (a.layout, a.alpha_beta, a.output_dtype, a.binding.returns) == \
+        (b.layout, b.alpha_beta, b.output_dtype, b.binding.returns)
+
+
+def pair(spec: dict) -> dict:
+    """Time two builds of one variant (base and head) alternately in this one process: sample
+    i of A and sample i of B run back to back, in a random order, so whatever the machine does
+    over time (a neighbour's load, a frequency step) affects both sides alike. On a shared
+    2-core machine the level moved by ±25% within seconds while samples a call apart agreed."""
+    import random
+    import time
+
+    kind, dims = spec["device_kind"], spec["dims"]
+    variants = [Variant.from_dict(v) for v in spec["variants"]]
+    op = for_variant(variants[0])
+    dtype = torch_dtype(spec["dtype"])
+    dev = "cpu" if kind == "cpu" else "cuda"
+    if kind != "cpu":
+        torch.cuda.set_device(0)
+    sides = []
+    for v, artifact in zip(variants, spec["artifacts"]):
+        call = bindings.load(v, Path(artifact), op, kind, dims, dtype)
+        if sides and _same_buffers(variants[0], v) and os.environ.get(PAIR_SHARED_BUFFERS_ENV) != "0":
+            # Both builds read and write the very same tensors: where a tensor lies in device
+            # memory can move a memory-bound kernel by tens of percent (two copies of one
+            # binary, each on buffers of its own, timed 30% apart on an H100); one set of
+            # buffers leaves the builds as the only difference between the sides.
+            sides.append((call, sides[0][1], sides[0][2]))
+            continue
+        inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
+        out = timing_output(call, op, v, dims, spec["dtype"], dev)
+        sides.append((call, inputs, out))
+    flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
+             if kind != "cpu" else None)
+
+    def sample(side) -> float:
+        call, inputs, out = side
+        if flush is None:
+            t0 = time.perf_counter()
+            call(inputs, out)
+            return time.perf_counter() - t0
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call(inputs, out)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    rng = random.Random(spec["seeds"][1])
+    budget = float(spec.get("timing", {}).get("budget_s", 2.0))
+    samples: list[list[float]] = [[], []]
+    with device_lock.timing():  # no next job prepares on this GPU meanwhile
+        warm_until = time.perf_counter() + min(0.5, budget / 4)
+        while time.perf_counter() < warm_until:
+            for side in sides:
+                sample(side)
+        deadline = time.perf_counter() + budget
+        # At least PAIR_MIN_SAMPLES pairs: enough for a signed-rank test to reach p < 0.05, and
+        # no more than that for a kernel of a second per launch when the budget is spent.
+        while time.perf_counter() < deadline or len(samples[0]) < PAIR_MIN_SAMPLES:
+            order = [0, 1] if rng.random() < 0.5 else [1, 0]
+            for i in order:
+                samples[i].append(sample(sides[i]))
+            if len(samples[0]) >= 5000:
+                break
+    if kind != "cpu":
+        handoff.timing_done()
+    return {"status": "ok", "pair_samples": samples}
+
+
+def run(spec: dict, release: bool = True) -> dict:
+    """Check, then time; `phases` says where the child's time went (load = GPU context, inputs
+    of the binding and the library load; correctness; warm-up; timing). `release`: say after
+    the timing loop that the next job may start (`workers.job.handoff`); not before the last job of
+    a batch."""
+    clock = time.perf_counter()
+    # Durations end in `_s`; epoch marks end in `_at` (where the timing loop sat in the slot's
+    # timeline: what the next job's process may overlap, and what a benchmark lines up with
+    # nvidia-smi's samples).
+    phases: dict[str, float] = {"began_at": time.time()}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = round(phases.get(name, 0.0) + now - clock, 4)
+        clock = now
+
+    variant = Variant.from_dict(spec["variant"])
+    kind, dims = spec["device_kind"], spec["dims"]
+    op = for_variant(variant)
+    dtype = torch_dtype(spec["dtype"])
+    if kind != "cpu":
+        torch.cuda.set_device(0)  # creates this process's context: torch's device 0 is the first visible one
+    too_big = fit.too_big(op, dims, dtype.itemsize, kind)  # before anything of the shape is allocated
+    if too_big:
+        return {"status": "invalid", "diagnostic": too_big, "phases": phases}
+    call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims, dtype)
+    if spec.get("mode") == "profile":
+        return profile_once(call, op, variant, dims, dtype, spec)
+    # The identity query (nvidia-smi / rocm-smi, ~0.1 s) runs beside the checks, not before them.
+    with ThreadPoolExecutor(1) as pool:
+        identity = pool.submit(device.info, kind)
+        lap("load_s")
+        # The second check is the timing loop's first call, on its own seed's inputs in a
+        # poisoned, guarded output, judged after the loop (a GPU kernel of a second per launch
+        # spent a launch per job on a check of its own). The race check (same inputs twice, the
+        # output must not move) is that loop's first against its last call; on the CPU also a
+        # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
+        # twice before timing.
+        timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1
+        checks, previous = [], None
+        # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
+        # is the analysis of a Triton module that has no [triton] table.
+        with triton_jit.recording() if variant.backend in PYTHON_SIDE else contextlib.nullcontext({}) as jit:
+            for i, seed in enumerate(spec["seeds"][:1] if timed_check else spec["seeds"]):
+                checks.append(check(call, op, variant, dims, dtype, kind, seed, previous,
+                                    repeat=i == 0 and kind == "cpu"))
+                previous = {"out": checks[-1].pop("_out"), "seed": seed}
+        lap("correctness_s")
+        dev_info = identity.result()
+    result = {"device_info": dev_info.to_dict(), "checks": checks, "phases": phases}
+    if jit.get("kernels") or jit.get("autotune"):
+        result["jit"] = jit
+    if variant.repo_op:  # the driver does not run the repository's op: its counts come from here
+        result["work"] = {"flops": float(op.flops(dims)),
+                          "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
+    if not all(c["passed"] for c in checks):
+        return _incorrect(result, checks, op, dims)
+    dev = "cpu" if kind == "cpu" else "cuda"
+    returns = returns_output(call)
+    armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
+    if armed is not None:
+        inputs, out = armed.inputs, (None if returns else armed.g.out)
+        if returns:
+            poison_next_output(armed, op, variant, dtype, kind)
+    else:
+        inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(spec["seeds"][0] + 1, dev))
+        out = timing_output(call, op, variant, dims, spec["dtype"], dev)
+    settings = TimingSettings(**spec.get("timing", {}))
+    # A returning entry allocates its output inside the timed call, as its callers see it; the
+    # last one it returned is kept (for the race check), so two outputs live at once.
+    returned: list = [None]
+
+    def timed() -> None:
+        if returns:
+            returned[0] = call(inputs, None)
+        else:
+            call(inputs, out)
+
+    first: list = []
+    keep_first = None
+    if armed is not None:
+        keep_first = (lambda: first.append(returned[0])) if returns else (lambda: first.append(out.clone()))
+    phases["loop_began_at"] = time.time()
+    if kind == "cpu":
+        timing = time_cpu(timed, settings, after_first=keep_first)
+    else:
+        # No next job's preparation step starts on this GPU while this one warms up and times
+        # (`workers.job.spare`); one in progress ends beside the warm-up, and no sample is taken
+        # before it has. Time blocked waiting for it is its own phase, not warm-up.
+        with device_lock.claim() as claim:
+            # The correctness launches ran just before on this device: they count as warm-up.
+            timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
+                              after_first=keep_first, claim=claim)
+            if claim.blocked_s:
+                phases["lock_wait_s"] = round(claim.blocked_s, 4)
+    lap("timing_s")
+    phases["loop_ended_at"] = time.time()
+    if kind != "cpu" and release:
+        handoff.timing_done()  # the next job's process may start its checks beside what follows
+    if armed is not None:
+        # Held shared: the next job's timing loop waits for this step as for a spare's.
+        with device_lock.preparing() if kind != "cpu" else contextlib.nullcontext():
+            if returns:
+                moved = _returned_moved(first, returned[0])
+                if first:
+                    take_returned(armed, first[0], op, variant, dtype)  # the check is of the first call
+                else:
+                    armed.returned_problem = "the timing loop made no call"
+            else:
+                moved = correctness.moved_elements(first[0], out) if first else 0
+                if first:
+                    out.copy_(first[0])  # the check's figures are of the first call, in its guarded buffer
+            figures = judge(armed, op, variant, dtype, kind, previous)
+        figures.pop("_out")
+        figures["repeat_mismatch"] = moved
+        if moved:
+            figures["passed"] = False
+        checks.append(figures)
+        lap("correctness_s")
+        if not figures["passed"]:
+            if moved:
+                result.update(status="incorrect", diagnostic=(
+                    f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
+                    f"the first and the last launch of the timing loop differ"))
+                return result
+            return _incorrect(result, checks, op, dims)
+    # The timing loop's own split: inputs and the flush buffer count as warm-up.
+    phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
+    phases["timing_s"] = timing.sampling_s
+    phases["ended_at"] = time.time()
+    result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
+    return result
+
+
+def _returned_moved(first: list, last) -> int:
+    """Elements that differ between the first and the last output a returning entry handed
+    back in the timing loop (same inputs: a race); 0 when they cannot be compared as tensors."""
+    if not first or not isinstance(first[0], torch.Tensor) or not isinstance(last, torch.Tensor):
+        return 0
+    if first[0].shape != last.shape or first[0].dtype != last.dtype or first[0] is last:
+        return 0
+    return correctness.moved_elements(first[0].contiguous(), last.contiguous())
+
+
+def _incorrect(result: dict, checks: list[dict], op, dims: dict) -> dict:
+    """The result of a job whose check failed, with the first failing check's diagnosis."""
+    bad = next(c for c in checks if not c["passed"])
+    result["status"] = "incorrect"
+    shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
+    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, tuple(shape))
+                            + (f"; output changed between two runs on the same inputs at "
+                               f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
+    return result
+
+
+def main(argv: list[str]) -> int:
+    if argv[1] == "--env":  # what this process sees of its devices (a slot's self-test)
+        from workers.measure.smi import visible_devices
+
+        Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ)),
+                                             "prepared": PREPARED, "device_lock": device_lock.path()}))
+        return 0
+    if argv[1] == "--probe":  # the identity of this slot's device (KIND OUT.json)
+        Path(argv[3]).write_text(json.dumps(device.info(argv[2]).to_dict()))
+        return 0
+    spec_path, result_path = Path(argv[1]), Path(argv[2])
+    spec = json.loads(spec_path.read_text())
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    if spec.get("mode") == "batch":
+        run_batch(spec, result_path)
+        return 0
+    _write(result_path, json.dumps(_reported(lambda: pair(spec) if spec.get("mode") == "pair" else run(spec))))
+    return 0
+
+
+def run_batch(spec: dict, out_dir: Path) -> None:
+    """The jobs of one variant, in this one process and in order (`workers.job.batch`): before each,
+    its index in `current.txt` and a watchdog at its timeout (faulthandler ends the process
+    there with the stack on stderr, whatever the main thread is blocked in); after each, its
+    `result<i>.json` in `out_dir`. A job that does not end `ok` ends the batch: whatever it may
+    have broken in this process, the jobs after it run in processes of their own."""
+    jobs = spec["jobs"]
+    for i, job in enumerate(jobs):
+        _write(out_dir / "current.txt", str(i))
+        faulthandler.dump_traceback_later(float(job["timeout_s"]), exit=True)
+        try:
+            result = _reported(lambda: run(job, release=i == len(jobs) - 1))  # noqa: B023 (called here)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        _write(out_dir / f"result{i}.json", json.dumps(result))
+        if result.get("status") != "ok":
+            return
+        if job["device_kind"] != "cpu":
+            # What this job's tensors held goes back to the device: the next shape's fit check
+            # (`workers.measure.fit`) reads the device's free memory.
+            torch.cuda.empty_cache()
+
+
+def _reported(measure) -> dict:
+    """`measure()`'s result, or the failure it raised as a result (the traceback on stderr)."""
+    from workers.torch_ext.runtime import UndeclaredExtension
+
+    try:
+        return measure()
+    except (OpCodeError, UndeclaredExtension) as exc:  # the op or the manifest is wrong, not the kernel
+        traceback.print_exc()
+        return {"status": "invalid", "diagnostic": str(exc)}
+    except Exception as exc:  # reported, then the parent marks the job crashed
+        traceback.print_exc()
+        return {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: a reader never sees half a file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
