@@ -37,6 +37,7 @@
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling_again  the same runs again after scaling, the GPU counts in the reverse order (each count
 #             measured once early and once late in the growing store)
+# scaling_threads8  the same with every job on 8 host threads (--threads 8) instead of the node's cores over its GPUs
 # report_profile  where the time of a report goes on the store `scaling` left (a fresh process,
 #             as `flopwatch run` writes it after its jobs; cProfile, the 25 largest by cumulative time)
 # hog         benchmarks/throughput.py --hog (after scaling: `run A` with the last GPU loaded on purpose;
@@ -111,6 +112,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all) ;;
     scaling_again) cmd=(python3 benchmarks/throughput.py --scaling-again --gpus 1 --gpus all) ;;
+    scaling_threads8) cmd=(python3 benchmarks/throughput.py --scaling-threads 8 --gpus 1 --gpus all) ;;
     report_profile) cmd=(python3 -c 'import cProfile, pstats, time
 from pathlib import Path
 t0 = time.perf_counter()

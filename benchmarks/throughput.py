@@ -497,22 +497,25 @@ def scaling(counts: list[int]) -> dict:
     return out
 
 
-def scaling_again(counts: list[int]) -> dict:
+def scaling_again(counts: list[int], threads: int | None = None) -> dict:
     """After `--scaling` in the same OUT: each count's measured run once more, the counts in the
     reverse order, each after its small run. Every run adds rows to the store that the next
     run's report reads, so the first pass favours the counts measured first; the two passes
-    together measure each count once early and once late."""
+    together measure each count once early and once late. `threads`: every job gets that many
+    host threads (`--threads`) instead of the node's cores over its GPUs."""
     kind = machine_kind()
     repo, shas, db = OUT / "suite", json.loads((OUT / "shas.json").read_text()), OUT / "scaling.db"
+    extra = ["--threads", str(threads)] if threads else []
+    tag = f"threads{threads}" if threads else "again"
     runs = {}
     for n in sorted(counts, reverse=True):
-        flopwatch(repo, f"start_{n}gpu_again", db, kind, "run", shas["A"], "--num-gpus", str(n),
-                  "--variant", "torch_ref", "--no-report")
-        runs[n] = flopwatch(repo, f"run_{n}gpu_again", db, kind, "run", shas["A"], "--num-gpus", str(n))
+        flopwatch(repo, f"start_{n}gpu_{tag}", db, kind, "run", shas["A"], "--num-gpus", str(n),
+                  "--variant", "torch_ref", "--no-report", *extra)
+        runs[n] = flopwatch(repo, f"run_{n}gpu_{tag}", db, kind, "run", shas["A"], "--num-gpus", str(n), *extra)
     rows = [scaling_row(runs[n], n) for n in counts]
     plans = {n: plan_json(db, runs[n]["run_id"], [str(runs[m]["run_id"]) for m in counts if m != n]) for n in counts}
-    out = {"rows": rows, "plans": plans}
-    (OUT / "scaling_again.json").write_text(json.dumps(out, indent=1, default=str))
+    out = {"rows": rows, "plans": plans, "threads": threads}
+    (OUT / f"scaling_{tag}.json").write_text(json.dumps(out, indent=1, default=str))
     print_scaling(out, counts)
     return out
 
@@ -628,6 +631,8 @@ def main() -> None:
                    help="instead of the table: `run A` once per --gpus count (warm), `flopwatch plan` held against them")
     p.add_argument("--scaling-again", action="store_true",
                    help="after --scaling in the same OUT: each count's run again, in the reverse order")
+    p.add_argument("--scaling-threads", type=int, metavar="N",
+                   help="after --scaling in the same OUT: each count's run again with --threads N")
     p.add_argument("--hog", action="store_true",
                    help="instead of the table: `run A` on every GPU with the last one loaded on purpose (the peer check)")
     p.add_argument("--empty-store", action="store_true",
@@ -646,10 +651,13 @@ def main() -> None:
     if args.gpu_verify:
         gpu_verify(args)
         return
-    if args.scaling or args.scaling_again:
+    if args.scaling or args.scaling_again or args.scaling_threads:
         total = max(gpu_count(), 1)
         counts = sorted({total if g == "all" else int(g) for g in (args.gpus or ["1", "all"])})
-        (scaling_again if args.scaling_again else scaling)(counts)
+        if args.scaling_threads:
+            scaling_again(counts, threads=args.scaling_threads)
+        else:
+            (scaling_again if args.scaling_again else scaling)(counts)
         return
     if args.hog:
         hog()
