@@ -121,3 +121,12 @@ def test_the_peer_checks_reference_goes_ahead_of_the_longest_job():
     while pool.refs():
         pool.finished(pool.refs()[0])
     assert [t for _, t in pool.dispatched] == ["probe", "long", "mid"]
+
+
+def test_a_gpu_job_gets_the_nodes_cores_over_its_gpus_at_most_eight_threads():
+    assert slots.gpu_job_threads(32, 2) == slots.GPU_JOB_MAX_THREADS == 8
+    assert slots.gpu_job_threads(32, 1) == 8
+    assert slots.gpu_job_threads(12, 2) == 6
+    assert slots.gpu_job_threads(2, 1) == 2
+    assert slots.gpu_job_threads(4, 8) == 1  # never none
+    assert slots.gpu_job_threads(16, 0) == 8  # a node that reports no GPU counts as one

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from pipeline.fleet import cluster, local_ray
+from pipeline.fleet import cluster, local_ray, slots
 from pipeline.history.verdicts import parse_threshold
 from pipeline.project import checkout, config
 from pipeline.run.driver_clock import DriverClock
@@ -87,7 +87,7 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
                         f"flopwatch.toml [defaults] timeout_s, else {config.DEFAULT_TIMEOUT_S:g} s)")
     p.add_argument("--threads", type=int,
                    help="host threads for torch in each job (default: CPU jobs all cores; GPU jobs the "
-                        "node's cores divided by its GPUs)")
+                        f"node's cores divided by its GPUs, at most {slots.GPU_JOB_MAX_THREADS})")
     p.add_argument("--profile", action="store_true",
                    help="run each timed GPU call once more under ncu / rocprofv3 and keep its counters")
     p.add_argument("--spawn-per-job", action="store_true",

@@ -58,6 +58,21 @@ def slot_count(resources: dict, kind: str) -> int:
     return int(min(resources.get(GPU_RESOURCE[kind], 0), resources.get("GPU", 0)))
 
 
+
+# The most host threads a GPU job gets by default. Each job makes its inputs and checks on the
+# host with torch, beside the next job's process preparing and the node's CPU slot. On a
+# 32-core node with two H100s (docs/benchmarks.md, "Many GPUs"): one GPU's jobs took 100.2 s of
+# device time with 32 threads and 100.1 s with 8; two GPUs' took 102.8 s with 16 threads each
+# and 101.4 s with 8 (their checks and warm-ups waited less on the host).
+GPU_JOB_MAX_THREADS = 8
+
+
+def gpu_job_threads(cpus: float, gpus: float) -> int:
+    """Host threads for a job on one of a node's GPUs: the node's cores over its GPUs, at most
+    `GPU_JOB_MAX_THREADS`. Two GPUs' jobs each asking for every core slowed both by 5-17%."""
+    return max(1, min(GPU_JOB_MAX_THREADS, int(cpus // max(1.0, gpus))))
+
+
 class DeviceSlot:
     """Ray actor body: one device, one zygote, one job at a time."""
 
@@ -150,13 +165,10 @@ class DeviceSlot:
         return {**settings, "threads": self._cpu_share()}
 
     def _cpu_share(self) -> int:
-        """Host threads for a job on this GPU: the node's cores over its GPUs. Each job makes its
-        inputs and checks on the host with torch; two GPUs' jobs each asking for every core
-        slowed both by 5-17% on a 2-GPU node."""
         if self._share is None:
             node = ray.get_runtime_context().get_node_id()
             res = next((n["Resources"] for n in ray.nodes() if n.get("NodeID") == node), {})
-            self._share = max(1, int(res.get("CPU", os.cpu_count() or 1) // max(1.0, res.get("GPU", 1.0))))
+            self._share = gpu_job_threads(res.get("CPU", os.cpu_count() or 1), res.get("GPU", 1.0))
         return self._share
 
     def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
