@@ -47,6 +47,10 @@ class House:
     def room_of(self, module: str) -> str:
         return module if module in self.rooms else module.rpartition(".")[0]
 
+    def module_count(self, room: str) -> int:
+        """Modules at the top of `room`'s folder, its `__init__` not counted."""
+        return sum(1 for m, p in self.modules.items() if p.name != "__init__.py" and m.rpartition(".")[0] == room)
+
     def room_edges(self) -> dict[tuple[str, str], list[str]]:
         """(room, room it imports) -> the import sites, for rooms other than the importer's own."""
         out: dict[tuple[str, str], list[str]] = {}
@@ -213,7 +217,7 @@ def declared_cycles(house: House) -> list[list[str]]:
 def crowded_folders(house: House, limit: int = MAX_MODULES) -> list[str]:
     out = []
     for room in sorted(house.rooms):
-        count = sum(1 for m, p in house.modules.items() if p.name != "__init__.py" and m.rpartition(".")[0] == room)
+        count = house.module_count(room)
         if count > limit and room not in MANY_MODULES:
             out.append(f"{room} holds {count} modules at its top (at most {limit})")
     return out
@@ -266,8 +270,7 @@ def svg(house: House) -> str:
         y = height - margin - (level + 1) * (box_h + gap_y) + gap_y
         for i, room in enumerate(rooms):
             where[room] = (x0 + i * (box_w + gap_x), y)
-    counts = {r: sum(1 for m, p in house.modules.items() if p.name != "__init__.py" and m.rpartition(".")[0] == r)
-              for r in house.rooms}
+    counts = {r: house.module_count(r) for r in house.rooms}
     out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
             f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="11">'),
            ('<defs><marker id="a" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
@@ -302,7 +305,7 @@ def rooms_table(house: House) -> str:
         for room in rooms:
             allowed = house.allowed[room]
             may = ", ".join(f"`{x}`" for x in allowed) if allowed else "nothing"
-            count = sum(1 for m, p in house.modules.items() if p.name != "__init__.py" and m.rpartition(".")[0] == room)
+            count = house.module_count(room)
             rows.append(f"| {level} | `{room}` | {house.rooms[room].replace('|', '/')} | {may} | {count} |")
     return "\n".join(rows) + "\n"
 

@@ -25,6 +25,17 @@ def repo_root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A private local Ray cluster for the tests of one module (`pipeline.fleet.cluster.connect`),
+    shut down after them. A module that needs other resources defines its own."""
+    from pipeline.fleet import cluster
+
+    info = cluster.connect(None)
+    yield info
+    cluster.shutdown(info)
+
+
 # -- stores: every store test runs on SQLite and on a real PostgreSQL server -----------------
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ import pytest
 from suite_repo import commit_blocked_gemm, init_repo
 
 from pipeline import cli
-from pipeline.fleet import cluster
 from pipeline.run import build_cache
 from pipeline.store import Store
 from workers.core.records import BuildResult
@@ -84,13 +83,6 @@ extern "C" void gemm_blocked(const float*, const float*, float* C, int M, int N,
     for (int i = 0; i < M * N; ++i) C[i] = 0.0f;
 }
 """
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ from pipeline.fleet import cluster
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 
-pytestmark = pytest.mark.slow
+# Every test here runs on one local Ray cluster (`ray_cluster`, tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
 CONFIG = 'kernels = ["kernels"]\n\n[shape_sets]\nsmall = [[256, 256, 256]]\n'
 N_COMMITS = 14
@@ -53,13 +54,6 @@ def history(tmp_path_factory):
         repo.index.add(files)
         shas.append(repo.index.commit("Repeat the product in both kernels" if i == CULPRIT else f"Notes {i}").hexsha)
     return root, shas
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 def test_nightly_bisects_the_range_once_and_names_the_culprit_of_both_series(history, capsys):

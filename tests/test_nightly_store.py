@@ -23,7 +23,6 @@ from suite_repo import init_repo
 from test_planted_history import KERNEL, MANIFEST
 
 from pipeline import cli
-from pipeline.fleet import cluster
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
@@ -108,13 +107,6 @@ def test_nightly_refuses_a_store_that_the_next_checkout_wipes(tmp_path, monkeypa
     assert cli.main(["nightly", "--repo", str(workspace)]) == 2
     assert "is inside $RUNNER_TEMP" in capsys.readouterr().err
     assert not (workspace / ".flopwatch").exists()
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 @pytest.mark.slow

@@ -14,9 +14,9 @@ import pytest
 from suite_repo import init_repo
 
 from pipeline import cli
-from pipeline.fleet import cluster
 
-pytestmark = pytest.mark.slow
+# Every test here runs on one local Ray cluster (`ray_cluster`, tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
 KERNEL = """// C[M,N] = A[M,K] · B[N,K]^T, fp32, cache-blocked (panel of B packed K-major).
 #include <cstddef>
@@ -107,13 +107,6 @@ def history(tmp_path_factory):
                    PLANTED: "Repeat the product for accuracy"}.get(i, f"Update notes {i}")
         shas.append(repo.index.commit(subject).hexsha)
     return root, shas
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 def _run(capsys, *argv) -> tuple[int, str]:

@@ -13,7 +13,6 @@ from suite_repo import commit_blocked_gemm, init_repo
 
 from pipeline import cli
 from pipeline.commands import publish
-from pipeline.fleet import cluster
 from pipeline.history import series
 from pipeline.store import Store
 from pipeline.store import tables as t
@@ -92,13 +91,6 @@ def test_prepare_compiles_every_template_of_the_site():
     names = ENV.list_templates()
     cached = {key[1] for key in ENV.cache}
     assert names and set(names) <= cached
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 @pytest.mark.slow

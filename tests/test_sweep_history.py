@@ -11,9 +11,9 @@ import pytest
 from suite_repo import init_repo
 
 from pipeline import cli
-from pipeline.fleet import cluster
 
-pytestmark = pytest.mark.slow
+# Every test here runs on one local Ray cluster (`ray_cluster`, tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
 # BS is the row block; MODE picks a code path. MODE=2 is broken on purpose: at BS=16 it writes
 # through a null pointer when run, at BS=32 it does not compile. SLOW_PATH is planted later.
@@ -80,13 +80,6 @@ def history(tmp_path_factory):
                         str(folder / "gemm_swept.cpp")])
         shas.append(repo.index.commit("Repeat the BS=32 MODE=1 path" if i == PLANTED else f"Notes {i}").hexsha)
     return root, shas
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_cluster():
-    info = cluster.connect(None)
-    yield info
-    cluster.shutdown(info)
 
 
 def _cli(capsys, *argv) -> tuple[int, dict]:

@@ -131,13 +131,6 @@ def _commit(repo: git.Repo, subject: str) -> str:
     return repo.index.commit(subject).hexsha
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    info_ = cluster.connect(None)
-    yield info_
-    cluster.shutdown(info_)
-
-
 def _compare(capsys, root, db, base, head, *extra) -> tuple[int, dict]:
     code = cli.main(["compare", base, head, "--repo", str(root), "--db", str(db), "--budget", "0.2",
                      "--pair-budget", "0.3", "--no-report", "--json", *extra])

@@ -44,6 +44,8 @@ def _resumed_rows(store, commit_sha: str, measured: list[dict]) -> list[dict]:
 
 
 def _prepare_report() -> None:
+    # Imported here, in the thread: the report's modules load while the jobs run, and a run
+    # with --no-report never loads them.
     from pipeline.commands import publish
 
     publish.prepare()
