@@ -20,6 +20,8 @@ write again on a new connection.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
+import time
 from collections.abc import Iterator
 
 import sqlalchemy as sa
@@ -47,9 +49,25 @@ def create(location: StoreLocation) -> sa.Engine:
 def _sqlite_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN (below)
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _to_wal(cursor) -> None:
+    """WAL mode, waiting out other connections for up to the busy timeout. Switching a file out
+    of rollback-journal mode needs it to itself, and SQLite can answer "database is locked" at
+    once rather than through its busy handler: two processes opening an old store together
+    failed so."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _sqlite_begin(conn: sa.Connection) -> None:
