@@ -150,3 +150,19 @@ def test_the_note_shows_under_the_results_resources():
                  "notes": ["gfx942 analysis: csrc/scale.hip:11:18: error: invalid instruction"]}
     html = ENV.get_template("_resources.html.j2").render(r={"resources": resources})
     assert "scale_kernel" in html and "gfx942 analysis: csrc/scale.hip:11:18: error: invalid instruction" in html
+
+
+def test_load_inline_cuda_is_hipified_as_torch_writes_it(tmp_path: Path):
+    """KernelBench's shape: the CUDA string becomes torch's cuda.cu (its implicit headers first),
+    then hipify's hip.hip with HIP's launch; the repository's files are left as they were."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "solution.py").write_text("# the load_inline call\n")
+    cuda = "__global__ void add_kernel(const float* a, float* b) { b[threadIdx.x] += a[threadIdx.x]; }\n" \
+           "void add(const float* a, float* b) { add_kernel<<<1, 32>>>(a, b); cudaDeviceSynchronize(); }\n"
+    spec = {"name": "add_ext", "kind": "load_inline", "cuda_sources": [cuda]}
+    (unit,), includes = gfx942.hipify(spec, tmp_path / "repo", tmp_path / "work")
+    text = unit.read_text()
+    assert unit.suffix == ".hip" and unit.parent == (tmp_path / "work" / "tree").resolve() and includes == []
+    assert "#include <torch/types.h>" in text and "hipLaunchKernelGGL(( add_kernel)" in text
+    assert "hipDeviceSynchronize()" in text and "cuda_runtime.h" not in text
+    assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == ["solution.py"]

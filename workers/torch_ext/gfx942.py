@@ -91,7 +91,7 @@ def hipify(spec: Mapping, root: Path, work: Path) -> tuple[list[Path], list[str]
     hipified units and the include folders, both in a scratch copy of `root`."""
     from torch.utils.hipify import hipify_python
 
-    tree = work / "tree"
+    tree = work.resolve() / "tree"  # hipify keys its results by absolute path
     if tree.exists():
         shutil.rmtree(tree)
     # hipify writes next to its inputs (x.cu -> x.hip, util.cuh -> util_hip.cuh): a copy keeps
