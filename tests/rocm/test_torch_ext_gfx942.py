@@ -14,7 +14,7 @@ import pytest
 from pipeline.project.config import ProjectConfig
 from pipeline.project.manifest import load_variant
 from workers.backends import torch_ext
-from workers.rocm.toolchain import ToolchainMissing, find_hip_toolchain
+from workers.rocm.toolchain import HipToolchain, ToolchainMissing, find_hip_toolchain
 from workers.torch_ext import gfx942
 
 pytest.importorskip("torch")
@@ -166,3 +166,14 @@ def test_load_inline_cuda_is_hipified_as_torch_writes_it(tmp_path: Path):
     assert "#include <torch/types.h>" in text and "hipLaunchKernelGGL(( add_kernel)" in text
     assert "hipDeviceSynchronize()" in text and "cuda_runtime.h" not in text
     assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == ["solution.py"]
+
+
+def test_units_past_the_budget_are_left_out_with_a_note(tmp_path: Path):
+    (tmp_path / "repo" / "csrc").mkdir(parents=True)
+    for name in ("a.cu", "b.cu"):
+        (tmp_path / "repo" / "csrc" / name).write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    spec = {"name": "two", "kind": "load", "sources": ["csrc/a.cu", "csrc/b.cu"]}
+    unused = HipToolchain("clang-cross", "/nonexistent/clang++-19", "19", "/nonexistent", True, "/usr")
+    rows, notes = gfx942.analyse([spec], tmp_path / "repo", tmp_path / "work", unused, [], budget_s=0)
+    assert rows == {} and notes == ["gfx942 analysis: two: 2 of 2 translation unit(s) left out, past the "
+                                    "analysis' 0 s budget"]
