@@ -1,8 +1,8 @@
 """gfx942 rows for a CUDA torch extension on a node without a ROCm build of torch.
 
 A ROCm build of torch builds a CUDA extension by running torch's own hipify over its sources
-and compiling the result with hipcc. Only the hipify half needs ROCm torch's libraries to be
-*linked*; the device code needs none of them. So, on any build node with a HIP compiler (the
+and compiling the result with hipcc. Neither hipify (it ships in every torch build) nor the
+device code needs ROCm torch; only linking the host module does. So, on any build node with a HIP compiler (the
 clang-19 gfx942 cross toolchain, or ROCm's), the extension's CUDA translation units are
 hipified as torch's ROCm build would (`torch.utils.hipify.hipify_python.hipify`, in a scratch
 copy of the repository, headers they include hipified with them) and each is compiled for
