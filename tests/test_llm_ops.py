@@ -257,3 +257,18 @@ def test_every_op_has_entry_names_and_a_digest_of_its_own():
         for n in module.ENTRY_NAMES:
             assert names.setdefault(n, op) == op, f"{n!r} names both {names[n]} and {op}"
     assert len({op_source_digest(op) for op in OPS}) == len(OPS)
+
+
+def test_drafts_know_every_ops_default_sizes_and_tensor_axes():
+    from pipeline.onboarding.drafting import DEFAULT_SHAPES, TENSOR_DIMS
+
+    for op, module in OPS.items():
+        assert DEFAULT_SHAPES[op] and all(len(s) == len(module.DIMS) for s in DEFAULT_SHAPES[op]), op
+        for tensor, axes in TENSOR_DIMS.get(op, {}).items():
+            assert tensor.split(":")[0] in (*module.INPUTS, module.OUTPUT) and set(axes) <= {*module.DIMS, "n"}, op
+    # drawn inputs have the axes the table gives them
+    for op in ("layer_norm", "group_norm", "cross_entropy", "rope", "dyt"):
+        _, inputs = draw(op, "fp32")
+        for tensor, axes in TENSOR_DIMS[op].items():
+            if tensor in inputs:
+                assert list(inputs[tensor].shape) == [dims_of(op)[a] for a in axes], (op, tensor)
