@@ -113,5 +113,5 @@ def main(args) -> int:
             console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)
         nothing_ran = all_skipped_line(rows, outcome.variants)
         if nothing_ran:  # last, where a CI log's reader looks first; the exit status stays 0 (README)
-            console.print(nothing_ran, style="yellow", highlight=False, markup=False)
+            console.print(nothing_ran, style="yellow", highlight=False, markup=False, soft_wrap=True)  # one line: grep-able
     return exit_code(rows)
