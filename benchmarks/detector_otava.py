@@ -1,7 +1,8 @@
 """flopwatch's change-point detector against Apache Otava, side by side on the same noisy series.
 
-    python3 benchmarks/detector_otava.py [--seeds 1 2 3] [--series 50] [--length 365] [--threshold 1%]
-                                         [--window 50] [--pvalue 0.001] [--magnitude 0.01] [--json FILE]
+    python3 benchmarks/detector_otava.py [--generator project|hard] [--seeds 1 2 3] [--series 50]
+                                         [--length 365] [--threshold 1%] [--window 50] [--pvalue 0.001]
+                                         [--magnitude 0.01] [--json FILE]
 
 Otava is a benchmark-only dependency: it pins numpy 2.2 and scipy 1.16, so install it into a
 virtual environment of its own that still sees flopwatch's packages, and run this script with it:
@@ -14,6 +15,11 @@ bimodal, drifting), `--series` series of `--length` nightly points (a year). Eac
 or 2 planted steps (a quarter none, half one, a quarter two) of 1, 2, 3, 5 or 10% (run time × (1 + s)
 for a slowdown, 7 in 10, else × 1/(1 + s)), at least 15 commits apart and 10 from either end; 3 in
 10 of them are reverted 10-60 commits later (the revert is a planted step of the same size too).
+
+`--generator hard` takes the series from `benchmarks/detector_hard.py` instead: other noise
+(t with 2 degrees of freedom, skewed, bursty, contaminated, 1.5% Gaussian) and another step mix
+(2-8%, in clusters 4-12 commits apart, within 10 commits of the series' ends and within 3 of
+flopwatch's window edges), `--series` per class as here.
 
 Both detectors see the same values: flopwatch's `changepoint.detect_steps` with `--threshold` as
 its smallest reported step, and Otava's analysis as its CLI runs it (`Series.analyze` with
@@ -59,6 +65,14 @@ def _detector_noise():
 
 noise = _detector_noise().noise
 
+
+def _detector_hard():
+    spec = importlib.util.spec_from_file_location("detector_hard", HERE / "detector_hard.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
 CLASSES = ("gaussian", "gaussian-2%", "heavy-tailed", "spiky", "bimodal", "drifting")
 SIZES = (0.01, 0.02, 0.03, 0.05, 0.10)
 TOLERANCE = 2
@@ -96,6 +110,14 @@ def make_series(seed: int, per_class: int, n: int) -> list[dict]:
     return out
 
 
+def _hard():
+    hard = _detector_hard()
+    return hard.make_series, hard.SIZES, hard.CLASSES
+
+
+GENERATORS = {"project": lambda: (make_series, SIZES, CLASSES), "hard": _hard}
+
+
 def flopwatch_detector(threshold: float):
     def detect(values: np.ndarray) -> list[int]:
         commits = [f"c{i}" for i in range(values.size)]
@@ -130,10 +152,10 @@ def match(planted: list[int], reported: list[int], tolerance: int) -> dict[int, 
     return out
 
 
-def score(detect, series: list[dict]) -> dict:
+def score(detect, series: list[dict], sizes=SIZES, classes=CLASSES) -> dict:
     seconds = 0.0
-    by_size = {s: {"planted": 0, "exact": 0, "within": 0} for s in SIZES}
-    false_by_class = {k: 0 for k in CLASSES}
+    by_size = {s: {"planted": 0, "exact": 0, "within": 0} for s in sizes}
+    false_by_class = {k: 0 for k in classes}
     reports = 0
     for s in series:
         start = time.perf_counter()
@@ -159,18 +181,18 @@ def score(detect, series: list[dict]) -> dict:
             "by_size": {f"{s:.0%}": r for s, r in by_size.items()}, "false_by_class": false_by_class}
 
 
-def table(seed: int, results: dict[str, dict]) -> str:
+def table(seed: int, results: dict[str, dict], sizes=SIZES, classes=CLASSES) -> str:
     names = list(results)
     lines = [f"seed {seed}: " + ", ".join(f"{k} {results[k]['seconds']:.2f} s" for k in names),
              "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for size in SIZES:
+    for size in sizes:
         key = f"{size:.0%}"
         cells = [f"{r['by_size'][key]['exact']} / {r['by_size'][key]['within']} of {r['by_size'][key]['planted']}"
                  for r in results.values()]
         lines.append(f"| found {key} steps (exact / ±2) | " + " | ".join(cells) + " |")
     lines.append("| recall exact / ±2 | " + " | ".join(
         f"{r['recall_exact']:.1%} / **{r['recall']:.1%}**" for r in results.values()) + " |")
-    for kind in CLASSES:
+    for kind in classes:
         lines.append(f"| false alarms, {kind} | " + " | ".join(str(r["false_by_class"][kind])
                                                            for r in results.values()) + " |")
     lines.append("| false alarms, all | " + " | ".join(f"**{r['false_alarms']}**" for r in results.values()) + " |")
@@ -184,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--generator", choices=GENERATORS, default="project",
+                    help="project: the classes and steps above; hard: benchmarks/detector_hard.py")
     ap.add_argument("--series", type=int, default=50, help="series per noise class")
     ap.add_argument("--length", type=int, default=365, help="points per series (nightly commits)")
     ap.add_argument("--threshold", default="1%", help="flopwatch's smallest reported step")
@@ -196,18 +220,19 @@ def main(argv: list[str] | None = None) -> int:
     detectors = {"flopwatch": flopwatch_detector(parse_threshold(args.threshold))}
     if not args.no_otava:
         detectors["otava"] = otava_detector(args.window, args.pvalue, args.magnitude)
-    print(f"{len(CLASSES)} noise classes × {args.series} series × {args.length} points; flopwatch threshold "
+    make, sizes, classes = GENERATORS[args.generator]()
+    print(f"generator {args.generator}: {len(classes)} noise classes × {args.series} series × {args.length} points; flopwatch threshold "
           f"{args.threshold}; Otava window {args.window}, p {args.pvalue}, magnitude {args.magnitude}; "
           f"numpy {np.__version__}; load {os.getloadavg()[0]:.2f}")
-    summary, ok = {"seeds": {}}, True
+    summary, ok = {"generator": args.generator, "seeds": {}}, True
     for seed in args.seeds:
-        series = make_series(seed, args.series, args.length)
+        series = make(seed, args.series, args.length)
         results = {}
         # Alternate which runs first, so that neither always gets a warm cache.
         for name in (list(detectors) if seed % 2 else list(detectors)[::-1]):
-            results[name] = score(detectors[name], series)
+            results[name] = score(detectors[name], series, sizes, classes)
         results = {name: results[name] for name in detectors}
-        print(table(seed, results), flush=True)
+        print(table(seed, results, sizes, classes), flush=True)
         if "otava" in results:
             f, o = results["flopwatch"], results["otava"]
             met = {"recall": f["recall"] >= o["recall"], "false_alarms": f["false_alarms"] * 10 <= o["false_alarms"],

@@ -19,16 +19,23 @@ searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`
   shows in an interval that holds one edge of it. The smallest p is kept if it is at most
   ALPHA, the search repeats without the intervals that hold it, and stops when nothing is
   significant (seeded binary segmentation).
+- **Short runs.** When no split is left, each segment is asked for a run of 3-10 points inside
+  it lying nearly all above or below the rest (`block_p`, the exact count of the ends times the
+  runs tried): a bump, or the middle level of two steps close together, is two change points
+  (`_best_block`, checked against the segment's trend by `block_z` and at both ends by
+  `is_sharp`).
 - **Drift.** A slow wander is a change of distribution too. Where a polynomial trend beside the
   step(s) is significant (`drift_p_value`), a split must stand out from that trend
   (`trend_scan`, `drifts_at`); everywhere, a kept split must stand STAND_Z standard errors
   above a smooth trend through its segment (`stands_out`) and change at the split, not over
   the segment (`is_sharp`).
 - **Where.** The ranks place a change only up to the ranks it moves; the split is moved by up
-  to REFINE_REACH commits to where the two sides lie closest to their medians (`refine_split`).
+  to REFINE_REACH commits to where the two sides, read within the interval that offered the
+  split, lie closest to their medians (`refine_split`).
 
 `steps_in_window` then keeps the owned change points whose height (means of at most SIDE points
-each side, bounded by the neighbouring change points) exceeds the threshold. The search is
+each side, bounded by the neighbouring change points) exceeds the threshold; `merge_close` makes
+one step of two that neighbouring windows placed a commit apart. The search is
 deterministic and O(n^2) per window in numpy: no permutations, no seed.
 
 E-Divisive with its permutation test (Matteson & James, JASA 109(505):334-345, 2014; `e_divisive`,
@@ -225,7 +232,7 @@ REFINE_REACH = 4
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
-SEARCH = "rank-scan/1"
+SEARCH = "rank-scan/2"
 
 
 def _median(a: np.ndarray) -> float:
@@ -574,11 +581,11 @@ def _candidate(x: np.ndarray, rank_of: _Ranks, a: int, b: int, min_size: int,
         return None
     p = scan_p_value(abs(z), b - a, min_size) if abs(z) >= _z_floor(b - a, min_size) else 1.0
     # A few nights at an end of the interval that are all above (below) the rest: the scan's
-    # normal approximation cannot see them, the exact count can (Bonferroni over the splits
-    # tried). They also lift the scan's statistic at splits far from them: where both are
+    # normal approximation cannot see them, the exact count can (Bonferroni over the splits it
+    # counts: those with at most SMALL_SIDE points on one side). They also lift the scan's statistic at splits far from them: where both are
     # significant, the split that leaves its two sides closer to their medians is the change.
     edge, p_edge = _edge_split(r, csum, min_size)
-    p_edge = min(1.0, (b - a - 2 * min_size + 1) * p_edge)
+    p_edge = min(1.0, _edge_terms(b - a, min_size)[0].size * p_edge)
     if p_edge <= limit and (p > limit or (edge != t and _spread(x[a:b], edge) < _spread(x[a:b], t))):
         t, p = edge, p_edge
         z = float(np.sign(np.mean(r[edge:]) - np.mean(r[:edge])) * _z_of(p_edge))
@@ -658,6 +665,83 @@ def seeded_intervals(n: int, shortest: int = SHORTEST_INTERVAL) -> list[tuple[in
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _block_terms(n: int, min_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of min_size .. SMALL_SIDE points inside a segment of n points with at least
+    min_size points of the segment on either side (a run at an end is a split, `_edge_split`):
+    their starts, lengths and rank-sum standard deviations."""
+    m = np.arange(min_size, SMALL_SIDE + 1)
+    start = [np.arange(min_size, n - k - min_size + 1) for k in m if n - k - min_size >= min_size]
+    if not start:
+        return np.zeros(0, int), np.zeros(0, int), np.zeros(0)
+    length = np.concatenate([np.full(s.size, k) for s, k in zip(start, m)])
+    start = np.concatenate(start)
+    return start, length, np.sqrt(length * (n - length) * (n + 1) / 12.0)
+
+
+def block_p(ranks: np.ndarray, min_size: int) -> tuple[int, int, float]:
+    """The run of min_size .. SMALL_SIDE consecutive points inside a segment (at least min_size
+    points from either end) whose points lie nearly all above (below) all the others, as (start, stop, p), p
+    the exact rank-sum p of the run against the rest times the number of runs tried
+    (Bonferroni); (-1, -1, 1.0) when none is near. Under exchangeability the ranks of any m
+    given points are a random m-subset wherever they lie, so the count of `exact_split_p`
+    holds for a run in the middle as for one at an end."""
+    n = ranks.size
+    start, length, sd = _block_terms(n, min_size)
+    if start.size == 0:
+        return -1, -1, 1.0
+    csum = np.concatenate(([0.0], np.cumsum(ranks - (n + 1) / 2.0)))
+    d = csum[start + length] - csum[start]  # the run's rank sum less its mean
+    k = length * (n - length) / 2.0 - np.abs(d)
+    near = np.flatnonzero((k <= EXACT_INVERSIONS) & (k <= n - length) & (np.abs(d) >= EDGE_Z * sd))
+    if near.size == 0:
+        return -1, -1, 1.0
+    mm, kk = length[near], np.ceil(k[near] - 1e-9).astype(int)
+    p = 2.0 * _arrangements()[mm, kk] / _combinations(n)[mm]
+    best = int(np.argmin(p))
+    s = int(start[near[best]])
+    return s, s + int(mm[best]), float(min(1.0, start.size * p[best]))
+
+
+def block_z(values: np.ndarray, s: int, e: int, sigma: float) -> float:
+    """z of a run values[s:e] standing apart from a polynomial trend through its segment
+    (`_trend_basis`): its least-squares height in the model trend + run, over its standard error
+    with noise sigma. The crest of a slow wave is the highest run of its segment, and the trend
+    takes it."""
+    q = _trend_basis(values.size)
+    qd = q[s:e].sum(axis=0)
+    num = values[s:e].sum() - qd @ (q.T @ values)
+    den = (e - s) - qd @ qd
+    return float(num / (sigma * np.sqrt(max(den, 1e-12))))
+
+
+def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict, min_size: int,
+                alpha: float) -> tuple[int, int, float, float] | None:
+    """The most significant run (`block_p`) of the segments between `bounds`, as (start, stop,
+    z, p) in window indices, or None when none has p <= alpha (times window / segment length, as
+    for a seeded interval), stands JUMP_Z standard errors apart from the segment's trend
+    (`block_z`) and differs from the SHARP_NEAR points on each side (`is_sharp` at both ends).
+    `blocks` keeps each segment's answer."""
+    n = x.size
+    best = None
+    for a, b in itertools.pairwise(bounds):
+        if (a, b) not in blocks:
+            blocks[(a, b)] = None
+            if b - a >= DRIFT_MIN:
+                s, e, p = block_p(rank_of(a, b), min_size)
+                p = min(1.0, p * n / (b - a))
+                part = x[a:b]
+                sigma = noise_scale(part)
+                if p <= alpha and sigma > 0.0:
+                    z = block_z(part, s, e, sigma)
+                    if abs(z) >= JUMP_Z and is_sharp(part[:e], s) and is_sharp(part[s:], e - s):
+                        blocks[(a, b)] = (a + s, a + e, z, p)
+        offer = blocks[(a, b)]
+        if offer is not None and (best is None or offer[3] < best[3]):
+            best = offer
+    return best
+
+
 def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int = 3,
                   max_change_points: int = 8) -> list[ChangePoint]:
     """Change points of one window, in index order: seeded binary segmentation with the rank
@@ -685,6 +769,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
         offers.update(dict.fromkeys(_hopeless(x, rank_of, [iv for iv in seeded if iv[1] - iv[0] == length],
                                               min_size)))
     found: list[ChangePoint] = []
+    blocks: dict[tuple[int, int], tuple[int, int, float, float] | None] = {}
     while len(found) < max_change_points:
         best, where = None, None
         for a, b in seeded + list(itertools.pairwise(bounds)):
@@ -699,8 +784,16 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
             if offer is not None and (best is None or offer[2] < best[2]) \
                     and not any(a < cp.index < b for cp in found):
                 best, where = offer, (a, b)
-        if best is None:
-            break
+        if best is None or (best[3] is not None and best[2] > alpha):
+            # No split left: a short run inside a segment that stands apart from the rest of it
+            # (a bump, or the middle level of two steps close together) is two change points.
+            block = _best_block(x, rank_of, bounds, blocks, min_size, alpha)
+            if block is None:
+                break
+            for at in block[:2]:
+                found.append(ChangePoint(index=at, q=block[2], p_value=block[3]))
+            bounds = sorted(bounds + list(block[:2]))
+            continue
         a, b = where
         if best[3] is None:
             # Checked against drift only once it is the best offer (most offers never are).
@@ -709,15 +802,16 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
             offers[where] = None if settled is None else (a + settled[0], settled[1], min(1.0, settled[2] * scale),
                                                           settled[3])
             continue
-        if best[2] > alpha:
-            break
         lo = max(c for c in bounds if c < best[0])
         hi = min(c for c in bounds if c > best[0])
         if ((lo, hi) != where and drifts_at(x[lo:hi], best[0] - lo)) or \
                 (best[3] and not stands_out(x[lo:hi], best[0] - lo)):
             offers[where] = None
             continue
-        at = lo + refine_split(x[lo:hi], best[0] - lo, min_size) if best[3] else best[0]
+        # Placed by the points of the interval that offered the split, within its segment: the
+        # segment's far side may hold the step's revert, which moves the side's median.
+        near_lo, near_hi = max(lo, a), min(hi, b)
+        at = near_lo + refine_split(x[near_lo:near_hi], best[0] - near_lo, min_size) if best[3] else best[0]
         found.append(ChangePoint(index=at, q=best[1], p_value=best[2]))
         bounds = sorted(bounds + [at])
     return sorted(found, key=lambda cp: cp.index)
@@ -813,6 +907,21 @@ def steps_in_window(values: Sequence[float], commits: Sequence[str], window: Win
     return steps
 
 
+def merge_close(steps: Sequence[Step], min_size: int = 3) -> list[Step]:
+    """The steps of one series with those less than min_size commits apart merged, the one with
+    the smaller p kept (index order). Within a window change points are at least min_size apart;
+    two closer ones are one step placed a commit apart by two windows whose ownership changes
+    between them."""
+    kept: list[Step] = []
+    for step in sorted(steps, key=lambda s: s.index):
+        if kept and step.index - kept[-1].index < min_size:
+            if step.p_value < kept[-1].p_value:
+                kept[-1] = step
+            continue
+        kept.append(step)
+    return kept
+
+
 def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
@@ -860,7 +969,7 @@ def detect_steps(
         if can_step(part, threshold, min_size):
             points = search_window(part, alpha=alpha, min_size=min_size)
             steps += steps_in_window(x, commits, window, points, threshold)
-    return steps
+    return merge_close(steps, min_size)
 
 
 def search_windows(parts: Sequence[Sequence[float]], seed: int = 0) -> list[list[dict]]:

@@ -244,15 +244,18 @@ def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05,
         if cache is not None:
             cache.put_many(fresh)
         known = {**known, **fresh}
-    found = []
+    steps_of: dict[int, list[changepoint.Step]] = {}
     for i, window, key in planned:
         if key is None:
             continue
-        s, limit = todo[i], limits[i]
         points = [changepoint.ChangePoint(**cp) for cp in known[key]]
-        shas = [p.sha for p in s.measured]
+        shas = [p.sha for p in todo[i].measured]
+        steps_of.setdefault(i, []).extend(changepoint.steps_in_window(values_of[i], shas, window, points, limits[i]))
+    found = []
+    for i, steps in steps_of.items():
+        s, limit = todo[i], limits[i]
         work = s.measured[0].rate * s.measured[0].median_s
-        for step in changepoint.steps_in_window(values_of[i], shas, window, points, limit):
+        for step in changepoint.merge_close(steps):
             if step.change <= limit:
                 continue
             before, after = step.mean_before, step.mean_after
