@@ -36,6 +36,7 @@ from workers.core.params import family_of, selects
 from workers.core.records import BuildResult, InvalidVariant, Job, Result, Variant
 from workers.isolation import containment
 from workers.ops import static_work
+from workers.toolkit import build_hints
 
 
 @dataclass(frozen=True)
@@ -762,7 +763,10 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
     if build.skip_reason:
         return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason + left)
     if not build.ok:
-        return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
+        # Read from the log on the driver, so a failed build cached before this check is sorted too.
+        limit = build_hints.resource_limit(build.log)
+        return Result(**base, status=status.DOES_NOT_FIT if limit else status.BUILD_FAILED,
+                      diagnostic=limit or build.first_errors, stderr_tail=build.log[-4000:])
     if not session.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
                       diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
