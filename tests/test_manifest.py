@@ -81,11 +81,16 @@ def test_one_broken_manifest_does_not_hide_the_others(tmp_path):
     assert [i.name for i in invalid] == ["bad"] and "op" in invalid[0].error
 
 
-def test_duplicate_names_make_the_second_invalid(tmp_path):
-    _variant(tmp_path, GOOD, "a")
-    _variant(tmp_path, GOOD, "b")
+def test_two_variants_of_one_name_are_both_invalid_naming_both_folders(tmp_path):
+    # A new folder that sorts first must not take over the existing series of that name.
+    _variant(tmp_path, GOOD, "existing")
+    _variant(tmp_path, GOOD, "a_new")
     valid, invalid = discover(tmp_path, ProjectConfig())
-    assert len(valid) == 1 and "already used" in invalid[0].error
+    assert valid == []
+    errors = {bad.manifest: bad.error for bad in invalid}
+    new, old = "kernels/gemm/a_new/variant.toml", "kernels/gemm/existing/variant.toml"
+    assert errors == {new: f"{new}: name: 'v' is also the name of {old}; rename one (a series is known by its name)",
+                      old: f"{old}: name: 'v' is also the name of {new}; rename one (a series is known by its name)"}
 
 
 def test_config_from_flopwatch_toml_and_pyproject(tmp_path):
