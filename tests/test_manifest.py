@@ -133,3 +133,31 @@ def test_broken_set_has_exactly_one_invalid_manifest(repo_root):
     assert [i.name for i in invalid] == ["broken_manifest"]
     assert "sources" in invalid[0].error and "outside the repository" in invalid[0].error
     assert len(valid) == 8
+
+
+def test_a_manifest_with_several_mistakes_reports_each_on_its_own_line(tmp_path, capsys):
+    import io
+
+    from rich.console import Console
+
+    import git
+
+    from pipeline.cli import main as cli
+    from pipeline.run.summary import print_table
+
+    _variant(tmp_path, GOOD.replace("flags =", "flgs =").replace('["fp32"]', '["fp8"]').replace("1e-4", '"tight"'))
+    valid, [bad] = discover(tmp_path, ProjectConfig())
+    f = "kernels/gemm/v/variant.toml"
+    assert bad.error.splitlines() == [
+        f"{f}: build.flgs: unknown key; did you mean 'flags'? (known in [build]: flags, include_dirs, makefile, openmp)",
+        f"{f}: dtypes[0]: expected one of fp32, fp16, bf16, got \"fp8\" (a string)",
+        f"{f}: tolerance.rtol: expected a number, got \"tight\" (a string)"]
+    # The run's table and `ls` keep the lines: the last mistake is not cut off.
+    out = io.StringIO()
+    print_table([{"variant": "v", "op": "", "backend": "", "shape": "", "dtype": "", "device": "", "status": "invalid",
+                  "diagnostic": bad.error}], Console(file=out, width=400), "run")
+    assert all(any(line.split(": ", 1)[1] in row for row in out.getvalue().splitlines()) for line in bad.error.splitlines())
+    git.Repo.init(tmp_path)
+    assert cli(["ls", "--repo", str(tmp_path)]) == 1
+    shown = capsys.readouterr().out
+    assert "tolerance.rtol: expected a number" in shown and "dtypes[0]: expected one of" in shown

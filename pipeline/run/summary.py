@@ -75,6 +75,11 @@ def cell(value: object) -> Text:
     return Text(untrusted.one_line(value))
 
 
+def lines_cell(value: object) -> Text:
+    """`cell`, but keeping the text's lines: a manifest's mistakes, one a line."""
+    return Text(untrusted.terminal(value))
+
+
 def print_table(rows: list[dict], console: Console, title: str) -> None:
     table = Table(title=cell(title), title_justify="left")
     for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
@@ -88,7 +93,9 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
             ("dim" if r["status"] in UNMEASURED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
         table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
-                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
+                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct,
+                      # An invalid manifest's every mistake, each on its line (no one is cut off).
+                      lines_cell(r["diagnostic"]) if r["status"] == status.INVALID else cell(detail), style=style)
     console.print(table)
 
 
