@@ -320,7 +320,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
                                   "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes,
-                                  "bounds": outcome.bounds})
+                                  "bounds": outcome.bounds, "resumed": outcome.resumed})
     return outcome
 
 
