@@ -1,7 +1,7 @@
 """`flopwatch` command line: one module per subcommand under `pipeline/commands/`.
 
-Exit status: 0 all ok; 1 when a variant failed (build_failed, incorrect, crashed, timeout,
-invalid), a result was lost with its Ray node, or, for compare/bisect, a significant
+Exit status: 0 all ok (skipped and does_not_fit results included); 1 when a variant failed
+(build_failed, incorrect, crashed, timeout, invalid), a result was lost with its Ray node, or, for compare/bisect, a significant
 regression; 2 for usage or configuration errors, and when the Ray cluster's head was lost.
 """
 

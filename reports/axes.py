@@ -38,7 +38,13 @@ class AxesCell:
 
     @property
     def failed(self) -> bool:
-        return self.status != status.OK or self.rate is None
+        """Did not measure for a fault of its own: a point that does not fit the device is
+        left out, not broken (`fits`)."""
+        return (self.status != status.OK or self.rate is None) and self.fits
+
+    @property
+    def fits(self) -> bool:
+        return self.status != status.DOES_NOT_FIT
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,14 @@ class AxesTable:
     best: AxesCell | None
     n_points: int
     n_failed: int
+    n_unfit: int = 0  # points that do not fit the device (not counted in n_failed)
 
     @property
     def caption(self) -> str:
         """`best: BLOCK_M=128,STAGES=3 — 612 TFLOP/s`, or why there is no best point."""
         if self.best is None:
-            return f"no point measured: {self.n_failed} of {self.n_points} failed"
+            unfit = f", {self.n_unfit} do not fit the device" if self.n_unfit else ""
+            return f"no point measured: {self.n_failed} of {self.n_points} failed{unfit}"
         return f"best: {self.best.point} — {self.best.text} {self.unit}"
 
 
@@ -110,9 +118,12 @@ def table(family: str, shape: str, dtype: str, device: str, rows: Sequence[dict]
         if row is None:
             return None
         rate = _rate(row)
+        unfit = row["status"] == status.DOES_NOT_FIT
+        text = fmt.sig(rate / factor, 3) if rate else ("does not fit" if unfit else row["status"])
+        # A point that does not fit has no resources to show; the compiler's line says which limit.
+        why = (row.get("diagnostic") or "").split("\n")[0] if unfit else resource_line(row.get("resources"))
         return AxesCell(row["variant"], point_label(row["variant"]), row["status"], rate, row.get("pct_of_peer"),
-                        fmt.sig(rate / factor, 3) if rate else row["status"], rate / top if rate else None,
-                        best=row is best_row, why=resource_line(row.get("resources")))
+                        text, rate / top if rate else None, best=row is best_row, why=why)
 
     row_axis, col_axes = (None, axes) if len(axes) == 1 else (axes[0], axes[1:])
     row_keys = [((row_axis, v),) for v in values[row_axis]] if row_axis else [()]
@@ -124,8 +135,9 @@ def table(family: str, shape: str, dtype: str, device: str, rows: Sequence[dict]
                                 for a, v in ck) for ck in col_keys)
     row_labels = tuple(params.format_value(rk[0][1]) for rk in row_keys) if row_axis else ("",)
     best = next((c for line in cells for c in line if c and c.best), None)
+    unfit = sum(1 for r in points.values() if r["status"] == status.DOES_NOT_FIT)
     return AxesTable(family, shape, dtype, device, unit, axes, row_axis, col_axes, row_labels, col_labels, cells,
-                     best, len(points), sum(1 for r in points.values() if not _rate(r)))
+                     best, len(points), sum(1 for r in points.values() if not _rate(r)) - unfit, unfit)
 
 
 def resource_line(resources: dict | None) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from workers.core import status
+
 _PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"))
 
 
@@ -96,3 +98,9 @@ def seconds(value: float | None) -> str:
 def anchor(*parts: str) -> str:
     """An HTML id for a series (`fail-cpp_naive-M_256_N_256_K_256-fp32-cpu_x`)."""
     return "fail-" + re.sub(r"[^A-Za-z0-9_-]+", "_", "-".join(p or "" for p in parts)).strip("_")
+
+
+def status_class(value: str) -> str:
+    """The CSS class of a status cell on every page: red for a failure (and a lost result),
+    the status' own colour otherwise (a point that does not fit is no failure: grey, not red)."""
+    return "fail" if value in status.FAILURES | status.INCOMPLETE else f"status-{value}"

@@ -41,7 +41,8 @@ ENV.filters.update({
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
                     "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend,
-                    "point_label": axes.point_label})
+                    "point_label": axes.point_label,
+                    "status_class": fmt.status_class})
 
 
 def render(path: Path, template: str, **ctx) -> Path:

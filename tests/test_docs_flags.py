@@ -155,3 +155,14 @@ def test_the_readmes_figures_name_their_dated_section():
         if re.search(r"on (an|one) H[12]00\b", paragraph) and re.search(r"\d+(\.\d+)? s\b", paragraph):
             assert _citations(paragraph), paragraph[:200]
     assert _citations('see docs/benchmarks.md, "A section"') == ["A section"]
+
+
+def test_the_readme_names_exactly_the_commands_that_end_with_where_their_time_went():
+    """README once said every command ends with the line; only two did. The commands it names
+    are those whose module prints `driver_clock.line`."""
+    text = (ROOT / "README.md").read_text()
+    sentence = re.search(r"\)\. ((?:`\w+`(?:, | and ))*`\w+`) end with where their own time went", text)
+    assert sentence, "README no longer says which commands end with where their time went"
+    named = set(re.findall(r"`(\w+)`", sentence.group(1)))
+    printing = {p.stem for p in (ROOT / "pipeline" / "commands").glob("*.py") if "driver_clock.line(" in p.read_text()}
+    assert named == printing

@@ -96,6 +96,9 @@ def test_functional_entries_are_checked_on_what_they_return(eco_run):
     assert "returned a tensor of shape [64, 511], expected [64, 512]" in shape.diagnostic
     (dtype,) = rows["rms_wrong_dtype"]
     assert dtype.status == "incorrect" and "returned float64, expected float32" in dtype.diagnostic
+    # One line each: a table cell and a PR comment row show the whole finding.
+    assert "\n" not in shape.diagnostic.strip() and "\n" not in dtype.diagnostic.strip(), (shape.diagnostic,
+                                                                                          dtype.diagnostic)
 
 
 @pytest.mark.slow

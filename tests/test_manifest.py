@@ -81,11 +81,16 @@ def test_one_broken_manifest_does_not_hide_the_others(tmp_path):
     assert [i.name for i in invalid] == ["bad"] and "op" in invalid[0].error
 
 
-def test_duplicate_names_make_the_second_invalid(tmp_path):
-    _variant(tmp_path, GOOD, "a")
-    _variant(tmp_path, GOOD, "b")
+def test_two_variants_of_one_name_are_both_invalid_naming_both_folders(tmp_path):
+    # A new folder that sorts first must not take over the existing series of that name.
+    _variant(tmp_path, GOOD, "existing")
+    _variant(tmp_path, GOOD, "a_new")
     valid, invalid = discover(tmp_path, ProjectConfig())
-    assert len(valid) == 1 and "already used" in invalid[0].error
+    assert valid == []
+    errors = {bad.manifest: bad.error for bad in invalid}
+    new, old = "kernels/gemm/a_new/variant.toml", "kernels/gemm/existing/variant.toml"
+    assert errors == {new: f"{new}: name: 'v' is also the name of {old}; rename one (a series is known by its name)",
+                      old: f"{old}: name: 'v' is also the name of {new}; rename one (a series is known by its name)"}
 
 
 def test_config_from_flopwatch_toml_and_pyproject(tmp_path):
@@ -128,3 +133,31 @@ def test_broken_set_has_exactly_one_invalid_manifest(repo_root):
     assert [i.name for i in invalid] == ["broken_manifest"]
     assert "sources" in invalid[0].error and "outside the repository" in invalid[0].error
     assert len(valid) == 8
+
+
+def test_a_manifest_with_several_mistakes_reports_each_on_its_own_line(tmp_path, capsys):
+    import io
+
+    from rich.console import Console
+
+    import git
+
+    from pipeline.cli import main as cli
+    from pipeline.run.summary import print_table
+
+    _variant(tmp_path, GOOD.replace("flags =", "flgs =").replace('["fp32"]', '["fp8"]').replace("1e-4", '"tight"'))
+    valid, [bad] = discover(tmp_path, ProjectConfig())
+    f = "kernels/gemm/v/variant.toml"
+    assert bad.error.splitlines() == [
+        f"{f}: build.flgs: unknown key; did you mean 'flags'? (known in [build]: flags, include_dirs, makefile, openmp)",
+        f"{f}: dtypes[0]: expected one of fp32, fp16, bf16, got \"fp8\" (a string)",
+        f"{f}: tolerance.rtol: expected a number, got \"tight\" (a string)"]
+    # The run's table and `ls` keep the lines: the last mistake is not cut off.
+    out = io.StringIO()
+    print_table([{"variant": "v", "op": "", "backend": "", "shape": "", "dtype": "", "device": "", "status": "invalid",
+                  "diagnostic": bad.error}], Console(file=out, width=400), "run")
+    assert all(any(line.split(": ", 1)[1] in row for row in out.getvalue().splitlines()) for line in bad.error.splitlines())
+    git.Repo.init(tmp_path)
+    assert cli(["ls", "--repo", str(tmp_path)]) == 1
+    shown = capsys.readouterr().out
+    assert "tolerance.rtol: expected a number" in shown and "dtypes[0]: expected one of" in shown

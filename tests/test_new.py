@@ -375,3 +375,20 @@ def test_sources_a_torch_extension_builds_are_drafted_as_its_module_functions(ec
                              "built by torch_ext_attention/build.py:2 (torch.utils.cpp_extension): drafted as "
                              'backend = "torch" variants of the functions its module exports ([[extensions]] from = '
                              '"torch_ext_attention/build.py"), not as kernels of their own')]
+
+
+def test_out_as_an_absolute_path_is_that_folder_and_one_outside_the_repository_is_refused(tmp_path, capsys):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    shutil.copytree(HERE / "new_kernels" / "cuda", repo / "cuda")
+    git.Repo.init(repo, initial_branch="main")
+    code = cli(["new", "cuda/row_ops.cuh", "--repo", str(repo), "--out", str(elsewhere), "--no-build", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and f"--out {elsewhere}: outside the repository" in captured.err, captured
+    assert not elsewhere.exists() and not (repo / str(elsewhere).lstrip("/")).exists()  # never ./abs/path
+    assert not (repo / "flopwatch.toml").exists()
+    inside = repo / "bench" / "drafts"
+    code = cli(["new", "cuda/row_ops.cuh", "--repo", str(repo), "--out", str(inside), "--no-build", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and (inside / "row_softmax" / "variant.toml").is_file(), out
+    assert tomllib.loads((repo / "flopwatch.toml").read_text())["kernels"] == ["bench/drafts"]
+    assert not (repo / str(inside).lstrip("/")).exists()

@@ -23,7 +23,8 @@ SUITE = [("naive", "gemm", False, [1.2, 4.9]), ("tiled", "gemm", False, [1.1, 1.
 OVERHEAD = 0.25  # untimed slot time per call in the recorded runs
 
 
-def record_run(store: Store, slots: int, outside: float = 3.0, check: bool = False) -> tuple[int, float]:
+def record_run(store: Store, slots: int, outside: float = 3.0, check: bool = False,
+               device: str = DEVICE) -> tuple[int, float]:
     """A finished run as `runflow.run_commit` and `flopwatch run` store it: its results with
     phases (one call per variant, longest first to the slot free soonest, back to back), and its
     summary (per-slot wall, busy, calls; the driver's whole wall). Returns (run id, jobs wall)."""
@@ -40,12 +41,12 @@ def record_run(store: Store, slots: int, outside: float = 3.0, check: bool = Fal
             at += b
             busy[s] += b
             store.record_result(run_id, "a" * 40, False, Result(
-                variant=variant, op=op, backend="cuda", shape=f"n={i}", dtype="bf16", device=DEVICE, status="ok",
+                variant=variant, op=op, backend="cuda", shape=f"n={i}", dtype="bf16", device=device, status="ok",
                 median_s=1e-3, samples_s=(1e-3,), peer=peer, phases=phases,
-                device_info={"slot": f"cuda/{s}", "uuid": f"GPU-{s}"}))
+                device_info={"slot": f"{planner.kind_of(device)}/{s}", "uuid": f"GPU-{s}"}))
         free[s], calls[s] = at, calls[s] + 1
     walls = [f - t0 for f in free]
-    devices = [{"slot": f"cuda/{s}", "device": DEVICE, "jobs": 0, "busy_s": busy[s], "wall_s": walls[s],
+    devices = [{"slot": f"{planner.kind_of(device)}/{s}", "device": device, "jobs": 0, "busy_s": busy[s], "wall_s": walls[s],
                 "calls": calls[s]} for s in range(slots)]
     summary = {"devices": devices, "driver": {"phases": {}, "command_s": max(walls) + outside}}
     if check:
@@ -129,3 +130,26 @@ def test_bad_input_says_what_is_wrong(tmp_path, capsys):
     assert "give GPUs as N" in capsys.readouterr().err
     assert cli.main(["plan", "--db", str(db), "--gpus", "0x8"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_plan_after_a_resume_run_plans_from_the_resumed_jobs_stored_times(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        first, _ = record_run(store, 1)
+        # `run --resume` of the same commit, every job already stored: nothing measured again.
+        resumed = store.start_run("a" * 40, False, "run", "/repo", "host", "run")
+        store.finish_run(resumed, {"devices": [], "driver": {"phases": {}, "command_s": 4.0}, "resumed": 17})
+    assert cli.main(["plan", "--db", str(db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["run_id"] == resumed and out["resumed_from"] == [first] and out["jobs"] == 17 and out["kind"] == "cuda"
+    assert cli.main(["plan", "--db", str(db)]) == 0
+    assert f"run {resumed} resumed jobs measured by run {first}" in capsys.readouterr().out
+
+
+def test_plan_of_a_cpu_run_names_cpu_slots_not_gpus(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        record_run(store, 2, device="cpu:AMD EPYC")
+    assert cli.main(["plan", "--db", str(db), "--gpus", "1,2"]) == 0
+    text = capsys.readouterr().out
+    assert "1 CPU slot " in text and "2 CPU slots" in text and "GPU" not in text

@@ -59,7 +59,7 @@ def test_points_are_the_product_in_axis_order_plus_extra_less_excluded():
     ({"T": ["float x"]}, [], [], "params.T", "single token"),
     ({"T": [float("nan")]}, [], [], "params.T", "nan"),
     ({"BM": [64]}, [{"BN": 1}], [], "sweep.points[0]", "every axis"),
-    ({"BM": [64]}, [], [{"BN": 1}], "sweep.exclude[0]", "not axes"),
+    ({"BM": [64]}, [], [{"BN": 1}], "sweep.exclude[0]", "not an axis"),
     ({"BM": [64]}, [], [{}], "sweep.exclude[0]", "every point"),
     ({"BM": [64, 128]}, [], [{"BM": 64}, {"BM": 128}], "sweep.exclude", "every point"),
     ({"A": list(range(20)), "B": list(range(20))}, [], [], "params", "at most"),
@@ -77,6 +77,19 @@ def test_sweep_mistakes_name_their_key(axes, extra, exclude, key, words):
     with pytest.raises(SweepError) as err:
         points_of(axes, extra, exclude)
     assert err.value.key == key and words in str(err.value)
+
+
+@pytest.mark.parametrize("extra, exclude, message", [
+    ([], [{"BLK": 64}], "'BLK' is not an axis; did you mean 'BK'? (axes: TILE, BK)"),
+    ([], [{"TILEE": 64, "BKK": 8}], "'BKK', 'TILEE' are not axes; did you mean 'BK', 'TILE'? (axes: TILE, BK)"),
+    ([], [{"TILE": 65, "BK": 8}], "{TILE = 65, BK = 8} matches no point (a value misspelt?)"),
+    ([{"TILE": 64}], [], "sets TILE; a point sets every axis (TILE, BK)"),
+])
+def test_sweep_mistakes_say_what_was_meant_in_the_manifests_words_not_pythons(extra, exclude, message):
+    with pytest.raises(SweepError) as err:
+        points_of({"TILE": [64, 128], "BK": [8, 16]}, extra, exclude)
+    assert str(err.value) == message
+    assert "[" not in str(err.value)  # no Python list (or dict) reprs
 
 
 def test_names_round_trip_and_selectors_pick_points():

@@ -1,5 +1,6 @@
 """Every point of a swept variant builds with the real compilers, or fails alone with the
-compiler's reason; the static resources are recorded per point."""
+compiler's reason; the static resources are recorded per point; a run stores a point past the
+device's limit as `does_not_fit` with that reason and still passes."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from suite_repo import init_repo
+
+from pipeline import cli
 from pipeline.project.config import ProjectConfig
 from pipeline.project.discovery import discover
 from pipeline.run.plan import build_plan
 from workers.backends import cuda, hip
+from pipeline.store import Store
 from workers.backends.build import build_variant
+from workers.core import status
 
 TEMPLATE_KERNEL = """template <int BM, int BK>
 __global__ void tile_sum(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -65,6 +71,26 @@ def test_hip_template_points_fail_past_the_lds_limit_with_the_compilers_reason(t
     assert "local memory (262144) exceeds limit (65536)" in records[failed[0]].first_errors
     lds = {n: next(iter(r.analysis["kernels"].values()))["lds_bytes"] for n, r in records.items() if r.ok}
     assert lds == {"tiles[BM=16,BK=8]": 512, "tiles[BM=64,BK=8]": 2048, "tiles[BM=16,BK=1024]": 65536}
+
+
+@pytest.mark.skipif(hip.toolchain() is None, reason="no HIP toolchain (clang with the AMDGPU target)")
+def test_a_run_stores_the_point_past_the_lds_limit_as_does_not_fit_and_exits_0(tmp_path, ray_cluster):
+    _raw_repo(tmp_path, "hip", "gfx942", ".hip", [8, 1024])
+    repo = init_repo(tmp_path)
+    (tmp_path / ".gitignore").write_text(".flopwatch/\n")
+    repo.git.add("-A")
+    repo.index.commit("swept template kernel")
+    db = tmp_path / "r.db"
+    code = cli.main(["run", "--repo", str(tmp_path), "--db", str(db), "--site", str(tmp_path / "site")])
+    with Store(db) as store:
+        rows = {r["variant"]: r for r in store.results(columns=("variant", "status", "diagnostic"))}
+    unfit = rows["tiles[BM=64,BK=1024]"]
+    assert unfit["status"] == status.DOES_NOT_FIT, unfit
+    assert "local memory (262144) exceeds limit (65536)" in unfit["diagnostic"]
+    # The other points built; no AMD GPU here to time them. Nothing failed, so the run passes.
+    assert {n: r["status"] for n, r in rows.items() if n.startswith("tiles") and n != unfit["variant"]} == \
+        dict.fromkeys(("tiles[BM=16,BK=8]", "tiles[BM=64,BK=8]", "tiles[BM=16,BK=1024]"), status.SKIPPED)
+    assert code == 0
 
 
 def test_cpp_points_each_compile_their_own_defines(tmp_path):

@@ -1,6 +1,7 @@
 """The bundled suite's swept variants on a machine without a GPU: every point of the CUDA and
-HIP GEMMs is built (or fails for the resource limit its manifest says it exceeds), its static
-resources are stored per point, and the commit page lays the points out over their axes."""
+HIP GEMMs is built (or is `does_not_fit` for the resource limit its manifest says it exceeds),
+its static resources are stored per point, the run exits 0, and the commit page lays the points
+out over their axes."""
 
 from __future__ import annotations
 
@@ -40,11 +41,12 @@ def stored(tmp_path_factory):
         args = ["run", "--repo", str(root), "--db", str(db), "--site", str(site)]
         for name in SWEPT:
             args += ["--variant", name]
-        cli.main(args)
+        code = cli.main(args)
     finally:
         cluster.shutdown(info)
     with Store(db) as store:
         rows = store.results(columns=("variant", "shape", "status", "diagnostic", "resources"))
+    assert code == 0  # the points that do not fit are no failure: the suite passes on a healthy machine
     return rows, site
 
 
@@ -56,7 +58,7 @@ def test_every_cuda_point_builds_but_the_one_past_the_shared_memory_limit(stored
     rows, _ = stored
     points = _per_point(rows, "cuda_tiled_swept")
     assert len(points) == 12
-    failed = {n for n, r in points.items() if r["status"] == "build_failed"}
+    failed = {n for n, r in points.items() if r["status"] == "does_not_fit"}
     assert failed == {"cuda_tiled_swept[TILE=256,BK=64]"}
     assert "uses too much shared data" in points["cuda_tiled_swept[TILE=256,BK=64]"]["diagnostic"]
     for name, r in points.items():
@@ -74,7 +76,7 @@ def test_every_hip_point_builds_but_those_past_the_lds_limit(stored):
     rows, _ = stored
     points = _per_point(rows, "hip_tiled_swept")
     assert len(points) == 12
-    failed = {n: r["diagnostic"] for n, r in points.items() if r["status"] == "build_failed"}
+    failed = {n: r["diagnostic"] for n, r in points.items() if r["status"] == "does_not_fit"}
     assert set(failed) == {"hip_tiled_swept[TILE=64,BK=64]", "hip_tiled_swept[TILE=128,BK=32]"}
     assert all("exceeds limit (65536)" in d for d in failed.values())
     lds = {n: max(k["lds_bytes"] for k in r["resources"]["kernels"].values())
@@ -90,5 +92,5 @@ def test_the_commit_page_lays_out_each_family_over_its_axes(stored):
     cuda_table = html[html.index('data-family="cuda_tiled_swept"'):]
     cuda_table = cuda_table[:cuda_table.index("</table>")]
     assert cuda_table.count('class="axes-cell') == 12 + 0  # 4 TILE rows × 3 BK columns
-    assert "build_failed" in cuda_table and "smem 144 KiB" in cuda_table
+    assert "does not fit" in cuda_table and "build_failed" not in cuda_table and "smem 144 KiB" in cuda_table
     assert json.dumps("TILE=256,BK=64")[1:-1] in cuda_table

@@ -11,6 +11,7 @@ import pytest
 from suite_repo import init_repo
 
 from pipeline import cli
+from pipeline.store import Store
 
 # Every test here runs on one local Ray cluster (`ray_cluster`, tests/conftest.py).
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
@@ -143,9 +144,15 @@ def test_bisect_refuses_a_selector_of_several_points_before_timing(history, caps
     assert code == 2 and "selects 3 points" in err and "--variant 'swept[BS=32,MODE=0]'" in err, err
 
 
-def test_a_selector_that_selects_nothing_says_so(history, capsys, tmp_path):
+def test_a_selector_that_selects_nothing_is_an_error_naming_near_names_and_stores_no_run(history, capsys, tmp_path):
     root, shas = history
-    cli.main(["run", shas[0], "--repo", str(root), "--db", str(tmp_path / "r.db"), "--no-report", "--json",
-              "--variant", "swept[MODE=7]"])
-    err = capsys.readouterr().err
-    assert "--variant 'swept[MODE=7]' selects no variant" in err, err
+    db = tmp_path / "r.db"
+    for selector, near in (("swept[MODE=7]", "swept"), ("swepd", "swept")):
+        code = cli.main(["run", shas[0], "--repo", str(root), "--db", str(db), "--no-report", "--json",
+                         "--variant", selector])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert f"--variant {selector!r} selects no variant" in err and f"near names: {near}" in err, err
+    if db.exists():
+        with Store(db) as store:
+            assert store.runs() == [], "a run that selected nothing was stored"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.commands.common import UsageError
-from pipeline.commands.new import add_common, draft_and_report
+from pipeline.commands.new import add_common, draft_and_report, out_folder
 from pipeline.onboarding import onboard
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
@@ -19,10 +19,11 @@ def add_arguments(p) -> None:
 
 def main(args) -> int:
     root = Path(args.repo).resolve()
-    texts = {f: f.read_text(errors="replace") for f in onboard.repository_sources(root, args.out.strip("/"))}
+    out_dir = out_folder(root, args.out)
+    texts = {f: f.read_text(errors="replace") for f in onboard.repository_sources(root, out_dir)}
     files = [f for f, text in texts.items()
              if onboard.kernel_scan.find_kernels(text, "") or onboard.kernel_scan.find_pybind_functions(text, "")]
-    py_files = onboard.python_entry_files(root, args.out.strip("/"))
+    py_files = onboard.python_entry_files(root, out_dir)
     if not files and not py_files:
         raise UsageError(f"no __global__ kernel, pybind11 module, torch extension or KernelBench problem in the "
                          f"sources of {root}")

@@ -13,7 +13,7 @@ from pipeline.project.checkout import open_repo
 from pipeline.project.config import load_config
 from pipeline.project.discovery import discover
 from pipeline.run.peers import builtin_peers
-from pipeline.run.summary import cell
+from pipeline.run.summary import cell, lines_cell
 from workers.backends.build import toolchains
 from workers.measure import device
 
@@ -51,7 +51,7 @@ def main(args) -> int:
         table.add_column(col)
     for r in rows:
         if r["status"] == "invalid":
-            table.add_row(cell(r["name"]), "", "", "", "", "[red]invalid[/red]", cell(r["error"]))
+            table.add_row(cell(r["name"]), "", "", "", "", "[red]invalid[/red]", lines_cell(r["error"]))
             continue
         name = r["name"] + (" (built-in peer)" if r["backend"] == "builtin" else "")
         table.add_row(cell(name), r["op"], r["backend"], str(r["shapes"]), ",".join(r["dtypes"]),

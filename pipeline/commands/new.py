@@ -26,7 +26,8 @@ def add_arguments(p) -> None:
 
 def add_common(p) -> None:
     p.add_argument("--repo", default=".", help="the repository (default: the current folder)")
-    p.add_argument("--out", default="flopwatch", help="repository-relative folder for the drafts (default: flopwatch)")
+    p.add_argument("--out", default="flopwatch", help="folder for the drafts, inside the repository: relative to it, or "
+                                                       "an absolute path in it (default: flopwatch)")
     p.add_argument("--force", action="store_true", help="overwrite drafts that exist")
     p.add_argument("--no-build", action="store_true", help="write the drafts without building them")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
@@ -43,12 +44,28 @@ def main(args) -> int:
     return draft_and_report(root, files, args)
 
 
+def out_folder(root: Path, text: str) -> str:
+    """`--out` as the repository-relative folder the drafts go to. An absolute path is taken as
+    written, not as a folder of that name inside the repository; one outside the repository is
+    refused: `kernels` in flopwatch.toml names repository folders, and drafts are committed with
+    the kernels they measure."""
+    full = Path(text) if Path(text).is_absolute() else root / text
+    try:
+        rel = full.resolve().relative_to(root)
+    except ValueError:
+        raise UsageError(f"--out {text}: outside the repository {root}; the drafts must be in it (flopwatch.toml's "
+                         "`kernels` lists repository folders): give a folder inside it") from None
+    if rel == Path("."):
+        raise UsageError(f"--out {text}: the repository's own folder; give a folder inside it (default: flopwatch)")
+    return rel.as_posix()
+
+
 def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (), py_files: list[str] | None = None,
                      functional: bool = True) -> int:
     """Draft, write, build and report. `py_files`: the Python files whose entries to draft
     (default: the .py files among `files`, and the files that build the extensions whose
     sources are among them)."""
-    out_dir = args.out.strip("/")
+    out_dir = out_folder(root, args.out)
     extensions = onboard.torch_extension_sources(root, out_dir)
     native = [f for f in files if f.suffix != ".py"]
     planned = onboard.plan(root, native, out_dir, skip_files=set(extensions)) if native else onboard.Plan([])

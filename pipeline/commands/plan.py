@@ -48,17 +48,23 @@ def main(args) -> int:
         c["jobs_error_pct"] = round(100 * (p.jobs_wall_s / c["jobs_wall_s"] - 1), 1) if c["jobs_wall_s"] else None
     if args.json:
         print(json.dumps({"run_id": rec.run_id, "kind": rec.kind, "jobs": len(rec.jobs), "slots": rec.slots,
+                          "resumed_from": rec.resumed_from,
                           "call_overhead_s": round(rec.call_overhead_s, 3), "outside_s": round(rec.outside_s, 2),
                           "recorded_jobs_wall_s": round(rec.jobs_wall_s, 2), "recorded_command_s": rec.command_s,
                           "predictions": [p.to_dict() for p in predictions.values()], "checks": checks}))
         return 0
+    if rec.resumed_from:
+        print(f"run {rec.run_id} resumed jobs measured by run {', '.join(map(str, rec.resumed_from))}: planned from "
+              "their recorded device times")
     print(f"run {rec.run_id}: {len(rec.jobs)} {rec.kind} jobs in {rec.calls} calls on {rec.slots} slot(s), "
           f"{sum(j.busy_s for j in rec.jobs):.1f} s of device work; jobs wall {rec.jobs_wall_s:.1f} s, command "
           f"{rec.command_s:.1f} s ({rec.outside_s:.1f} s outside the jobs; {rec.call_overhead_s:.2f} s untimed per call)")
-    print(f"\n{'machine':>10} {'jobs wall':>10} {'command':>9} {'speed-up':>9} {'bound':>8} {'calls':>6}  spread over slots")
+    # A CPU run's slots are CPU slots (one job each at a time), not GPUs.
+    unit = "CPU slot" if rec.kind == "cpu" else "GPU"
+    print(f"\n{'machine':>12} {'jobs wall':>10} {'command':>9} {'speed-up':>9} {'bound':>8} {'calls':>6}  spread over slots")
     for (nodes, gpus), p in predictions.items():
-        name = f"{nodes}x{gpus}" if nodes > 1 else f"{gpus} GPU" + ("s" if gpus > 1 else "")
-        print(f"{name:>10} {p.jobs_wall_s:>8.1f} s {p.command_s:>7.1f} s {one.command_s / p.command_s:>8.2f}× "
+        name = f"{nodes}x{gpus}" if nodes > 1 else f"{gpus} {unit}" + ("s" if gpus > 1 else "")
+        print(f"{name:>12} {p.jobs_wall_s:>8.1f} s {p.command_s:>7.1f} s {one.command_s / p.command_s:>8.2f}× "
               f"{p.bound.bound_s:>6.1f} s {p.calls:>6}  {', '.join(p.split) or '—'}")
     for c in checks:
         print(f"run {c['run_id']} measured on {c['slots']} slot(s): command {c['command_s']:.1f} s (predicted "

@@ -8,7 +8,8 @@ import threading
 
 from rich.console import Console
 
-from pipeline.run import driver_clock
+from pipeline.commands.common import UsageError
+from pipeline.run import driver_clock, runflow
 from pipeline.run.accounting import bound_lines, busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, add_points_option, open_session, run_options, site_path, workdir
 from pipeline.run.runflow import run_commit
@@ -61,6 +62,8 @@ def main(args) -> int:
     try:
         outcome = run_commit(session, repo, args.rev, run_options(args, "run", resume=args.resume),
                              beside_jobs=None if args.no_report else preparing.start)
+    except runflow.SelectionError as exc:
+        raise UsageError(str(exc)) from None
     finally:
         session.shutdown()
     rows = [r.to_dict() for r in outcome.results]

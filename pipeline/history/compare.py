@@ -41,12 +41,17 @@ NOT_RUN = "not run"
 # Measured at one commit only, for the same reasons: the other side's number has nothing to be
 # set against.
 NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD = "not run at base", "not run at head"
-NOT_MEASURED = frozenset({status.SKIPPED}) | status.INCOMPLETE
+# The compiler refused the point for a device limit at both commits (`status.DOES_NOT_FIT`): left
+# out as an autotuner leaves it, so neither a failure nor "not run here". At one commit only, the
+# row is `not run at base` / `not run at head` with the compiler's line: a series that fits at head
+# only is fine, one that stops fitting is named but is not a regression.
+DOES_NOT_FIT = "does not fit"
+NOT_MEASURED = frozenset({status.SKIPPED, status.DOES_NOT_FIT}) | status.INCOMPLETE
 # Table order: what blocks a merge first, then what needs a look, then the rest; rows without a
 # number at either commit last.
 _ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FASTER: 3, NEWLY_FIXED: 4,
           STILL_FAILING: 5, verdicts.SAME: 6, UNCHANGED: 7, ADDED: 8, REMOVED: 9, NOT_RUN_AT_BASE: 10,
-          NOT_RUN_AT_HEAD: 10, NOT_RUN: 11}
+          NOT_RUN_AT_HEAD: 10, NOT_RUN: 11, DOES_NOT_FIT: 11}
 # Counters are measured and jitter a little; below this relative change they did not "move".
 COUNTER_TOLERANCE = 0.05
 # A swept family's line in the PR comment names at most this many of its points that moved;
@@ -288,6 +293,8 @@ def _untimed_kind(side: Side) -> str:
     """The kind of a series whose one result stands for both commits."""
     if side.status in status.FAILURES:
         return STILL_FAILING
+    if side.status == status.DOES_NOT_FIT:
+        return DOES_NOT_FIT
     return NOT_RUN if side.status in NOT_MEASURED else UNCHANGED
 
 
@@ -389,7 +396,7 @@ def _not_run_kind(b: Side, h: Side) -> str | None:
     series skipped at both commits would read `same`, the word for "measured, no change"."""
     idle_b, idle_h = b.status in NOT_MEASURED, h.status in NOT_MEASURED
     if idle_b and idle_h:
-        return NOT_RUN
+        return DOES_NOT_FIT if b.status == h.status == status.DOES_NOT_FIT else NOT_RUN
     if idle_b or idle_h:
         return NOT_RUN_AT_BASE if idle_b else NOT_RUN_AT_HEAD
     return None
@@ -398,9 +405,12 @@ def _not_run_kind(b: Side, h: Side) -> str | None:
 def not_run_reason(kind: str, b: Side | None, h: Side | None) -> str:
     """Why a not-run row has no number, from the unmeasured side's diagnostic (head's when
     neither side ran: it is what this machine says now); empty for any other kind."""
-    if kind not in (NOT_RUN, NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD):
+    if kind not in (NOT_RUN, NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD, DOES_NOT_FIT):
         return ""
     side = b if kind == NOT_RUN_AT_BASE else h
+    if side.status == status.DOES_NOT_FIT:
+        where = {NOT_RUN_AT_BASE: " at base", NOT_RUN_AT_HEAD: " at head"}.get(kind, "")
+        return f"does not fit the device{where}: {side.diagnostic.splitlines()[0] if side.diagnostic else ''}"
     if side.status == status.SKIPPED:
         return f"not run here: {side.diagnostic}" if side.diagnostic else "not run here"
     # A lost result's diagnostic already says "not measured: ..." and why.

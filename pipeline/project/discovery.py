@@ -28,7 +28,7 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
     """
     valid: list[Variant] = []
     invalid: list[InvalidVariant] = []
-    seen: dict[str, str] = {}
+    claimed: dict[str, list[tuple[str, str]]] = {}  # name: (folder, manifest) of each variant called so
     problems: dict[str, str] = {}
     folders = kernel_dirs or config.kernel_dirs
     repo_ops, broken_ops = find_ops(repo_root, folders)
@@ -50,16 +50,29 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
             points = [p for p in expand(variant) if not only or any(selects(sel, p.name) for sel in only)]
             if not points:
                 continue
-            if variant.name in seen:
-                invalid.append(InvalidVariant(
-                    rel_folder, rel, f"{rel}: name: {variant.name!r} is already used by {seen[variant.name]}"))
-                continue
             clash = _problem_clash(variant, problems)
             if clash:
                 invalid.append(InvalidVariant(rel_folder, rel, f"{rel}: op: {clash}"))
                 continue
-            seen[variant.name] = rel
+            claimed.setdefault(variant.name, []).append((rel_folder, rel))
             valid += points
+    return _without_name_clashes(valid, invalid, claimed)
+
+
+def _without_name_clashes(valid: list[Variant], invalid: list[InvalidVariant],
+                          claimed: dict[str, list[tuple[str, str]]]) -> tuple[list[Variant], list[InvalidVariant]]:
+    """Every variant of a name two manifests give is `invalid`, naming the other folders: a series
+    is known by its name, and keeping the one whose folder sorts first would let a new folder
+    silently take over an existing series."""
+    clashes = {name: places for name, places in claimed.items() if len(places) > 1}
+    if not clashes:
+        return valid, invalid
+    valid = [v for v in valid if family_of(v.name) not in clashes]
+    for name, places in clashes.items():
+        for folder, rel in places:
+            others = ", ".join(other for _, other in places if other != rel)
+            invalid.append(InvalidVariant(folder, rel, f"{rel}: name: {name!r} is also the name of {others}; "
+                                                       "rename one (a series is known by its name)"))
     return valid, invalid
 
 

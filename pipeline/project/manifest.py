@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import ValidationError
 
 from pipeline.project.config import ProjectConfig
-from pipeline.project.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problem
+from pipeline.project.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problems
 from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
 from workers.bindings.python_entry import PYTHON_SIDE, entry_parts
 from workers.core import untrusted
@@ -42,11 +42,13 @@ _DYNAMIC_SHARED = {"hip": "dynamic_lds_bytes", "cuda": "dynamic_smem_bytes", "to
 
 
 class ManifestError(ValueError):
-    """A manifest is wrong; `str()` is `<file>: <key>: <what is wrong>`."""
+    """A manifest is wrong; `str()` is `<file>: <key>: <what is wrong>`, and one more such line
+    for each further mistake found with it (`more`: (key, message) pairs), so that a manifest
+    with two mistakes is not fixed one run at a time."""
 
-    def __init__(self, path: str, key: str, message: str):
+    def __init__(self, path: str, key: str, message: str, more: list[tuple[str, str]] = ()):
         self.path, self.key = path, key
-        super().__init__(f"{path}: {key}: {message}")
+        super().__init__("\n".join(f"{path}: {k}: {m}" for k, m in [(key, message), *more]))
 
 
 def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
@@ -62,7 +64,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     try:
         m = VariantManifest.model_validate(data)
     except ValidationError as exc:
-        raise ManifestError(rel, *problem(exc, VariantManifest)) from None
+        (key, message), *more = problems(exc, VariantManifest)
+        raise ManifestError(rel, key, message, more) from None
     bad_name = untrusted.check_name(m.name)
     if bad_name:
         raise ManifestError(rel, "name", bad_name)

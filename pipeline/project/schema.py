@@ -8,8 +8,9 @@ editors that understand TOML schemas use to complete and check the files) and th
 of docs/variants.md: `python -m pipeline.project.schema_docs --write` regenerates both, and a test fails
 when they are stale.
 
-`problem(error)` turns pydantic's first complaint into (key, message): the dotted key, what
-was expected and the value found, with a "did you mean" for a misspelt key or choice.
+`problems(error)` turns pydantic's complaints into (key, message) pairs, one per key: the dotted
+key, what was expected and the value found, with a "did you mean" for a misspelt key or choice;
+`problem(error)` is the first of them.
 """
 
 from __future__ import annotations
@@ -255,10 +256,31 @@ class ProjectFile(_Table):
 
 def problem(error: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
     """(key, message) for the first complaint of `error`, raised validating `model`."""
+    return problems(error, model)[0]
+
+
+def problems(error: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    """(key, message) for every mistake `error` found validating `model`, an unknown key first:
+    one per key (a value no member of a union accepts is one mistake, not one per member)."""
     errors = error.errors(include_url=False)
+    unknown = [x for x in errors if x["type"] == "extra_forbidden"]
     # A misspelt key is the cause of the "missing" complaint about the key it was meant to be.
-    e = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
-    loc = [part for part in e["loc"] if not (isinstance(part, str) and part in _TAGS)]
+    misspelt_in = {tuple(_loc(x)[:-1]) for x in unknown}
+    rest = [x for x in errors if x["type"] != "extra_forbidden"
+            and not (x["type"] == "missing" and tuple(_loc(x)[:-1]) in misspelt_in)]
+    found: dict[str, str] = {}
+    for e in unknown + rest:
+        key, message = _complaint(e, model)
+        found.setdefault(key, message)
+    return list(found.items())
+
+
+def _loc(e: dict) -> list:
+    return [part for part in e["loc"] if not (isinstance(part, str) and part in _TAGS)]
+
+
+def _complaint(e: dict, model: type[BaseModel]) -> tuple[str, str]:
+    loc = _loc(e)
     key = _key(loc)
     kind, value, ctx = e["type"], e.get("input"), e.get("ctx") or {}
     if kind == "extra_forbidden":

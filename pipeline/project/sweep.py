@@ -15,6 +15,7 @@ a point that fails to build fails alone. What a point changes in the record:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import itertools
 import math
 import re
@@ -62,7 +63,8 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
         texts = [t for v in values for t in {format_value(v), define_flags({name: v})[0]}]
         repeated = sorted({t for t in texts if texts.count(t) > 1})
         if repeated or len({v for v in values}) < len(values):
-            raise SweepError(f"params.{name}", f"{repeated or values} give the same point twice")
+            raise SweepError(f"params.{name}", f"{', '.join(repeated or map(format_value, values))} give the same "
+                                               "point twice")
     size = math.prod(len(v) for v in axes.values()) if axes else 0
     if size + len(extra) > MAX_POINTS:
         raise SweepError("params", f"{size + len(extra)} points; at most {MAX_POINTS} (exclude combinations, or "
@@ -70,7 +72,8 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
     points = [dict(zip(names, combo)) for combo in itertools.product(*axes.values())] if axes else []
     for i, point in enumerate(extra):
         if set(point) != set(names):
-            raise SweepError(f"sweep.points[{i}]", f"sets {sorted(point)}; a point sets every axis {names}")
+            raise SweepError(f"sweep.points[{i}]", f"sets {', '.join(sorted(point))}; a point sets every axis "
+                                                   f"({', '.join(names)})")
         _check_values(f"sweep.points[{i}]", list(point.values()))
         ordered = {n: point[n] for n in names}
         if _key(ordered) not in {_key(p) for p in points}:
@@ -78,11 +81,11 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
     for i, table in enumerate(exclude):
         unknown = sorted(set(table) - set(names))
         if unknown or not table:
-            raise SweepError(f"sweep.exclude[{i}]", f"{unknown} are not axes ({names})" if unknown
+            raise SweepError(f"sweep.exclude[{i}]", _not_axes(unknown, names) if unknown
                              else "an empty table would exclude every point")
         kept = [p for p in points if not all(format_value(p[k]) == format_value(v) for k, v in table.items())]
         if len(kept) == len(points):
-            raise SweepError(f"sweep.exclude[{i}]", f"{table} matches no point (a value misspelt?)")
+            raise SweepError(f"sweep.exclude[{i}]", f"{_table_text(table)} matches no point (a value misspelt?)")
         points = kept
     if not points:
         raise SweepError("sweep.exclude", "excludes every point of [params]")
@@ -94,6 +97,19 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
         raise SweepError("params", f"the point {point_name('', longest)[:60]}... is named by more than "
                                    f"{MAX_POINT_TEXT} characters; shorter axis names or values")
     return points
+
+
+def _not_axes(unknown: list[str], names: list[str]) -> str:
+    """`'BLK' is not an axis; did you mean 'BK'? (axes: TILE, BK)`: the manifest's words, not
+    Python's lists."""
+    said = ", ".join(repr(u) for u in unknown) + (" is not an axis" if len(unknown) == 1 else " are not axes")
+    meant = [m for u in unknown for m in difflib.get_close_matches(u, names, n=1)]
+    return said + (f"; did you mean {', '.join(repr(m) for m in meant)}?" if meant else "") + f" (axes: {', '.join(names)})"
+
+
+def _table_text(table: dict) -> str:
+    """An exclude table as the manifest writes it: `{TILE = 256, BK = 64}`."""
+    return "{" + ", ".join(f"{k} = {format_value(v)}" for k, v in table.items()) + "}"
 
 
 def _check_values(key: str, values: list) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pipeline.run import schedule
 from pipeline.run.accounting import PEER_RETIME_BUDGET_S, busy_s
+from workers.core import status
 
 
 class PlanError(ValueError):
@@ -55,6 +56,7 @@ class Recorded:
     command_s: float
     probe: RecordedJob | None = None  # the peer job the peer check re-times
     calls: int = 0
+    resumed_from: list[int] = field(default_factory=list)  # earlier runs whose job times a `--resume` run kept
 
     @property
     def variants(self) -> list[str]:
@@ -93,9 +95,10 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
     if run is None:
         raise PlanError(f"no run {run_id} in {store.location.shown}" if run_id is not None else
                         f"no finished `flopwatch run` in {store.location.shown} to plan from")
-    rows = store.results(columns=("variant", "op", "shape", "dtype", "device", "status", "peer", "phases",
-                                  "device_info", "median_s"), run_id=run["id"])
-    measured = [r for r in rows if r["phases"] and busy_s(r["phases"]) > 0]
+    columns = ("variant", "op", "shape", "dtype", "device", "status", "peer", "phases", "device_info", "median_s")
+    rows = store.results(columns=columns, run_id=run["id"])
+    resumed = _resumed(store, run, rows, columns)
+    measured = [r for r in rows + resumed if r["phases"] and busy_s(r["phases"]) > 0]
     work: dict[str, float] = {}
     for r in measured:
         work[kind_of(r["device"])] = work.get(kind_of(r["device"]), 0.0) + busy_s(r["phases"])
@@ -104,8 +107,10 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
         kind = max(gpu or work, key=(gpu or work).get) if work else ""
     mine = [r for r in measured if kind_of(r["device"]) == kind]
     if not mine:
+        why = (f"; it resumed {summary_resumed(run)} job(s) whose earlier runs stored no {kind or 'device'} time "
+               "either") if summary_resumed(run) else ""
         raise PlanError(f"run {run['id']} measured no {kind or 'device'} job: nothing to plan from "
-                        f"(kinds measured: {', '.join(sorted(work)) or 'none'})")
+                        f"(kinds measured: {', '.join(sorted(work)) or 'none'}){why}")
     summary = run["summary"]
     devices = summary.get("devices") or []
     slot_rows = [d for d in devices if d["slot"].split("/")[0] == kind]
@@ -121,7 +126,28 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
     jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]),
                         r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0)) for r in mine]
     return Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
-                    max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls)
+                    max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls,
+                    sorted({r["run_id"] for r in resumed if kind_of(r["device"]) == kind}))
+
+
+def summary_resumed(run: dict) -> int:
+    """How many stored results a `run --resume` kept instead of measuring them again."""
+    return int((run.get("summary") or {}).get("resumed") or 0)
+
+
+def _resumed(store, run: dict, rows: list[dict], columns: tuple[str, ...]) -> list[dict]:
+    """The results a `run --resume` kept rather than measured: the newest stored result of each
+    series of its commit that an earlier run measured and it did not. Their recorded device times
+    are what its jobs take, so the run is planned from them; none for a run that resumed nothing."""
+    if not summary_resumed(run):
+        return []
+    own = {(r["variant"], r["shape"], r["dtype"], r["device"]) for r in rows}
+    earlier: dict[tuple, dict] = {}
+    for r in store.results(columns=(*columns, "run_id"), commit_sha=run["commit_sha"]):  # oldest first
+        key = (r["variant"], r["shape"], r["dtype"], r["device"])
+        if r["run_id"] < run["id"] and key not in own and r["status"] != status.LOST:
+            earlier[key] = r
+    return list(earlier.values())
 
 
 def _probe(jobs: list[RecordedJob], summary: dict) -> RecordedJob | None:

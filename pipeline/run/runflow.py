@@ -7,6 +7,7 @@ or a missing toolchain included, becomes a stored result; nothing is dropped.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import platform
@@ -36,6 +37,7 @@ from workers.core.params import family_of, selects
 from workers.core.records import BuildResult, InvalidVariant, Job, Result, Variant
 from workers.isolation import containment
 from workers.ops import static_work
+from workers.toolkit import build_hints
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,20 @@ def plan_commit(session: Session, repo, rev: str | None, options: RunOptions) ->
         return _plan(session, root, info, options)
 
 
+class SelectionError(ValueError):
+    """A `--variant` selector that selects nothing at the commit; `flopwatch run` prints it and exits 2."""
+
+
+def _selects_nothing(sel: str, sha: str, variants: list[Variant]) -> str:
+    """What to tell the user of a selector that selects nothing: the names nearest to it."""
+    names = sorted({v.name for v in variants} | {family_of(v.name) for v in variants})
+    near = difflib.get_close_matches(sel, names, n=5, cutoff=0.6) or \
+        difflib.get_close_matches(family_of(sel), names, n=5, cutoff=0.6)
+    hint = f"; near names: {', '.join(near)}" if near else f"; `flopwatch ls` lists the {len(names)} names"
+    return (f"--variant {sel!r} selects no variant at {sha[:10]}{hint} (a swept variant's points: NAME, or "
+            "NAME[AXIS=value,...] with the values as the manifest writes them)")
+
+
 def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunOptions) -> PlannedCommit:
     config = load_config(root)
     # Discover everything: a peer's shapes come from the other variants even when only the
@@ -217,8 +233,12 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     variants += builtin_peers(variants)  # every op gets a peer; the repository's own wins
     for sel in options.only:
         if not any(selects(sel, v.name) for v in variants) and family_of(sel) not in {b.name for b in invalid}:
-            print(f"flopwatch: --variant {sel!r} selects no variant at {info.sha[:10]} (a swept variant's points: "
-                  "NAME, or NAME[AXIS=value,...] with the values as the manifest writes them)", file=sys.stderr)
+            problem = _selects_nothing(sel, info.sha, variants)
+            # `run` stops before anything is built or stored: a misspelt name would otherwise pass
+            # with an empty table. compare and bisect go on: the variant may exist at one commit only.
+            if options.command == "run":
+                raise SelectionError(problem)
+            print(f"flopwatch: {problem}", file=sys.stderr)
     invalid = [bad for bad in invalid if not options.only or bad.name in {family_of(sel) for sel in options.only}]
     all_jobs = jobs_for(variants)
     jobs = [j for j in all_jobs if _wanted(j, options)]
@@ -300,7 +320,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     with clock.phase("store"):
         store.finish_run(run_id, {"devices": outcome.accounting, "peer_check": outcome.peer_check,
                                   "driver": clock.as_dict(), "lost_nodes": outcome.lost_nodes,
-                                  "bounds": outcome.bounds})
+                                  "bounds": outcome.bounds, "resumed": outcome.resumed})
     return outcome
 
 
@@ -762,7 +782,10 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
     if build.skip_reason:
         return Result(**base, status=status.SKIPPED, diagnostic=build.skip_reason + left)
     if not build.ok:
-        return Result(**base, status=status.BUILD_FAILED, diagnostic=build.first_errors, stderr_tail=build.log[-4000:])
+        # Read from the log on the driver, so a failed build cached before this check is sorted too.
+        limit = build_hints.resource_limit(build.log)
+        return Result(**base, status=status.DOES_NOT_FIT if limit else status.BUILD_FAILED,
+                      diagnostic=limit or build.first_errors, stderr_tail=build.log[-4000:])
     if not session.has_kind(job.device_kind):
         return Result(**base, status=status.SKIPPED,
                       diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "

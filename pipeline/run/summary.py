@@ -14,6 +14,10 @@ from reports.format import format_rate, rate
 from workers.core import status, untrusted
 from workers.ops import BUILTIN_PEER_BACKEND
 
+# Rows that carry no number and are nobody's mistake: listed last, dimmed, one line per variant
+# and reason (a point that does not fit fails to build alike at every shape).
+UNMEASURED = frozenset({status.SKIPPED, status.DOES_NOT_FIT})
+
 
 def with_peer(rows: list[dict]) -> list[dict]:
     """Add `rate` and `pct_of_peer` (vs. the peer row at the same op, shape, dtype, device)."""
@@ -28,10 +32,10 @@ def with_peer(rows: list[dict]) -> list[dict]:
 
 
 def sort_rows(rows: list[dict]) -> list[dict]:
-    """Failures first, then measured rows, skipped ones last; within each by op, device, shape
-    (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
+    """Failures first, then measured rows, skipped (and not fitting) ones last; within each by op,
+    device, shape (smallest first: n=4194304 before n=16777216) and throughput (fastest first)."""
     def rank(r: dict) -> int:
-        return 0 if r["status"] in status.FAILURES | status.INCOMPLETE else (2 if r["status"] == status.SKIPPED else 1)
+        return 0 if r["status"] in status.FAILURES | status.INCOMPLETE else (2 if r["status"] in UNMEASURED else 1)
 
     return sorted(rows, key=lambda r: (rank(r), r["op"] or "", r["device"] or "", _shape_order(r["shape"]),
                                        r["dtype"] or "", -(r.get("rate") or 0)))
@@ -44,13 +48,14 @@ def _shape_order(key: str | None) -> tuple:
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:
-    """One line per skipped variant and reason instead of one per shape: the table stays short."""
+    """One line per skipped (or not fitting) variant and reason instead of one per shape: the
+    table stays short."""
     out, seen = [], {}
     for r in rows:
-        if r["status"] != status.SKIPPED:
+        if r["status"] not in UNMEASURED:
             out.append(r)
             continue
-        key = (r["variant"], r["dtype"], r["device"], r["diagnostic"])
+        key = (r["variant"], r["status"], r["dtype"], r["device"], r["diagnostic"])
         if key in seen:
             seen[key]["shape"] = f"{seen[key]['_n'] + 1} shapes"
             seen[key]["_n"] += 1
@@ -73,6 +78,11 @@ def cell(value: object) -> Text:
     return Text(untrusted.one_line(value))
 
 
+def lines_cell(value: object) -> Text:
+    """`cell`, but keeping the text's lines: a manifest's mistakes, one a line."""
+    return Text(untrusted.terminal(value))
+
+
 def print_table(rows: list[dict], console: Console, title: str) -> None:
     table = Table(title=cell(title), title_justify="left")
     for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
@@ -83,10 +93,12 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
         detail = r["diagnostic"][:160] if r["status"] != status.OK else \
             "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "", r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
-            ("dim" if r["status"] == status.SKIPPED else None)
+            ("dim" if r["status"] in UNMEASURED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
         table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
-                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)
+                      cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct,
+                      # An invalid manifest's every mistake, each on its line (no one is cut off).
+                      lines_cell(r["diagnostic"]) if r["status"] == status.INVALID else cell(detail), style=style)
     console.print(table)
 
 

@@ -5,6 +5,10 @@ INCORRECT = "incorrect"
 CRASHED = "crashed"
 TIMEOUT = "timeout"
 BUILD_FAILED = "build_failed"
+# The compiler refused the build because the kernel exceeds a device limit (shared memory, LDS,
+# registers, stack: `workers.toolkit.build_hints.resource_limit`), its line kept as the diagnostic.
+# A point of a sweep that does not fit is left out, as an autotuner prunes it: not a failure.
+DOES_NOT_FIT = "does_not_fit"
 INVALID = "invalid"
 SKIPPED = "skipped"
 # The job's Ray node was lost while it ran (or its build's) and no other node could take it:
@@ -15,6 +19,7 @@ ALL = (OK, INCORRECT, CRASHED, TIMEOUT, BUILD_FAILED, INVALID, SKIPPED, LOST)
 # A run exits 1 when any result ends in one of these; `skipped` (nothing here can run the
 # variant) is reported but is not the variant's fault.
 FAILURES = frozenset({INCORRECT, CRASHED, TIMEOUT, BUILD_FAILED, INVALID})
+ALL += (DOES_NOT_FIT,)
 # Results missing for reasons outside the variant: the run is incomplete and exits 1 as well,
 # but comparisons and dashboards do not count them as the variant failing.
 INCOMPLETE = frozenset({LOST})

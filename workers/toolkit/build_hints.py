@@ -4,6 +4,10 @@ The two failures a kernel written for a runtime compiler (hiprtc, NVRTC) or for 
 project's build meets first are a missing header and an undeclared built-in. The compiler's
 own words ("'hip_fp16.h' file not found", "use of undeclared identifier 'blockIdx'") do not
 say what to change in flopwatch's files; the hint does.
+
+A build can also fail because the kernel, as written for this point, does not fit the device
+(`resource_limit`): that is no mistake to fix but a configuration to leave out, as an autotuner
+prunes it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,15 @@ _MISSING_HEADER = re.compile(r"['\"<]([\w./+-]+\.(?:h|hpp|cuh|hh|inc))['\">] fil
 _ROCM6_HEADERS = ("hip_bf16.h", "hip_fp8.h", "amd_hip_bf16.h")
 _CUDA_LIBRARIES = (("cublas", "cuBLAS"), ("cublasLt", "cuBLASLt"), ("cufft", "cuFFT"), ("curand", "cuRAND"),
                    ("cusparse", "cuSPARSE"), ("cusolver", "cuSOLVER"), ("cudnn", "cuDNN"), ("nccl", "NCCL"))
+# A compiler's error diagnostic (`error:`, `ptxas error   :`, cicc's `Error:`, `fatal error:`); not
+# the closing count ("2 errors generated", "1 error detected in the compilation").
+_ERROR_DIAGNOSTIC = re.compile(r"\b(?:fatal )?error\s*:", re.IGNORECASE)
+# A device resource the kernel exceeds, in the compilers' own words (tests/fixtures/compiler_limits):
+# ptxas' "uses too much shared data (0x44000 bytes, 0x38c00 max)" (and local data); the AMDGPU
+# back end's "local memory (69632) exceeds limit (65536)", "addressable scalar registers (106)
+# exceeds limit (102)", "stack frame size (N) exceeds limit (M)"; cicc's kernel parameter space.
+_RESOURCE_LIMIT = re.compile(r"uses too much (?:shared|local) data \(0x[0-9a-f]+ bytes, 0x[0-9a-f]+ max\)"
+                             r"|\(\d+\) exceeds limit \(\d+\)|Formal parameter space overflowed", re.IGNORECASE)
 _CUDA_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "mma.h", "cuda_fp8.h", "cooperative_groups.h")
 
 
@@ -45,6 +58,17 @@ def hints(log: str, backend: str, binding: str, include_vars: Mapping[str, str] 
         if hint not in found:
             found.append(hint)
     return found
+
+
+def resource_limit(log: str) -> str:
+    """The compiler's lines saying the kernel exceeds a device limit (shared memory, LDS,
+    registers, stack, parameter space), one per distinct message, when every error of the
+    log is such a line; "" otherwise: a build that also has a real compile error is broken,
+    not too large, and must still fail."""
+    errors = [line.strip() for line in log.splitlines() if _ERROR_DIAGNOSTIC.search(line)]
+    if not errors or not all(_RESOURCE_LIMIT.search(line) for line in errors):
+        return ""
+    return "\n".join(dict.fromkeys(errors))
 
 
 def with_hints(errors: str, log: str, backend: str, binding: str, include_vars: Mapping[str, str] | None = None) -> str:
