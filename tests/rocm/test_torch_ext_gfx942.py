@@ -1,5 +1,5 @@
 """A CUDA torch extension gets gfx942 rows without a ROCm build of torch: torch's own hipify,
-then the gfx942 toolchain on the device code (workers/torch_ext/gfx942.py). The extensions are
+then the gfx942 toolchain on the device code (workers/backends/torch_ext_gfx942.py). The extensions are
 written here, in the shape flash-attention-minimal and pytorch/extension-cpp use: a kernel and a
 `torch::Tensor` launcher in a .cu file, the binding in main.cpp."""
 
@@ -15,7 +15,7 @@ from pipeline.project.config import ProjectConfig
 from pipeline.project.manifest import load_variant
 from workers.backends import torch_ext
 from workers.rocm.toolchain import HipToolchain, ToolchainMissing, find_hip_toolchain
-from workers.torch_ext import gfx942
+from workers.backends import torch_ext_gfx942 as gfx942
 
 pytest.importorskip("torch")
 TOOLCHAIN = find_hip_toolchain()

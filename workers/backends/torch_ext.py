@@ -7,7 +7,7 @@ ROCm build, the host compiler for a C++ extension. The repository's Python files
 as the `python` back end ships them; CUDA kernels are analysed like the `cuda` back end's
 (registers, shared memory, spills from ptxas; the SASS histogram from cuobjdump), and, where
 the node has a HIP compiler, like the `hip` back end's for gfx942 after torch's hipify
-(`workers.torch_ext.gfx942`), whatever build of torch the node has."""
+(`workers.backends.torch_ext_gfx942`), whatever build of torch the node has."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from workers.backends.python import repository_root, ship_tree
 from workers.core.records import Variant
 from workers.isolation.sandbox import run_child
 from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
-from workers.torch_ext import gfx942
+from workers.backends import torch_ext_gfx942 as gfx942
 from workers.torch_ext.spec import ExtensionSpec
 
 # An extension build compiles several translation units with nvcc (minutes for a large one);

@@ -106,7 +106,8 @@ def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict |
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
     if getattr(op, "RULE", ""):  # a problem: KernelBench's verdicts beside the fp64 one, its rule's decides
-        kernelbench.judge(figures, op.same_precision(inputs), g.out, _dtype_name(dtype), op.RULE)
+        kernelbench.judge(figures, op.same_precision(inputs), g.out, _dtype_name(dtype), op.RULE,
+                          correctness.BLOCK_ELEMENTS)
     figures["seed"] = armed.seed
     figures["out_shape"] = list(g.out.shape)
     if changed:

@@ -24,15 +24,14 @@ def tolerance(rule: str, dtype: str) -> float:
     return 1e-2 if rule == V0 or dtype != "fp32" else 1e-4
 
 
-def judge(figures: dict, expected, out, dtype: str, rule: str) -> None:
+def judge(figures: dict, expected, out, dtype: str, rule: str, block: int) -> None:
     """Add every rule's verdict to a check's figures (`figures["rules"]`) and make `rule`'s the
     check's own. `figures` are `workers.measure.correctness.evaluate`'s against the fp64
     reference; `expected` is the Model's output in the job's dtype on the same inputs, `out`
     the entry's. Writes past the output or elements never written fail every rule (allclose
-    would not see them); NaN fails allclose as it does the fp64 check."""
+    would not see them); NaN fails allclose as it does the fp64 check. `block`: elements
+    compared at a time (the correctness check's own block, `correctness.BLOCK_ELEMENTS`)."""
     import torch
-
-    from workers.measure.correctness import BLOCK_ELEMENTS
 
     intact = not (figures["guard_before"] or figures["guard_after"] or figures["unwritten"])
     rules = {FP64: {"passed": bool(figures["passed"]), "rel_err": figures["rel_fro_err"], "tol": figures["rtol"]}}
@@ -42,8 +41,8 @@ def judge(figures: dict, expected, out, dtype: str, rule: str) -> None:
     close = dict.fromkeys(tols, intact and same_shape)
     worst = 0.0
     # In blocks, as `evaluate` judges a large output: no full-size temporaries.
-    for i in range(0, a.numel() if same_shape else 0, BLOCK_ELEMENTS):
-        x, y = a[i:i + BLOCK_ELEMENTS], b[i:i + BLOCK_ELEMENTS]
+    for i in range(0, a.numel() if same_shape else 0, block):
+        x, y = a[i:i + block], b[i:i + block]
         worst = max(worst, float((x.float() - y.float()).abs().nan_to_num(float("inf")).max()))
         for r, tol in tols.items():
             close[r] = close[r] and torch.allclose(x, y, atol=tol, rtol=tol)  # KernelBench's call, argument order too

@@ -1,5 +1,5 @@
 // Declarations only, for the device-code analysis of a hipified torch extension without a ROCm
-// build of torch (workers/torch_ext/gfx942.py): hipify points the extension's
+// build of torch (workers/backends/torch_ext_gfx942.py): hipify points the extension's
 // ATen/cuda/CUDAContext.h, c10/cuda/CUDAGuard.h, ... at ATen/hip and c10/hip headers, which only
 // a ROCm torch ships, and leaves the code calling at::cuda / c10::cuda as ROCm torch's
 // "masquerading" API offers it. The host code must only parse: nothing here is defined or linked.

@@ -1,5 +1,5 @@
 // Declarations only, for the device-code analysis of a hipified torch extension
-// (workers/torch_ext/gfx942.py): torch's headers (torch/headeronly/util/complex.h) include <thrust/complex.h> when
+// (workers/backends/torch_ext_gfx942.py): torch's headers (torch/headeronly/util/complex.h) include <thrust/complex.h> when
 // compiled as HIP, and a CPU or CUDA torch's node has no rocThrust. Nothing here is linked.
 #pragma once
 namespace thrust {
