@@ -11,7 +11,12 @@ holding any of
   KernelBench/               ScalingIntelligence/KernelBench: level-1 problems (class Model,
                              get_inputs) and the CUDA example solutions (ModelNew + load_inline)
   Liger-Kernel/              linkedin/Liger-Kernel: Triton kernels behind functional entries
-                             (liger_rms_norm(X, W, eps), liger_swiglu(a, b))
+                             (liger_rms_norm(X, W, eps), liger_swiglu(a, b)), each checked against
+                             the reference flopwatch finds (a built-in op, a `_ref` by name, a
+                             test's assert_close), its tests under test/ kept in the checkout
+  extension-cpp/             pytorch/extension-cpp: PyTorch's custom C++/CUDA operator tutorial
+                             (setup.py choosing CUDAExtension or CppExtension, TORCH_LIBRARY ops
+                             wrapped in extension_cpp/ops.py), onboarded with `flopwatch init`
 
 Full outputs (drafts, run summaries, logs) go to OUT (default ./gpu-verify-ecosystem); a table
 per repository comes last, and the exit status says whether every variant that was meant to
@@ -46,6 +51,11 @@ class Onboarding:
     edits: tuple[tuple[str, str, str, str], ...] = ()
     expect_ok: tuple[str, ...] = ()
     expect_not_ok: dict = field(default_factory=dict)  # variant → why it is expected to fail
+    command: str = "new"  # or "init": every kernel source of the repository (files unused)
+    # Counts the onboarding must reach, whatever the names: drafts that name a reference
+    # (a built-in op, the repository's own callable), and rows `ok` with a % of peer.
+    min_with_reference: int = 0
+    min_ok: int = 0
 
 
 LEVEL1 = ("KernelBench/level1/1_Square_matrix_multiplication_.py", "KernelBench/level1/23_Softmax.py",
@@ -68,9 +78,8 @@ REPOS = (
                           "63_conv_standard_2D__square_input__square_kernel", "model_new_ex_add",
                           "model_new_ex_tiled_matmul")),
     Onboarding("Liger-Kernel", ("src/liger_kernel/transformers/functional.py",),
-               expect_ok=("liger_rms_norm", "liger_swiglu", "liger_softmax"),
-               expect_not_ok={"liger_fused_neighborhood_attention": "neighbourhood attention is not the attention "
-                                                                    "op its name suggests"}),
+               expect_ok=("liger_rms_norm", "liger_swiglu", "liger_softmax"), min_with_reference=25, min_ok=20),
+    Onboarding("extension-cpp", (), command="init", expect_ok=("mymuladd", "mymul", "myadd_out")),
 )
 
 
@@ -97,8 +106,8 @@ def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_alread
         drafts = {"drafts": [{"variant": p.name, "op": "", "state": "drafted before"}
                              for p in sorted((repo / "flopwatch").glob("*")) if p.is_dir()]}
     else:
-        drafted = cli(repo, "new", *spec.files, "--no-build", "--json", log=f"{spec.name}-new.log", out=OUT,
-                      label=f"[{spec.name}] ")
+        drafted = cli(repo, spec.command, *spec.files, "--no-build", "--json", log=f"{spec.name}-{spec.command}.log",
+                      out=OUT, label=f"[{spec.name}] ")
         drafts = json.loads(drafted.stdout) if drafted.stdout.strip() else {"drafts": []}
     (OUT / f"{spec.name}-new.json").write_text(json.dumps(drafts, indent=1))
     edits = apply_edits(repo, spec)
@@ -138,7 +147,24 @@ def table(spec: Onboarding, outcome: dict) -> bool:
     for name, why in spec.expect_not_ok.items():
         r = status.get(name)
         print(f"  expected to fail: {name} ({why}): {r['status'] if r else 'not run'}")
+    if spec.min_with_reference:
+        named = [d for d in outcome["drafts"] if has_reference(d)]
+        print(f"  drafts with a named reference: {len(named)} of {len(outcome['drafts'])} "
+              f"(at least {spec.min_with_reference}: {'yes' if len(named) >= spec.min_with_reference else 'NO'})")
+        good = good and len(named) >= spec.min_with_reference
+    if spec.min_ok:
+        fine = sorted({r["variant"] for r in rows if not r.get("peer") and r["status"] == "ok" and r.get("pct_of_peer")})
+        print(f"  ok with a % of peer: {len(fine)} (at least {spec.min_ok}: {'yes' if len(fine) >= spec.min_ok else 'NO'})"
+              f": {', '.join(fine)}")
+        good = good and len(fine) >= spec.min_ok
     return good
+
+
+def has_reference(draft: dict) -> bool:
+    """Whether a draft of `new --json` names a reference: a built-in op, or the repository's
+    own callable ("reference" of the draft; "none" is an entry measured unchecked)."""
+    ref = draft.get("reference") or {}
+    return bool(ref) and ref.get("found") != "none"
 
 
 def main() -> int:
