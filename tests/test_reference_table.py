@@ -42,6 +42,10 @@ def raising_ref(x, s):
 
 def add_out(a, b, out):
     torch.add(a, b, out=out)
+
+
+def take(x, idx):
+    return x[idx]
 '''
 
 SCALE = '''\
@@ -94,9 +98,61 @@ def _commit(root: Path, subject: str) -> str:
     return repo.index.commit(subject, author=git.Actor("Dev", "dev@example.com")).hexsha
 
 
+TAKE = '''\
+name = "take"
+op = "take"
+backend = "python"
+dtypes = ["fp32"]
+
+[binding]
+kind = "python"
+entry = "../../ops.py:take"
+
+[reference]
+call = "torch.take"
+sizes = { N = 100, M = 50 }
+inputs = [{ name = "x", shape = ["N"] }, { name = "idx", shape = ["M"], dtype = "int64", high = 100 }]
+'''
+
+# A package's function checked against another of its module (found there by convention).
+GELU = '''\
+name = "gelu_tanh"
+op = "gelu_tanh"
+backend = "python"
+dtypes = ["fp32", "bf16"]
+
+[binding]
+kind = "python"
+entry = "mypkg.acts:gelu_tanh"
+
+[reference]
+call = "mypkg.acts:gelu_tanh_ref"
+found = "convention"
+where = "src/mypkg/acts.py:9"
+sizes = { R = 16, C = 128 }
+inputs = [{ name = "x", shape = ["R", "C"] }]
+'''
+
+ACTS = '''\
+import torch
+
+
+def gelu_tanh(x):
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def gelu_tanh_ref(x):
+    return 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x ** 3)))
+'''
+
+
 def _checked_repo(root: Path) -> None:
     _write(root, {
-        "flopwatch.toml": 'kernels = ["kernels"]\n[defaults]\ntiming_budget_s = 0.1\n',
+        "flopwatch.toml": 'kernels = ["kernels"]\ninclude_dirs = ["src"]\n[defaults]\ntiming_budget_s = 0.1\n',
+        "kernels/take/variant.toml": TAKE,
+        "kernels/gelu_tanh/variant.toml": GELU,
+        "src/mypkg/__init__.py": "",
+        "src/mypkg/acts.py": ACTS,
         "ops.py": OPS,
         "kernels/scale/variant.toml": SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref"),
         "kernels/scale_wrong/variant.toml": SCALE.format(name="scale_wrong", entry="wrong_scale",
@@ -128,6 +184,9 @@ def test_the_table_loads_as_written(tmp_path):
     assert scale.binding.returns and scale.repo_op["kind"] == "reference"  # returns implied
     assert scale.shapes[0].dims == {"N": 1000} and "ops.py" in scale.extra_files
     assert scale.repo_op["path"] == "ops.py" and "def fast_scale_ref" in scale.repo_op["source"]
+    gelu = by_name["gelu_tanh"]  # a package's module: its file in the checkout is what the op digest covers
+    assert gelu.repo_op["path"] == "src/mypkg/acts.py" and "gelu_tanh_ref" in gelu.repo_op["source"]
+    assert gelu.repo_op["peer_name"] == "mypkg.acts:gelu_tanh_ref (src/mypkg/acts.py:9)"
     add = by_name["add_out"]
     assert not add.binding.returns  # it writes into the output input
     assert add.shapes[0].dims == {"R": 8, "C": 64}  # a size the shape leaves out comes from sizes
@@ -164,6 +223,24 @@ def test_an_entry_writing_into_its_output_argument_is_checked_on_it(ref_run):
     assert r.correctness["rel_fro_err"] < 1e-6 and r.correctness["checks"][0]["unwritten"] == 0
 
 
+@pytest.mark.slow
+def test_integer_inputs_and_package_references(ref_run):
+    take = ref_run["take"]
+    assert take.status == "ok", take.diagnostic
+    assert take.bytes_moved == (100 + 50) * 4 + 50 * 8  # floats read and written, the int64 indices read
+    gelu = ref_run["gelu_tanh"]  # one row per variant in ref_run: the last dtype's
+    assert gelu.status == "ok", gelu.diagnostic
+
+
+def test_torch_functions_are_references():
+    from workers.bindings.python_entry import entry_parts
+
+    assert entry_parts("torch.add") == ("module", "torch", "add")
+    assert entry_parts("torch.nn.functional.gelu") == ("module", "torch", "nn.functional.gelu")
+    assert entry_parts("torch.nn.functional:gelu") == ("module", "torch.nn.functional", "gelu")
+    assert entry_parts("torch.ops.mylib.op") == ("torch_op", "torch.ops.mylib.op", "")
+
+
 # -- manifest errors ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("change, key, words", [
@@ -184,6 +261,19 @@ def test_a_wrong_table_is_invalid_with_its_key(tmp_path, change, key, words):
     valid, (bad,) = discover(tmp_path, load_config(tmp_path))
     assert bad.error.startswith(f"kernels/scale/variant.toml: {key}: "), bad.error
     assert words in bad.error
+
+
+def test_variants_share_a_reference_op_only_with_the_same_table(tmp_path):
+    same = SCALE.format(name="scale2", entry="fast_scale", ref="fast_scale_ref").replace('op = "scale2"', 'op = "scale"')
+    other = same.replace('name = "scale2"', 'name = "scale3"').replace("N = 1000", "N = 999")
+    _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS,
+                      "kernels/scale/variant.toml": SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref"),
+                      "kernels/more/scale2/variant.toml": same.replace("../../ops.py", "../../../ops.py"),
+                      "kernels/scale3/variant.toml": other})
+    valid, (bad,) = discover(tmp_path, load_config(tmp_path))
+    assert sorted(v.name for v in valid) == ["scale", "scale2"]
+    assert bad.error.startswith("kernels/scale3/variant.toml: op: 'scale' is already the op of the [reference] "
+                                "table of kernels/more/scale2/variant.toml, which differs")
 
 
 # -- no reference: unchecked, and compare's "output changed" -----------------------------------

@@ -78,7 +78,10 @@ class ReferenceOp(Record):
         the repository has it (a "file.py:name" call, or a "package.module:name" whose module
         lies in the checkout). Not covered: what that file imports, and a reference of an
         installed package (torch's own functions) — those change with the toolchain."""
-        table = {k: v for k, v in self.to_dict().items() if k not in ("source", "peer_name")}
+        # What is only shown (found, where) and where the manifest lies (folder) are not the op.
+        table = {k: v for k, v in self.to_dict().items() if k not in ("source", "peer_name", "found", "where", "folder")}
+        if self.call.partition(":")[0].endswith(".py"):
+            table["call"] = f"{self.path}:{self.call.partition(':')[2]}"  # as written from the repository's root
         return hashlib.sha256((json.dumps(table, sort_keys=True) + "\0" + self.source).encode()).hexdigest()
 
     @classmethod
