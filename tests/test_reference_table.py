@@ -230,6 +230,8 @@ def test_integer_inputs_and_package_references(ref_run):
     assert take.bytes_moved == (100 + 50) * 4 + 50 * 8  # floats read and written, the int64 indices read
     gelu = ref_run["gelu_tanh"]  # one row per variant in ref_run: the last dtype's
     assert gelu.status == "ok", gelu.diagnostic
+    peer = ref_run["peer.gelu_tanh"]  # the peer ships the package and imports it as the entry does
+    assert peer.status == "ok", peer.diagnostic
 
 
 def test_torch_functions_are_references():
