@@ -347,3 +347,28 @@ def test_a_changed_output_is_reported_and_is_no_regression():
     assert cmp.as_json(moved)["rows"][0]["output_changed"].startswith("output changed")
     steady = report(row("aa", 0.5, 1), row("aa", 0.5, 2))
     assert "output changed" not in cmp.render_markdown(steady)
+
+
+def test_unchecked_is_shown_as_its_own_status(tmp_path):
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from pipeline.run.summary import exit_code, print_table, sort_rows, with_peer
+    from reports.site import write_commit_page
+    from workers.core.records import Result
+
+    digest = {"sha256": "ab" * 32, "shape": [256], "dtype": "float32", "sample": [0.0] * 8}
+    rows = sort_rows(with_peer([dataclasses.asdict(Result(
+        variant="moves", op="moves", backend="python", shape="N=256", dtype="fp32", device="cpu:x", status="unchecked",
+        median_s=1e-5, ci_low_s=1e-5, ci_high_s=1e-5, samples_s=(1e-5,), bytes_moved=2048.0,
+        correctness={"checks": [], "output": digest}))]))
+    html = write_commit_page(tmp_path, {"sha": "c" * 40, "subject": "s", "author": "a", "authored_at": "2026"},
+                             rows).read_text()
+    assert '<td class="status-unchecked">unchecked</td>' in html and "205 MB/s" in html  # measured
+    assert f"output sha256 {'ab' * 32}" in html
+    out = io.StringIO()
+    print_table(rows, Console(file=out, width=200), "run")
+    assert "unchecked" in out.getvalue() and "no reference; output sha256 abababababab" in out.getvalue()
+    assert exit_code(rows) == 0
