@@ -243,6 +243,32 @@ def test_torch_functions_are_references():
     assert entry_parts("torch.ops.mylib.op") == ("torch_op", "torch.ops.mylib.op", "")
 
 
+def test_the_op_a_job_sees(tmp_path):
+    """The namespace the child checks with, without a run: inputs in order under the job's
+    generator, the output buffer at its place among the entry's arguments, the reference in
+    fp64 shaped as the output even where a size is the output's alone."""
+    import torch
+
+    from workers.core.records import Binding, Variant
+    from workers.ops import for_variant
+
+    inputs = ({"name": "a", "shape": ["R", "C"]}, {"name": "out", "shape": ["R", "C", "K"], "output": True},
+              {"name": "k", "value": 2})
+    spec = {"kind": "reference", "name": "rep", "call": "torch.Tensor.repeat_interleave", "inputs": inputs,
+            "dims": ["R", "C", "K"], "sizes": {"R": 2, "C": 3, "K": 2}, "functions": ["peer_returns"]}
+    variant = Variant(name="rep", op="rep", backend="python", folder="k", sources=(),
+                      binding=Binding("python", "x.py:f"), dtypes=("bf16",), shapes=(), repo_op=spec)
+    op = for_variant(variant, tmp_path)  # an artifact without a Python tree: torch's own function
+    made = op.make_inputs({"R": 2, "C": 3, "K": 2}, torch.bfloat16, "default", "cpu", torch.Generator().manual_seed(1))
+    assert list(made) == ["a", "k"] and made["a"].dtype == torch.bfloat16 and made["k"] == 2
+    out = torch.empty(2, 3, 2)
+    args = op.tensor_args(made, out)
+    assert args[1] is out and args[2] == 2 and op.output_shape({"R": 2, "C": 3, "K": 2}) == (2, 3, 2)
+    ref = op.reference(made, "default")
+    assert ref.dtype == torch.float64 and ref.shape == (2, 3, 2)
+    assert torch.equal(ref.reshape(-1), made["a"].double().reshape(-1).repeat_interleave(2))
+
+
 # -- manifest errors ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("change, key, words", [
