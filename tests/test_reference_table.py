@@ -269,6 +269,44 @@ def test_the_op_a_job_sees(tmp_path):
     assert torch.equal(ref.reshape(-1), made["a"].double().reshape(-1).repeat_interleave(2))
 
 
+def test_what_an_unchecked_call_is_judged_on(tmp_path):
+    """No reference, but still: the same digest at every commit (a fixed seed), elements never
+    written, and an output that moves between two calls on the same inputs (a race)."""
+    import torch
+
+    from workers.core.records import Binding, Variant
+    from workers.job.child import unchecked_check
+    from workers.ops import for_variant
+
+    def variant(output: bool) -> Variant:
+        inputs = [{"name": "x", "shape": ["N"]}] + ([{"name": "y", "shape": ["N"], "output": True}] if output else [])
+        spec = {"kind": "reference", "name": "u", "call": "", "inputs": inputs, "dims": ["N"], "sizes": {"N": 64},
+                "functions": []}
+        return Variant(name="u", op="u", backend="python", folder="k", sources=(), binding=Binding("python", "k.py:f"),
+                       dtypes=("fp32",), shapes=(), repo_op=spec)
+
+    def entry(fn, returns: bool):
+        def call(inputs, out=None, alpha=1.0, beta=0.0):
+            return fn(inputs["x"]) if returns else fn(inputs["x"], out)
+        call.returns = returns
+        return call
+
+    def judged(fn, returns: bool = True) -> tuple[dict, dict]:
+        v = variant(not returns)
+        return unchecked_check(entry(fn, returns), for_variant(v, tmp_path), v, {"N": 64}, torch.float32, "cpu")
+
+    figures, digest = judged(lambda x: x * 2)
+    assert figures["passed"] and figures["repeat_mismatch"] == 0 and digest["shape"] == [64]
+    assert judged(lambda x: x * 2)[1] == digest  # the same inputs every time
+    assert judged(lambda x: x * 3)[1]["sha256"] != digest["sha256"]
+    racy, _ = judged(lambda x: x + torch.rand(64))
+    assert not racy["passed"] and "output changed between two runs on the same inputs" in racy["problem"]
+    half, _ = judged(lambda x, out: out[:32].copy_(x[:32]), returns=False)
+    assert not half["passed"] and "32 element(s) never written, first at [32]" in half["problem"]
+    written, _ = judged(lambda x, out: out.copy_(x), returns=False)
+    assert written["passed"]
+
+
 # -- manifest errors ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("change, key, words", [

@@ -138,11 +138,12 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
 
 
 def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) -> tuple[dict, dict]:
-    """The check of an entry with no reference (`[reference] check = "none"`): one call on the
+    """The check of an entry with no reference (`[reference] check = "none"`): two calls on the
     inputs of a fixed seed (the same at every commit, so the output's digest can be compared
-    across commits), judged on what needs no reference — inputs unchanged, output fully written
-    and inside its bounds, finite — and a second call on the same inputs (a race). Returns the
-    figures and the output's digest (`workers.ops.reference.output_digest`)."""
+    across commits), the second judged on what needs no reference — inputs unchanged, output
+    fully written (into a poisoned, guarded buffer, or on a GPU a poisoned block for a returned
+    one) and inside its bounds, finite — and against the first (a race). Returns the figures
+    and the output's digest (`workers.ops.reference.output_digest`)."""
     from workers.ops.reference import DIGEST_SEED, output_digest
 
     dev = "cpu" if kind == "cpu" else "cuda"
@@ -150,9 +151,13 @@ def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) ->
     before = correctness.snapshot_inputs(inputs)
     figures = {"seed": DIGEST_SEED, "unchecked": True, "passed": False, "unwritten": 0}
     what = f"binding.entry {variant.binding.entry!r}"
-    returns = returns_output(call)
-    if returns:
+    if returns_output(call):
         try:
+            first = flatten_outputs(call(inputs, None), what)
+            _sync(kind)
+            if kind != "cpu":  # the second call's allocation most likely gets this poisoned block
+                torch.cuda.empty_cache()
+                correctness.poisoned_block(tuple(first.shape), first.dtype)
             g = correctness.returned_output(flatten_outputs(call(inputs, None), what))
         except OpCodeError as exc:
             return {**figures, "returned": f"{exc} (nothing to check it against: it must return its output)"}, {}
@@ -160,31 +165,23 @@ def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) ->
         out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
         g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
         call(inputs, g.out)
+        _sync(kind)
+        first = g.out.clone()
+        correctness.reset(g)
+        call(inputs, g.out)
     _sync(kind)
     # The output against itself: guards, never-written and NaN/Inf elements are still found.
     found = correctness.evaluate(g, g.out.double(), float("inf"), float("inf"))
     changed = correctness.changed_inputs(inputs, before)
     problem = correctness.diagnose({**found, "inputs_changed": changed}, tuple(g.out.shape)) \
         if changed or not found["passed"] else ""
-    digest = output_digest(g.out)
-    if not problem:
-        first = g.out.clone()
-        if returns:
-            again = flatten_outputs(call(inputs, None), what)
-        else:
-            correctness.reset(g)
-            call(inputs, g.out)
-            again = g.out
-        _sync(kind)
-        moved = correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
-            else first.numel()
-        figures["repeat_mismatch"] = moved
-        if moved:
-            problem = (f"output changed between two runs on the same inputs at {moved} element(s) (a race?)")
-    figures.update(passed=not problem, out_shape=list(g.out.shape), unwritten=found["unwritten"])
-    if problem:
-        figures["problem"] = problem
-    return figures, digest
+    same_size = first.numel() == g.out.numel()
+    moved = correctness.moved_elements(first.reshape(-1), g.out.reshape(-1)) if same_size else first.numel()
+    if moved and not problem:
+        problem = f"output changed between two runs on the same inputs at {moved} element(s) (a race?)"
+    figures.update(passed=not problem, out_shape=list(g.out.shape), unwritten=found["unwritten"],
+                   repeat_mismatch=moved, **({"problem": problem} if problem else {}))
+    return figures, output_digest(g.out)
 
 
 def returns_output(call) -> bool:
