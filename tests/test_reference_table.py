@@ -415,6 +415,7 @@ def test_a_changed_output_is_reported_and_is_no_regression():
     moved = report(row("aa", 0.5, 1), row("bb", 0.75, 2))
     assert moved.rows[0].kind == "same" and cmp.exit_status(moved) == 0  # unchecked is measured
     assert "output changed (first 2 values: max difference 0.25)" in cmp.render_markdown(moved)
+    assert "1 series; 1 output(s) changed (no reference to check them)." in cmp.render_markdown(moved)
     assert cmp.as_json(moved)["rows"][0]["output_changed"].startswith("output changed")
     steady = report(row("aa", 0.5, 1), row("aa", 0.5, 2))
     assert "output changed" not in cmp.render_markdown(steady)

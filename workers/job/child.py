@@ -447,7 +447,7 @@ def run(spec: dict, release: bool = True) -> dict:
         # output must not move) is that loop's first against its last call; on the CPU also a
         # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
         # twice before timing.
-        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: one call and its digest
+        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: `unchecked_check`
         timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
         checks, previous, digest = [], None, {}
         # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
@@ -471,7 +471,8 @@ def run(spec: dict, release: bool = True) -> dict:
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if unchecked and not checks[0]["passed"]:
-        return {**result, "status": "incorrect", "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
+        return {**result, "status": status.INCORRECT,
+                "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
     if not all(c["passed"] for c in checks):
         return _incorrect(result, checks, op, dims)
     dev = "cpu" if kind == "cpu" else "cuda"
@@ -547,7 +548,8 @@ def run(spec: dict, release: bool = True) -> dict:
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     phases["ended_at"] = time.time()
-    result.update(status="unchecked" if unchecked else "ok", samples_s=timing.samples_s, timing=timing.summary())
+    result.update(status=status.UNCHECKED if unchecked else status.OK, samples_s=timing.samples_s,
+                  timing=timing.summary())
     return result
 
 
