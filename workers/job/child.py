@@ -28,7 +28,7 @@ from workers.isolation import device_lock
 from workers.job import handoff, triton_jit
 from workers.measure import correctness, device, fit
 from workers.measure.timing import TimingSettings, time_cpu, time_gpu
-from workers.ops import for_variant, get_op, torch_dtype
+from workers.ops import for_variant, get_op, kernelbench, torch_dtype
 from workers.ops.problem import flatten_outputs
 from workers.ops.repo import OpCodeError
 
@@ -106,6 +106,8 @@ def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict |
                                    variant.atol if variant.atol is not None else atol_default)
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
+    if getattr(op, "RULE", ""):  # a problem: KernelBench's verdicts beside the fp64 one, its rule's decides
+        kernelbench.judge(figures, op.same_precision(inputs), g.out, _dtype_name(dtype), op.RULE)
     figures["seed"] = armed.seed
     figures["out_shape"] = list(g.out.shape)
     if changed:
@@ -250,7 +252,7 @@ def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str
     """Run again on the same inputs: a race shows up as an output that moves."""
     first = g.out.clone()
     if returns_output(call):
-        again = call(inputs, None)
+        again = flatten_outputs(call(inputs, None), "the entry")  # a tuple (rope's (q, k)) as it was checked
         _sync(kind)
         return correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
             else first.numel()
@@ -474,7 +476,7 @@ def run(spec: dict, release: bool = True) -> dict:
         return {**result, "status": status.INCORRECT,
                 "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
     if not all(c["passed"] for c in checks):
-        return _incorrect(result, checks, op, dims)
+        return _incorrect(result, checks, op, dims, spec["dtype"])
     dev = "cpu" if kind == "cpu" else "cuda"
     returns = returns_output(call)
     armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
@@ -543,13 +545,16 @@ def run(spec: dict, release: bool = True) -> dict:
                     f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
                     f"the first and the last launch of the timing loop differ"))
                 return result
-            return _incorrect(result, checks, op, dims)
+            return _incorrect(result, checks, op, dims, spec["dtype"])
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     phases["ended_at"] = time.time()
     result.update(status=status.UNCHECKED if unchecked else status.OK, samples_s=timing.samples_s,
                   timing=timing.summary())
+    disagreed = kernelbench.note(checks, True, spec["dtype"])  # ok by its rule; another would fail it
+    if disagreed:
+        result["diagnostic"] = disagreed
     return result
 
 
@@ -563,14 +568,18 @@ def _returned_moved(first: list, last) -> int:
     return correctness.moved_elements(first[0].contiguous(), last.contiguous())
 
 
-def _incorrect(result: dict, checks: list[dict], op, dims: dict) -> dict:
-    """The result of a job whose check failed, with the first failing check's diagnosis."""
+def _incorrect(result: dict, checks: list[dict], op, dims: dict, dtype: str) -> dict:
+    """The result of a job whose check failed, with the first failing check's diagnosis (and,
+    for a problem, the KernelBench rules that would pass it)."""
     bad = next(c for c in checks if not c["passed"])
     result["status"] = "incorrect"
     shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
-    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, tuple(shape))
-                            + (f"; output changed between two runs on the same inputs at "
-                               f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
+    found = kernelbench.failure(bad, dtype) or correctness.diagnose(bad, tuple(shape))
+    result["diagnostic"] = "; ".join(filter(None, (
+        f"seed {bad['seed']}: " + found,
+        f"output changed between two runs on the same inputs at {bad['repeat_mismatch']} element(s) (a race?)"
+        if bad.get("repeat_mismatch") else "",
+        kernelbench.note(checks, False, dtype))))
     return result
 
 
