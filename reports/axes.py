@@ -40,7 +40,7 @@ class AxesCell:
     def failed(self) -> bool:
         """Did not measure for a fault of its own: a point that does not fit the device is
         left out, not broken (`fits`)."""
-        return (self.status != status.OK or self.rate is None) and self.fits
+        return (not status.measured(self.status) or self.rate is None) and self.fits
 
     @property
     def fits(self) -> bool:
@@ -176,7 +176,7 @@ def heat_colour(share: float | None) -> str:
 
 
 def _rate(row: dict | None) -> float | None:
-    if not row or row["status"] != status.OK:
+    if not row or not status.measured(row["status"]):
         return None
     return row.get("rate") if row.get("rate") is not None else fmt.rate(row)
 
