@@ -250,6 +250,7 @@ def test_the_op_a_job_sees(tmp_path):
     import torch
 
     from workers.core.records import Binding, Variant
+    from workers.job.child import reference_resolver
     from workers.ops import for_variant
 
     inputs = ({"name": "a", "shape": ["R", "C"]}, {"name": "out", "shape": ["R", "C", "K"], "output": True},
@@ -258,7 +259,7 @@ def test_the_op_a_job_sees(tmp_path):
             "dims": ["R", "C", "K"], "sizes": {"R": 2, "C": 3, "K": 2}, "functions": ["peer_returns"]}
     variant = Variant(name="rep", op="rep", backend="python", folder="k", sources=(),
                       binding=Binding("python", "x.py:f"), dtypes=("bf16",), shapes=(), repo_op=spec)
-    op = for_variant(variant, tmp_path)  # an artifact without a Python tree: torch's own function
+    op = for_variant(variant, reference_resolver(variant, tmp_path))  # an artifact without a Python tree: torch's own function
     made = op.make_inputs({"R": 2, "C": 3, "K": 2}, torch.bfloat16, "default", "cpu", torch.Generator().manual_seed(1))
     assert list(made) == ["a", "k"] and made["a"].dtype == torch.bfloat16 and made["k"] == 2
     out = torch.empty(2, 3, 2)
@@ -275,7 +276,7 @@ def test_what_an_unchecked_call_is_judged_on(tmp_path):
     import torch
 
     from workers.core.records import Binding, Variant
-    from workers.job.child import unchecked_check
+    from workers.job.child import reference_resolver, unchecked_check
     from workers.ops import for_variant
 
     def variant(output: bool) -> Variant:
@@ -293,7 +294,7 @@ def test_what_an_unchecked_call_is_judged_on(tmp_path):
 
     def judged(fn, returns: bool = True) -> tuple[dict, dict]:
         v = variant(not returns)
-        return unchecked_check(entry(fn, returns), for_variant(v, tmp_path), v, {"N": 64}, torch.float32, "cpu")
+        return unchecked_check(entry(fn, returns), for_variant(v, reference_resolver(v, tmp_path)), v, {"N": 64}, torch.float32, "cpu")
 
     figures, digest = judged(lambda x: x * 2)
     assert figures["passed"] and figures["repeat_mismatch"] == 0 and digest["shape"] == [64]

@@ -18,9 +18,8 @@ def toolchain() -> Toolchain | None:
 
 
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
-    from workers.ops.reference import is_reference
-
-    if is_reference(variant.repo_op):
+    # `workers.ops.reference.KIND`, read as the record's field (back ends import no op code).
+    if (variant.repo_op or {}).get("kind") == "reference":
         # The peer of a [reference] op is the repository's reference callable: its files are
         # shipped as a python variant's are, and it is imported the same way.
         from workers.backends.python import ship_tree

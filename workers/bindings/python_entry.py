@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
+from workers.core.entries import entry_parts  # noqa: F401 - re-exported: the manifest and back ends read it here
 from workers.core.records import Variant
 from workers.toolkit.artifact_index import INDEX, TREE, read_index
 
@@ -49,24 +50,6 @@ def import_file(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def entry_parts(entry: str) -> tuple[str, str, str]:
-    """("file" | "module" | "torch_op", where, attribute path) of a python-side entry (pure):
-    `file.py:name`, `pkg.module:Class.method`, `torch.ops.ns.name`."""
-    if ":" not in entry:
-        if entry.startswith("torch.ops.") and entry.count(".") == 3:
-            return "torch_op", entry, ""
-        if entry.startswith("torch.") and all(p.isidentifier() for p in entry.split(".")):
-            return "module", "torch", entry.removeprefix("torch.")  # a torch function: torch.add
-        raise ValueError(f"binding.entry {entry!r}: expected \"file.py:name\", \"package.module:name\", "
-                         f"\"torch.ops.namespace.name\" or a torch function (\"torch.add\")")
-    where, _, attr = entry.partition(":")
-    if not attr:
-        raise ValueError(f"binding.entry {entry!r}: nothing after ':' (the function or class to call)")
-    if where.endswith(".py"):
-        return "file", where, attr
-    return "module", where, attr
 
 
 def repo_path(folder: str, file: str) -> str:

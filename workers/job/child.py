@@ -46,6 +46,13 @@ def generator(seed: int, dev: str) -> torch.Generator:
     return torch.Generator(device=dev).manual_seed(seed)
 
 
+def reference_resolver(variant: Variant, artifact: Path):
+    """How a `[reference]` op imports its callable: from this job's build, as the entry is."""
+    from workers.bindings import python_entry
+
+    return lambda call, key, folder: python_entry.resolve(variant, artifact, call, key, folder)
+
+
 @dataclass
 class Armed:
     """One check's inputs (from its seed) and its poisoned, guarded output, before the call.
@@ -354,7 +361,7 @@ def pair(spec: dict) -> dict:
 
     kind, dims = spec["device_kind"], spec["dims"]
     variants = [Variant.from_dict(v) for v in spec["variants"]]
-    op = for_variant(variants[0], Path(spec["artifacts"][0]))
+    op = for_variant(variants[0], reference_resolver(variants[0], Path(spec["artifacts"][0])))
     dtype = torch_dtype(spec["dtype"])
     dev = "cpu" if kind == "cpu" else "cuda"
     if kind != "cpu":
@@ -430,7 +437,7 @@ def run(spec: dict, release: bool = True) -> dict:
 
     variant = Variant.from_dict(spec["variant"])
     kind, dims = spec["device_kind"], spec["dims"]
-    op = for_variant(variant, Path(spec["artifact"]))
+    op = for_variant(variant, reference_resolver(variant, Path(spec["artifact"])))
     dtype = torch_dtype(spec["dtype"])
     if kind != "cpu":
         torch.cuda.set_device(0)  # creates this process's context: torch's device 0 is the first visible one

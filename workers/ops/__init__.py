@@ -58,18 +58,19 @@ def get_op(name: str) -> ModuleType:
         raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
 
 
-def for_variant(variant, artifact: Path | None = None):
+def for_variant(variant, resolve=None):
     """The op a variant computes: the built-in module, or the repository's op loaded from the
     source the variant carries. The latter runs the repository's code: call it in the job's
     child only (the driver reads repository ops with `repo.parse_op`, never runs them).
-    `artifact`: the job's build, from which a `[reference]` callable is imported."""
+    `resolve(call, key, folder)`: imports a `[reference]` callable from the job's build (the
+    job hands in `workers.bindings.python_entry.resolve` for its artifact)."""
     if variant.repo_op:
         from workers.ops import problem, reference, repo
 
         if problem.is_problem(variant.repo_op):
             return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
         if reference.is_reference(variant.repo_op):
-            return reference.load(reference.ReferenceOp.from_dict(variant.repo_op), variant, artifact)
+            return reference.load(reference.ReferenceOp.from_dict(variant.repo_op), resolve)
         return repo.load(RepoOp.from_dict(variant.repo_op))
     return get_op(variant.op)
 

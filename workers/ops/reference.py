@@ -17,7 +17,6 @@ import hashlib
 import json
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from workers.core.records import Record
 from workers.ops.problem import TOLERANCE, _no_tf32, flatten_outputs
@@ -104,15 +103,17 @@ def size_of(dim, dims: dict) -> int:
 
 # -- in the job's child only ----------------------------------------------------------------------
 
-def load(spec: ReferenceOp, variant=None, artifact: Path | None = None) -> types.SimpleNamespace:
-    """The reference as an op namespace (the built-in ops' functions); `artifact` is the job's
-    build, from which the callable is imported as the entry is."""
-    return _Reference(spec, variant, artifact).namespace()
+def load(spec: ReferenceOp, resolve=None) -> types.SimpleNamespace:
+    """The reference as an op namespace (the built-in ops' functions). `resolve(call, key,
+    folder)` imports the callable from the job's build as the entry is imported
+    (`workers.bindings.python_entry.resolve`, handed in by the job: ops import no binding code);
+    None where the job has no build to import from."""
+    return _Reference(spec, resolve).namespace()
 
 
 class _Reference:
-    def __init__(self, spec: ReferenceOp, variant, artifact: Path | None):
-        self.spec, self.variant, self.artifact = spec, variant, artifact
+    def __init__(self, spec: ReferenceOp, resolve):
+        self.spec, self.resolve = spec, resolve
         self.fn = None
         self.output = next((i for i in spec.inputs if i.get("output")), None)
         self.dims: dict = dict(spec.sizes)
@@ -125,13 +126,13 @@ class _Reference:
         """The callable, imported on first use: by then the entry's import roots are set."""
         if self.fn is not None:
             return self.fn
-        from workers.bindings.python_entry import entry_parts, resolve
+        from workers.core.entries import entry_parts
 
         try:
             try:
-                if self.artifact is None:
+                if self.resolve is None:
                     raise FileNotFoundError("no build artifact")
-                self.fn = resolve(self.variant, self.artifact, self.spec.call, "reference.call", self.spec.folder)
+                self.fn = self.resolve(self.spec.call, "reference.call", self.spec.folder)
             except FileNotFoundError:
                 if not (entry_parts(self.spec.call)[0] == "file" and self.spec.source):
                     raise
