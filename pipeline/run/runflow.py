@@ -196,6 +196,9 @@ class PlannedCommit:
     jobs: list[Job]
     plans: dict[str, BuildPlan]
     identities: dict[tuple, str]
+    # The series of variants without a toolchain here: their identity with the toolchain named
+    # as missing (never stored: only compared between two commits planned on this machine).
+    untooled: dict[tuple, str] = field(default_factory=dict)
 
     def series(self, job: Job, session: Session) -> tuple[str, str, str, str]:
         return job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind)
@@ -233,14 +236,19 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     session.probe({j.device_kind for j in jobs})
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
              for v in variants if _toolchain_ident(session, v)}
-    identities = {}
+    # A variant with no toolchain here cannot be built, so it has no identity; its build inputs
+    # are still hashed (the toolchain named as missing): equal at two commits, they say that
+    # the series did not change there whatever toolchain would build it (`compare`).
+    untooled = {v.name: build_plan(root, v, config.include_dirs, f"no {v.backend} toolchain")
+                for v in variants if v.name not in plans}
+    identities, sources = {}, {}
     for j in jobs:
-        if j.variant in plans:
-            dev = device_key(session, j.device_kind)
-            identities[(j.variant, j.shape.key, j.dtype, dev)] = measurement_identity(
-                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
-                repo_op=plans[j.variant].variant.repo_op)
-    return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities)
+        plan = plans.get(j.variant) or untooled[j.variant]
+        dev = device_key(session, j.device_kind)
+        (identities if j.variant in plans else sources)[(j.variant, j.shape.key, j.dtype, dev)] = \
+            measurement_identity(plan.build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
+                                 repo_op=plan.variant.repo_op)
+    return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities, sources)
 
 
 def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
