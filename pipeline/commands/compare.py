@@ -122,6 +122,8 @@ def main(args) -> int:
         print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)
         if session.cluster_info is None:
             print("ray: not started, nothing had to be timed", file=sys.stderr)
+        elif session.slots_line():
+            print(session.slots_line(), file=sys.stderr)
     return cmp.exit_status(report)
 
 

@@ -111,6 +111,8 @@ class Session:
     cache: Path | None = None
     connect: Callable[[], cluster.ClusterInfo] | None = None
     local_resources: dict = field(default_factory=dict)
+    # What the probes found of the slots kept on the cluster, and probed (`SlotPool.kept_summary`).
+    kept: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -133,7 +135,15 @@ class Session:
         """How this command used Ray, for `--json`: its mode and what connecting cost, or that
         it was never started (a deferred local Ray that nothing needed)."""
         info = self.cluster_info
-        return {"mode": info.mode, "connect_s": round(info.connect_s, 3)} if info else {"mode": "not started"}
+        if info is None:
+            return {"mode": "not started"}
+        kept = {"slots": self.kept} if self.kept else {}
+        return {"mode": info.mode, "connect_s": round(info.connect_s, 3), **kept}
+
+    def slots_line(self) -> str:
+        """The phase line of the slots kept on the cluster ("slots: 1 found on 1 node, 0 probed"), or ""."""
+        kept = self.cluster_info is not None and self.cluster_info.kept and self.kept
+        return slots.kept_line(self.kept) if kept else ""
 
     def shutdown(self) -> None:
         """Stop this command's slots and leave the cluster, if one was started or joined."""
@@ -169,6 +179,8 @@ class Session:
                 self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
             if pending is not None:
                 self.toolchains = cluster.wait_probe(pending)
+            if wanted or pending is not None:
+                self.kept = self.slots.kept_summary()
 
 
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
