@@ -21,7 +21,7 @@ Then, per GPU count:
                       (as a PR runner with a shared store finds it)                 target
   compare A B, no Ray the same with no flopwatch Ray up (the first command on a runner) target
   compare A C         the same, C changes one variant                               target
-  compare A B, empty  a fresh clone and an empty store: every series timed once    with --empty-store
+  compare A B, empty  a fresh clone and an empty store: unchanged series untimed   with --empty-store
 
 Printed per command: command wall (stopwatch), jobs wall, timed share (sum of the results'
 timed samples over the devices' jobs wall), utilization over the command and over the jobs
@@ -636,7 +636,7 @@ def main() -> None:
     p.add_argument("--hog", action="store_true",
                    help="instead of the table: `run A` on every GPU with the last one loaded on purpose (the peer check)")
     p.add_argument("--empty-store", action="store_true",
-                   help="also compare A B in a fresh clone with an empty store (every series timed once)")
+                   help="also compare A B in a fresh clone with an empty store (unchanged series are not timed)")
     p.add_argument("--ops", default="", help="only these ops of the bundled suite, comma-separated "
                                              "(e.g. gemm,copy: the suite of issue 15's table); default all")
     p.add_argument("--spare-ab", action="store_true",

@@ -2,7 +2,9 @@
 `ray start` (separate processes and ports on this machine, RAY_AUTH_MODE=token, one token file),
 and `flopwatch run` as a separate process against it, as the README's Clusters section says.
 
-Also: a driver without the token gets one line and exit 2; `flopwatch run` without an address
+Also: a second driver by address finds the device slots the first kept on the cluster and
+probes nothing, one of another flopwatch version does not use them; a driver without the token
+gets one line and exit 2; `flopwatch run` without an address
 beside a running cluster (whose address Ray would pick up by itself) starts its own local Ray;
 and a second command attaches to flopwatch's kept local Ray instead of starting Ray again."""
 
@@ -27,7 +29,7 @@ from pathlib import Path
 import pytest
 from suite_repo import make_suite_repo
 
-from pipeline.fleet import local_ray
+from pipeline.fleet import local_ray, slots
 from pipeline.fleet.ray_access import Address, tcp_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -182,6 +184,36 @@ def test_a_driver_with_the_token_runs_by_address_on_the_worker_node(token_cluste
     assert {r["device_info"]["ray_node_id"] for r in rows} == {token_cluster.worker_node_id}
     assert report["ray"]["mode"] == "joined"
     _no_token_anywhere(token_cluster.token, done.stdout, done.stderr, db=tmp_path / "r.db")
+
+
+def _where(report: dict) -> set:
+    """Where each result was measured, and its measurement identity (toolchain and device model in it)."""
+    return {(r["variant"], r["device"], r["identity"], r["device_info"]["ray_node_id"], r["device_info"]["slot"])
+            for r in report["results"]}
+
+
+def test_a_driver_by_address_finds_the_slots_an_earlier_one_kept_and_probes_nothing(token_cluster, suite, tmp_path):
+    """Kept slots on a joined cluster: the second driver finds the worker's CPU slot with its
+    probes answered, and measures where and as the first did; a driver of another flopwatch
+    version does not use it (it stops it, and probes a slot of its own)."""
+    env, address = dict(token_cluster.env), ("--ray-address", token_cluster.address)
+    _, first = _run(env, suite, tmp_path / "a.db", *address)
+    _, second = _run(env, suite, tmp_path / "b.db", *address)
+    assert second["ray"]["slots"] == {"slots": 1, "found": 1, "nodes": 1, "probed": 0, "stopped": 0}, second["ray"]
+    assert slots.kept_line(second["ray"]["slots"]) == "slots: 1 found on 1 node, 0 probed"
+    assert _where(second) == _where(first) and len(_where(first)) == 4
+    assert {w[3] for w in _where(first)} == {token_cluster.worker_node_id}
+
+    # Another flopwatch version (its source digest stands in for an upgrade), in text mode.
+    other = ("import sys; from pipeline.fleet import slots; slots._code_key = lambda: 'another000'; "
+             "from pipeline import cli; sys.exit(cli.main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", other, "run", "--repo", str(suite), "--db", str(tmp_path / "c.db"),
+                           "--no-report", *address], env=env, capture_output=True, text=True, timeout=RUN_LIMIT_S,
+                          cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("slots: 0 found on 0 nodes, 1 started, 1 probed; 1 kept slot(s) of another flopwatch version or "
+            "token stopped") in done.stdout, done.stdout[-3000:]
+    _no_token_anywhere(token_cluster.token, done.stdout, done.stderr, db=tmp_path / "c.db")
 
 
 @pytest.mark.parametrize("who", ["no token", "wrong token"])

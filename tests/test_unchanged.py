@@ -13,12 +13,12 @@ from suite_repo import make_suite_repo
 
 from pipeline import cli
 from pipeline.fleet import cluster
-from pipeline.history.unchanged import SAME_BUILD, SeriesInfo, plan_series
+from pipeline.history.unchanged import NO_NUMBER, SAME_BUILD, SeriesInfo, plan_series
 from pipeline.run import identity
 
 
-def info(identity_: str, op: str = "gemm", peer: bool = False, kind: str = "cpu") -> SeriesInfo:
-    return SeriesInfo(identity_, op, kind, peer)
+def info(identity_: str, op: str = "gemm", peer: bool = False, kind: str = "cpu", untooled: str = "") -> SeriesInfo:
+    return SeriesInfo(identity_, op, kind, peer, untooled)
 
 
 def no_store(_ids) -> dict:
@@ -30,13 +30,19 @@ def no_store(_ids) -> dict:
 def test_same_identity_is_unchanged_and_reuses_a_stored_row():
     stored = {"id-a": {"commit_sha": "abc", "identity": "id-a"}}
     plan = plan_series({("a",): info("id-a")}, {("a",): info("id-a")}, lambda ids: {i: stored[i] for i in ids if i in stored})
-    assert plan.measure == frozenset() and plan.run_once == frozenset()
+    assert plan.measure == frozenset() and plan.untimed == frozenset()
     assert plan.reuse == {("a",): stored["id-a"]} and plan.reasons[("a",)] == SAME_BUILD
 
 
-def test_same_identity_without_a_stored_row_is_timed_once():
+def test_same_identity_without_a_stored_row_is_not_timed_at_all():
     plan = plan_series({("a",): info("id-a")}, {("a",): info("id-a")}, no_store)
-    assert plan.run_once == {("a",)} and not plan.measure and not plan.reuse
+    assert plan.untimed == {("a",)} and not plan.measure and not plan.reuse
+
+
+def test_no_toolchain_here_and_the_same_build_inputs_is_unchanged_too():
+    same = info("", untooled="src-1")
+    plan = plan_series({("a",): same, ("b",): same}, {("a",): same, ("b",): info("", untooled="src-2")}, no_store)
+    assert plan.untimed == {("a",)} and plan.measure == {("b",)}
 
 
 def test_a_changed_identity_is_measured_at_both_commits_and_so_is_its_ops_peer():
@@ -176,10 +182,30 @@ def test_a_compare_that_times_nothing_starts_no_ray(history, capsys, tmp_path):
     assert not ray.is_initialized()  # stopped with the command
 
 
+def test_a_docs_only_compare_with_an_empty_store_builds_and_times_nothing(history, capsys, tmp_path, monkeypatch):
+    """A fresh runner: no stored result, no build cache. A README edit changes no series'
+    identity, so every row is unchanged without a number: nothing is built, no Ray starts,
+    and the comment says that no numbers were needed."""
+    root, (c0, c1, _c2, _c3) = history
+    cache, summary = tmp_path / "cache", tmp_path / "summary.md"
+    monkeypatch.setenv("FLOPWATCH_CACHE", str(cache))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))  # the markdown the PR comment gets
+    assert not ray.is_initialized()
+    code, report = _compare(capsys, root, tmp_path / "empty.db", c0, c1)
+    assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized()
+    assert len(report["rows"]) == 3 and report["not_retimed"] == 3
+    assert all(r["kind"] == "unchanged" and r["note"] == NO_NUMBER and r["base"] is None and r["head"] is None
+               for r in report["rows"]), report["rows"]
+    assert not cache.exists() or not any(cache.rglob("*"))  # no build, not even into the cache
+    assert _count(tmp_path / "empty.db") == 0
+    markdown = summary.read_text()
+    assert "no regressions" in markdown and "no numbers were needed" in markdown, markdown
+
+
 def test_series_no_slot_here_could_run_start_no_ray_either(tmp_path, capsys, monkeypatch):
     """A HIP variant on a runner without HIP's toolchain (an NVIDIA runner): its series have
-    no identity there and are 'measured' at both commits, but only as rows that say so, from
-    the toolchain probe alone. No Ray is started for them. (This machine has a HIP compiler:
+    no identity there, but the same build inputs at both commits, so they are unchanged
+    without a number, from the toolchain probe alone. No Ray is started for them. (This machine has a HIP compiler:
     the compare's own probe, on this machine before any Ray, is told it has none.)"""
     import shutil
 
@@ -211,12 +237,12 @@ def test_series_no_slot_here_could_run_start_no_ray_either(tmp_path, capsys, mon
     code, report = _compare(capsys, root, db, c0, c1)
     assert code == 0 and report["ray"] == {"mode": "not started"} and not ray.is_initialized(), report["ray"]
     rows = [r for r in report["rows"] if r["variant"] == "hip_naive"]
-    # Skipped at both commits: no number at either, so `not run` (with the reason), not `same`.
-    assert rows and all(r["kind"] == "not run" and not r["note"] for r in rows), [(r["kind"], r["note"]) for r in rows]
-    assert all(r["reason"].startswith("not run here: no hip toolchain") for r in rows), [r["reason"] for r in rows]
-    # The op's rocm peer (torch_ref) has no AMD GPU here either: every rocm series is counted apart.
-    rocm = [r for r in report["rows"] if r["device"].split(":")[0] == "rocm"]
-    assert all(r["kind"] == "not run" for r in rocm) and report["not_run"] == len(rocm) > len(rows)
+    # No toolchain at either commit, and the same build inputs at both: unchanged, with no number.
+    assert rows and all(r["kind"] == "unchanged" and r["note"] == NO_NUMBER for r in rows), \
+        [(r["kind"], r["note"]) for r in rows]
+    # The op's rocm peer (torch_ref) carries its stored row, skipped (no AMD GPU here): not run.
+    rocm = [r for r in report["rows"] if r["device"].split(":")[0] == "rocm" and r["variant"] != "hip_naive"]
+    assert rocm and all(r["kind"] == "not run" for r in rocm) and report["not_run"] == len(rocm)
     assert all(r["kind"] == "unchanged" for r in report["rows"] if r["variant"] == "cpp_naive")
 
 
@@ -251,13 +277,13 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     assert not rows["cpp_naive"]["note"] and not rows["torch_ref"]["note"]
     assert rows["cpp_blocked"]["kind"] == "unchanged" and rows["cpp_blocked"]["note"].startswith("same build")
 
-    # A new flopwatch harness: the stored results no longer match, so each series is timed
-    # once (at head) and stands for both sides.
+    # A new flopwatch harness: the stored results no longer match, and both commits have the
+    # same identity: unchanged, with no number, and nothing timed.
     before = _count(db)
     monkeypatch.setattr(identity, "worker_code_digest", lambda: "a different harness")
     code, report = _compare(capsys, root, db, c0, c1)
-    assert all(r["note"] == "same build: timed once, at head, for both sides" for r in report["rows"]), report
-    assert _count(db) == before + 3
+    assert all(r["kind"] == "unchanged" and r["note"] == NO_NUMBER for r in report["rows"]), report
+    assert _count(db) == before
 
     # --all times everything at both commits.
     before = _count(db)

@@ -64,7 +64,6 @@ def main(args) -> int:
     options = run_options(args, "compare")
     session = open_session(args, work, defer_ray=True)
     last: dict[str, object] = {}
-    once_rows: dict[tuple, dict] = {}
 
     try:
         planned = {rev: plan_commit(session, repo, rev, options) for rev in (base.sha, head.sha)}
@@ -73,15 +72,9 @@ def main(args) -> int:
                                          session.store.latest_by_identity, force=args.all)
 
         def measure(rev: str) -> list[dict]:
-            wanted = set(decision.measure)
-            if rev == head.sha and not once_rows:  # unchanged and never stored: timed once, here
-                wanted |= decision.run_once
-            last[rev] = run_commit(session, repo, rev, options, planned[rev], wanted)
-            rows = [r.to_dict() for r in last[rev].results]
-            for r in rows:
-                if cmp.series_key(r) in decision.run_once:
-                    once_rows[cmp.series_key(r)] = r
-            return [r for r in rows if cmp.series_key(r) not in decision.run_once]
+            # Only what may have changed: with nothing to time, nothing is built and no Ray starts.
+            last[rev] = run_commit(session, repo, rev, options, planned[rev], set(decision.measure))
+            return [r.to_dict() for r in last[rev].results]
 
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
         pair_settings = {"timing": {"budget_s": args.pair_budget}, "threads": args.threads}
@@ -96,10 +89,10 @@ def main(args) -> int:
             measured = cmp.with_copy_check(measured, offsets)
     finally:
         session.shutdown()
-    untimed = {**decision.reuse, **once_rows}
+    untimed = {**decision.reuse, **dict.fromkeys(decision.untimed)}
     notes = {k: f"{unchanged.SAME_BUILD}: stored result of {str(row.get('commit_sha', ''))[:10]}"
              for k, row in decision.reuse.items()}
-    notes.update({k: f"{unchanged.SAME_BUILD}: timed once, at head, for both sides" for k in once_rows})
+    notes.update({k: unchanged.NO_NUMBER for k in decision.untimed})
     rows = cmp.merge_rows(measured, cmp.unchanged_rows(untimed, notes, threshold))
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)
@@ -129,6 +122,8 @@ def main(args) -> int:
         print(driver_clock.line(session.clock.as_dict()), file=sys.stderr)
         if session.cluster_info is None:
             print("ray: not started, nothing had to be timed", file=sys.stderr)
+        elif session.slots_line():
+            print(session.slots_line(), file=sys.stderr)
     return cmp.exit_status(report)
 
 
@@ -139,5 +134,5 @@ def _series_infos(session: Session, planned: PlannedCommit) -> dict[tuple, uncha
     for job in planned.jobs:
         key = planned.series(job, session)
         out[key] = unchanged.SeriesInfo(planned.identities.get(key, ""), job.op, job.device_kind,
-                                        variants[job.variant].peer)
+                                        variants[job.variant].peer, planned.untooled.get(key, ""))
     return out

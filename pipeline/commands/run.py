@@ -111,6 +111,8 @@ def main(args) -> int:
         for line in bound_lines(outcome.bounds):
             console.print(line, highlight=False, markup=False)
         console.print(session.cluster_info.driver_line(), highlight=False, markup=False)
+        if session.slots_line():
+            console.print(session.slots_line(), highlight=False, markup=False)
         console.print(driver_clock.line(clock.as_dict()), highlight=False, markup=False)
         if not args.no_report:
             console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)

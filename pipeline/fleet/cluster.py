@@ -46,8 +46,10 @@ class ClusterInfo:
 
     @property
     def kept(self) -> bool:
-        """flopwatch's own local Ray, kept between commands: its device slots are kept too."""
-        return self.mode in (STARTED, REUSED)
+        """A cluster that outlives the command (joined by address, or flopwatch's own kept local
+        Ray): its device slots are kept too (`slots`, "Kept slots"). Not a private Ray, nor
+        one the caller started (its lifetime is the caller's)."""
+        return self.mode in (STARTED, REUSED, JOINED)
 
     def has_kind(self, kind: str) -> bool:
         return slots.slot_count(self.resources, kind) >= 1

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pipeline.fleet import slots
+from pipeline.fleet.slots import code_digest  # the kept slots' key has it too
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
 from workers.job.runner import SECRET_VARIABLES
 
@@ -59,7 +60,6 @@ POLL_S = 1.0
 HEALTH_EVERY_S = 10.0
 MODULE = "pipeline.fleet.local_ray"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-CODE_DIRS = (PACKAGE_ROOT / "pipeline", PACKAGE_ROOT / "workers")
 RECORD, TOKEN, IN_USE, START_LOCK, LOG = "head.json", "token", "in-use", "start.lock", "head.log"
 # Ray's temp dir, a sub-folder: Ray makes its temp dir world-writable (mode 777), and inside the
 # head's folder (700) that opens nothing.
@@ -152,15 +152,6 @@ def private_folder(path: Path) -> Path:
         raise ClusterError(f"refusing to use {path} for flopwatch's local Ray: it {problem}; remove it, or set "
                            f"FLOPWATCH_LOCAL_RAY_DIR to a folder of your own")
     return path
-
-
-def code_digest(dirs: tuple[Path, ...] = CODE_DIRS) -> str:
-    """Hash of the driver's and the nodes' Python source, names included."""
-    h = hashlib.sha256()
-    for root in dirs:
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def head_key(num_gpus: int | None, *, uid: int | None = None, python: str = sys.executable,

@@ -14,11 +14,24 @@ A node lost mid-run: a call whose actor fails parks its job and stops feeding th
 Ray's cluster view says the slot's node is dead (`settle`), the slot is dropped and its job is
 queued once more for the slots of its kind on the other nodes, or given up as lost with the
 node's id when no other node has a slot of that kind (or it was already retried once).
+
+Kept slots: on a cluster the command does not own (one joined by address, or flopwatch's own
+kept local Ray) the slots are named, detached actors that outlive the driver, so the next
+command finds them with their runner warm and their probes answered (a joined cluster paid
+8-18 s of probe per command before, issue 39). Their name holds the node's id, the device kind
+and index, and a key of the flopwatch source and Ray version and of the cluster's token (a
+digest: the token itself is never in a name), so a slot of another flopwatch or another token
+is never reused. Such a slot is stopped by the next driver that finds it: it holds its
+device's resource for ever, and left alone it would keep this driver's slot of that device
+from ever starting. Only one flopwatch version drives a cluster at a time (CI installs the
+default branch's driver), so what is stopped is an earlier version's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import heapq
 import itertools
 import json
@@ -27,8 +40,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from workers.core.records import BuildResult, Job, Variant
 from workers.job import runner
@@ -85,6 +100,8 @@ class DeviceSlot:
         self._identity: dict | None = None
         self._toolchains: tuple[str, dict] | None = None
         self._making = threading.Lock()  # two calls run at once (`_Actor`): one makes the runner
+        self.commands = 0  # drivers that asked for this slot (more than one: a kept slot was found)
+        self.probes = 0  # device and toolchain probes this slot has run (a driver counts what it caused)
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -105,10 +122,14 @@ class DeviceSlot:
             self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
         return self.zygote
 
-    def describe(self, prewarm: bool = True) -> dict:
+    def describe(self, prewarm: bool = True, name: str | None = None) -> dict:
         """Where this slot is and what its processes see (the test of the visible-devices path).
-        Starts the zygote, so that its imports overlap the builds instead of the first job."""
+        Starts the zygote, so that its imports overlap the builds instead of the first job.
+        `name`: this driver's name of the slot (a kept slot found again may have had another)."""
+        if name:
+            self.name = name
         if prewarm:
+            self.commands += 1
             import torch  # noqa: F401  (the runner's dtype sizes: not on the first job's clock; no device touched)
 
             if self.warm:
@@ -116,7 +137,8 @@ class DeviceSlot:
                     self._zygote().ensure_started()
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
-                "zygote_starts": self.zygote.started if self.zygote else 0}
+                "zygote_starts": self.zygote.started if self.zygote else 0, "commands": self.commands,
+                "probes": self.probes}
 
     def child_env_probe(self) -> dict:
         """What a job child forked by this slot's zygote sees: the visible-devices variables."""
@@ -135,6 +157,7 @@ class DeviceSlot:
 
         mark = build.toolchain_fingerprint()
         if self._toolchains is None or self._toolchains[0] != mark:
+            self.probes += 1
             self._toolchains = (mark, build.toolchains())
         return self._toolchains[1]
 
@@ -143,6 +166,7 @@ class DeviceSlot:
         the actor itself never creates a GPU context (it would hold device memory for the slot's
         whole life), and a fresh interpreter would pay `import torch` again."""
         if self._identity is None:
+            self.probes += 1
             self._identity = self._probe()
         return self._identity
 
@@ -241,6 +265,8 @@ class Slot:
     # expected to be done (the pool's clock; from the calls' expected costs).
     held: list = field(default_factory=list)
     busy_until: float = 0.0
+    found: bool = False  # a kept slot an earlier driver started
+    probes: int = 0  # its probes when this driver found it
 
 
 @dataclass
@@ -285,10 +311,12 @@ class SlotPool:
                  clock=time.monotonic):
         self.resources = resources
         self.warm = warm
-        # Persistent slots outlive the command (flopwatch's own local Ray, kept between
-        # commands): detached, named actors that the next command finds with their warm
-        # runner, device identity and toolchain probe ready, instead of starting them again.
+        # Persistent slots outlive the command (a joined cluster, flopwatch's own kept local
+        # Ray): detached, named actors that the next command finds with their warm runner,
+        # device identity and toolchain probe ready (module docstring, "Kept slots").
         self.persistent = persistent
+        self.stopped_stale = 0  # kept slots of another flopwatch or token that this driver stopped
+        self._stale_checked = False
         self._make_actor = make_actor or self._ray_actor
         self.slots: dict[str, list[Slot]] = {}
         self.queues: dict[str, list] = {}  # heaps of (not first, -cost, -work, arrival, pending)
@@ -306,24 +334,58 @@ class SlotPool:
         self.overlap = overlap_wanted(dict(os.environ))
 
     def _ray_actor(self, kind: str, name: str, warm: bool):
-        if self.persistent:
-            return _Actor.options(**slot_options(kind), name=persistent_name(name, warm), namespace="flopwatch",
-                                  lifetime="detached", get_if_exists=True).remote(kind, name, warm)
         return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
+
+    def _kept_slots(self, kind: str) -> list[Slot]:
+        """The kept slots of `kind`, node by node: found where an earlier driver of this key
+        left them, else started there (pinned to the node, so that the name tells where it is)."""
+        self._stop_stale()
+        key, made = kept_key(), []
+        for node in sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: n["NodeID"]):
+            for i in range(slot_count(node.get("Resources", {}), kind)):
+                name = f"{kind}/{len(made)}"
+                here = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                actor = _Actor.options(**slot_options(kind), name=kept_name(key, node["NodeID"], kind, i, self.warm),
+                                       namespace=KEPT_NAMESPACE, lifetime="detached", get_if_exists=True,
+                                       scheduling_strategy=here).remote(kind, name, self.warm)
+                made.append(Slot(kind, name, actor))
+        return made
+
+    def _stop_stale(self) -> None:
+        """Stop the kept slots of another key, or of a node that is gone (once per pool)."""
+        if self._stale_checked:
+            return
+        self._stale_checked = True
+        ours = f"{KEPT_PREFIX}{kept_key()}-"
+        alive = {n["NodeID"][:NODE_CHARS] for n in ray.nodes() if n.get("Alive")}
+        for name in ray.util.list_named_actors():  # this driver's namespace, flopwatch's
+            if not name.startswith(KEPT_PREFIX) or (name.startswith(ours) and
+                                                     name[len(ours):len(ours) + NODE_CHARS] in alive):
+                continue
+            try:
+                ray.kill(ray.get_actor(name, namespace=KEPT_NAMESPACE), no_restart=True)
+                self.stopped_stale += 1
+            except ValueError:  # gone meanwhile
+                pass
 
     def slots_of(self, kind: str) -> list[Slot]:
         if kind not in self.slots:
-            n = slot_count(self.resources, kind)
-            made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm)) for i in range(n)]
+            kept = self.persistent and self._make_actor == self._ray_actor
+            if kept:
+                made = self._kept_slots(kind)
+            else:
+                made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm))
+                        for i in range(slot_count(self.resources, kind))]
             if made and self._make_actor == self._ray_actor:
                 # Waiting here also starts the actors; each on its node with its devices.
                 try:
-                    described = ray.get([s.actor.describe.remote() for s in made], timeout=600)
+                    described = ray.get([s.actor.describe.remote(True, s.name) for s in made], timeout=600)
                 except ray.exceptions.GetTimeoutError:
-                    raise RuntimeError(f"the {n} {kind} device slot(s) of the cluster did not all start in 600 s "
-                                       f"(resources {self.resources})") from None
+                    raise RuntimeError(f"the {len(made)} {kind} device slot(s) of the cluster did not all start in "
+                                       f"600 s (resources {self.resources})") from None
                 for slot, d in zip(made, described):
                     slot.node_id, slot.visible = d["node_id"], d["visible"]
+                    slot.found, slot.probes = kept and d["commands"] > 1, d["probes"]
             self.slots[kind] = made
             self.queues[kind] = []
         return self.slots[kind]
@@ -505,15 +567,86 @@ class SlotPool:
         self.slots.clear()
 
     def toolchains_ref(self):
-        """The toolchain probe, from the node's CPU slot when slots persist (it answers from
+        """The toolchain probe, from a kept slot (a CPU slot, else a GPU one: it answers from
         memory between commands), else None (the caller runs the probe task)."""
-        if not self.persistent or slot_count(self.resources, "cpu") < 1:
+        kind = next((k for k in ("cpu", "cuda", "rocm") if slot_count(self.resources, k) >= 1), None)
+        if not self.persistent or kind is None:
             return None
-        return self.slots_of("cpu")[0].actor.toolchains.remote()
+        return self.slots_of(kind)[0].actor.toolchains.remote()
+
+    def kept_summary(self) -> dict:
+        """What this driver found of the kept slots and what it had probed: {"slots", "found",
+        "nodes" (those found on), "probed" (slots whose probe ran for this driver), "stopped"
+        (stale slots stopped)}. Asks each slot once more (a call answered from memory)."""
+        made = [s for kind in self.slots.values() for s in kind]
+        if not made:
+            return {}
+        now = ray.get([s.actor.describe.remote(False) for s in made], timeout=120)
+        probed = sum(d["probes"] > s.probes for s, d in zip(made, now))
+        return {"slots": len(made), "found": sum(s.found for s in made),
+                "nodes": len({s.node_id for s in made if s.found}), "probed": probed, "stopped": self.stopped_stale}
 
 
-def persistent_name(slot: str, warm: bool) -> str:
-    return f"flopwatch-slot-{slot.replace('/', '-')}-{'warm' if warm else 'cold'}"
+KEPT_PREFIX, KEPT_NAMESPACE = "flopwatch-slot-", "flopwatch"
+NODE_CHARS = 16  # of a node id in a kept slot's name (56 hex digits in all; 16 tell nodes apart)
+
+
+def kept_name(key: str, node_id: str, kind: str, index: int, warm: bool) -> str:
+    return f"{KEPT_PREFIX}{key}-{node_id[:NODE_CHARS]}-{kind}-{index}-{'warm' if warm else 'cold'}"
+
+
+def kept_key(env=None) -> str:
+    """The part of a kept slot's name that must match for a driver to use it: the flopwatch
+    source (driver and node code) with Ray's version, and the cluster's token, each as a digest."""
+    return f"v{_code_key()}t{token_digest(env)}"
+
+
+@functools.cache
+def _code_key() -> str:
+    return hashlib.sha256(f"{code_digest()}\0{ray.__version__}".encode()).hexdigest()[:10]
+
+
+CODE_DIRS = tuple(Path(__file__).resolve().parents[2] / name for name in ("pipeline", "workers"))
+
+
+def code_digest(dirs: tuple[Path, ...] = CODE_DIRS) -> str:
+    """Hash of the driver's and the nodes' Python source, names included (also in the key of
+    flopwatch's local Ray head, `local_ray.head_key`)."""
+    h = hashlib.sha256()
+    for root in dirs:
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def token_digest(env=None) -> str:
+    """A digest of the token this driver presents, found where Ray looks (RAY_AUTH_TOKEN, else
+    the file RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token), or "none" without token mode. Only
+    the digest leaves this function (a slot's name holds it); the token is never printed,
+    stored or named."""
+    env = os.environ if env is None else env
+    if env.get("RAY_AUTH_MODE") != "token":
+        return "none"
+    token = env.get("RAY_AUTH_TOKEN", "")
+    if not token:
+        path = env.get("RAY_AUTH_TOKEN_PATH") or os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+        try:
+            with open(path) as handle:
+                token = handle.read()
+        except OSError:
+            token = ""
+    return hashlib.sha256(b"flopwatch kept slot\0" + token.strip().encode()).hexdigest()[:10]
+
+
+def kept_line(summary: dict) -> str:
+    """The run's phase line of its kept slots: "slots: 1 found on 1 node, 0 probed"."""
+    new = summary["slots"] - summary["found"]
+    nodes = f"{summary['nodes']} node" + ("s" if summary["nodes"] != 1 else "")
+    line = f"slots: {summary['found']} found on {nodes}" + (f", {new} started" if new else "")
+    line += f", {summary['probed']} probed"
+    if summary.get("stopped"):
+        line += f"; {summary['stopped']} kept slot(s) of another flopwatch version or token stopped"
+    return line
 
 
 class RayView:
@@ -527,7 +660,9 @@ class RayView:
             return False
         try:
             ray.get(ref, timeout=0)
-        except ray.exceptions.RayActorError:
+        # Unschedulable: a kept slot is pinned to its node, so with the node gone Ray cannot
+        # restart it anywhere (an unpinned actor would be restarting: RayActorError).
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError):
             return True
         except Exception:
             return False

@@ -178,11 +178,12 @@ class Report:
         rows = self.not_retimed
         if not rows:
             return ""
-        once = sum("timed once" in r.note for r in rows)
+        stored = sum(r.base is not None for r in rows)
         return (f"{len(rows)} of {len(self.rows)} series unchanged (same build: sources, included headers, flags, "
-                f"toolchain, flopwatch harness, op and device model identical at both commits), not timed twice"
-                + (f"; {once} of them had no stored result and were timed once, at head, for both sides" if once
-                   else "; their rows carry stored results") + ".")
+                f"toolchain, flopwatch harness, op and device model identical at both commits), not timed"
+                + ("; no numbers were needed" if not stored else "; their rows carry stored results" if
+                   stored == len(rows) else f"; {stored} of their rows carry stored results, the others "
+                                            f"need no number") + ".")
 
 
 def interleave(measure: Callable[[str], list[dict]], base: str, head: str, rounds: int) -> tuple[list, list]:
@@ -303,13 +304,14 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
 
 
 def unchanged_rows(rows: dict[tuple, dict], notes: dict[tuple, str], threshold: float | None) -> list[Row]:
-    """Rows of series that were not timed at both commits: `rows` holds the one result each
-    stands on (stored, or timed once at head), used for both sides. A failing status stays
-    visible as failing, one that was never measured as not run; anything else is `unchanged`."""
+    """Rows of series that were not timed at both commits: `rows` holds the stored result each
+    stands on, used for both sides, or None (nothing stored: `unchanged` with no number). A
+    failing status stays visible as failing, one that was never measured as not run; anything
+    else is `unchanged`."""
     out = []
     for key, row in sorted(rows.items()):
-        side = pool([row])[series_key(row)]
-        kind = _untimed_kind(side)
+        side = pool([row])[series_key(row)] if row is not None else None
+        kind = _untimed_kind(side) if side is not None else UNCHANGED
         used = threshold if threshold is not None else config.default_threshold(key[3], "compare")
         out.append(Row(*key, kind, side, side, None, (), used, notes.get(key, ""),
                        not_run_reason(kind, side, side)))

@@ -4,10 +4,15 @@ A series whose measurement identity (`pipeline.run.identity`) is the same at bas
 measure the same binary through the same harness on the same device model at both commits:
 timing it twice can only produce noise. Such a series is `unchanged`, reason "same build":
 its row carries a stored result with that identity (from any commit), or, when the store has
-none, it is timed once (at head) and that result stands for both sides.
+none, no number at all: a number would only say what the series measures, not whether the
+change moved it, so a docs-only change on a runner with an empty store builds and times nothing
+(issue 39: 286 s of builds and jobs on a 2-core runner before). The same holds for a series
+that no toolchain here can build when its build inputs, toolchain aside, are equal at both
+commits (`PlannedCommit.untooled`): whatever toolchain built it, it would build the same.
 
 Everything else is timed at both commits as before: a series whose identity differs, a series
-on one side only, one without an identity (no toolchain here), and the peer of an op on a
+on one side only, one without an identity (no toolchain here) whose build inputs changed, and
+the peer of an op on a
 device kind where any other series of that op changed (and can be timed: not one without an
 identity at both commits), so "% of peer" and the peer's own row are measured beside the
 change. `force` (`compare --all`) times every series at both commits.
@@ -21,6 +26,8 @@ from dataclasses import dataclass, field
 SeriesKey = tuple[str, str, str, str]  # variant, shape key, dtype, device key
 
 SAME_BUILD = "same build"
+# The note of an unchanged series with no stored result: its row carries no number.
+NO_NUMBER = f"{SAME_BUILD}: not timed, no number was needed"
 
 
 @dataclass(frozen=True)
@@ -31,26 +38,28 @@ class SeriesInfo:
     op: str
     device_kind: str
     peer: bool
+    untooled: str = ""  # no toolchain here: the identity with the toolchain named as missing
 
 
 @dataclass(frozen=True)
 class SeriesPlan:
-    """measure: timed at both commits. run_once: unchanged, timed once at head. reuse:
-    unchanged, {series: the stored result row it carries}. reasons: why each series is where it is."""
+    """measure: timed at both commits. untimed: unchanged, nothing stored, no number needed.
+    reuse: unchanged, {series: the stored result row it carries}. reasons: why each series is
+    where it is."""
 
     measure: frozenset
-    run_once: frozenset
+    untimed: frozenset
     reuse: dict
     reasons: dict = field(default_factory=dict)
 
     @property
     def unchanged(self) -> frozenset:
-        return self.run_once | frozenset(self.reuse)
+        return self.untimed | frozenset(self.reuse)
 
 
 def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesInfo],
                 stored: Callable[[list[str]], dict[str, dict]], force: bool = False) -> SeriesPlan:
-    """Sort every series of either side into measure / run once / reuse (module docstring).
+    """Sort every series of either side into measure / untimed / reuse (module docstring).
     `stored(identities)` returns {identity: newest stored result row} for those it has."""
     measure, same, reasons = set(), set(), {}
     for key in set(base) | set(head):
@@ -61,6 +70,8 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
         elif b is None or h is None:
             measure.add(key)
             reasons[key] = "only at " + ("head" if b is None else "base")
+        elif not h.identity and not b.identity and h.untooled and h.untooled == b.untooled:
+            same.add(key)
         elif not h.identity or h.identity != b.identity:
             measure.add(key)
             reasons[key] = "changed" if h.identity and b.identity else "no identity (no toolchain here)"
@@ -81,9 +92,10 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
             same.discard(key)
             measure.add(key)
             reasons[key] = "peer of a changed series"
-    found = stored([head[k].identity for k in same]) if same else {}
+    with_identity = [head[k].identity for k in same if head[k].identity]
+    found = stored(with_identity) if with_identity else {}
     reuse = {k: found[head[k].identity] for k in same if head[k].identity in found}
-    run_once = frozenset(k for k in same if k not in reuse)
+    untimed = frozenset(k for k in same if k not in reuse)
     for k in same:
         reasons[k] = SAME_BUILD
-    return SeriesPlan(frozenset(measure), run_once, reuse, reasons)
+    return SeriesPlan(frozenset(measure), untimed, reuse, reasons)

@@ -113,6 +113,8 @@ class Session:
     cache: Path | None = None
     connect: Callable[[], cluster.ClusterInfo] | None = None
     local_resources: dict = field(default_factory=dict)
+    # What the probes found of the slots kept on the cluster, and probed (`SlotPool.kept_summary`).
+    kept: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -135,7 +137,15 @@ class Session:
         """How this command used Ray, for `--json`: its mode and what connecting cost, or that
         it was never started (a deferred local Ray that nothing needed)."""
         info = self.cluster_info
-        return {"mode": info.mode, "connect_s": round(info.connect_s, 3)} if info else {"mode": "not started"}
+        if info is None:
+            return {"mode": "not started"}
+        kept = {"slots": self.kept} if self.kept else {}
+        return {"mode": info.mode, "connect_s": round(info.connect_s, 3), **kept}
+
+    def slots_line(self) -> str:
+        """The phase line of the slots kept on the cluster ("slots: 1 found on 1 node, 0 probed"), or ""."""
+        kept = self.cluster_info is not None and self.cluster_info.kept and self.kept
+        return slots.kept_line(self.kept) if kept else ""
 
     def shutdown(self) -> None:
         """Stop this command's slots and leave the cluster, if one was started or joined."""
@@ -171,6 +181,8 @@ class Session:
                 self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
             if pending is not None:
                 self.toolchains = cluster.wait_probe(pending)
+            if wanted or pending is not None:
+                self.kept = self.slots.kept_summary()
 
 
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
@@ -198,6 +210,9 @@ class PlannedCommit:
     jobs: list[Job]
     plans: dict[str, BuildPlan]
     identities: dict[tuple, str]
+    # The series of variants without a toolchain here: their identity with the toolchain named
+    # as missing (never stored: only compared between two commits planned on this machine).
+    untooled: dict[tuple, str] = field(default_factory=dict)
 
     def series(self, job: Job, session: Session) -> tuple[str, str, str, str]:
         return job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind)
@@ -253,14 +268,19 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
     session.probe({j.device_kind for j in jobs})
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
              for v in variants if _toolchain_ident(session, v)}
-    identities = {}
+    # A variant with no toolchain here cannot be built, so it has no identity; its build inputs
+    # are still hashed (the toolchain named as missing): equal at two commits, they say that
+    # the series did not change there whatever toolchain would build it (`compare`).
+    untooled = {v.name: build_plan(root, v, config.include_dirs, f"no {v.backend} toolchain")
+                for v in variants if v.name not in plans}
+    identities, sources = {}, {}
     for j in jobs:
-        if j.variant in plans:
-            dev = device_key(session, j.device_kind)
-            identities[(j.variant, j.shape.key, j.dtype, dev)] = measurement_identity(
-                plans[j.variant].build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
-                repo_op=plans[j.variant].variant.repo_op)
-    return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities)
+        plan = plans.get(j.variant) or untooled[j.variant]
+        dev = device_key(session, j.device_kind)
+        (identities if j.variant in plans else sources)[(j.variant, j.shape.key, j.dtype, dev)] = \
+            measurement_identity(plan.build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
+                                 repo_op=plan.variant.repo_op)
+    return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities, sources)
 
 
 def run_commit(session: Session, repo, rev: str | None, options: RunOptions,

@@ -142,9 +142,9 @@ def test_compare_over_the_daemon_leaves_nothing_running(suite):
     base = suite[0]
     mark = uuid.uuid4().hex
     done = flopwatch("compare", "HEAD~1", "HEAD", "--repo", str(base / "repo"), "--db", str(base / "compare2.db"),
-                     "--variant", "daemon", "--no-report", "--pair-budget", "0.2", env={CASE: mark})
+                     "--variant", "daemon", "--no-report", "--pair-budget", "0.2", "--all", env={CASE: mark})
     assert done.returncode in (0, 1), done.stderr[-3000:]
-    # compare's rows of the daemon variant (timed once: the commits differ in the README only),
+    # compare's rows of the daemon variant (--all: the commits differ in the README only),
     # each with its leftover killed; the variant's name alone in the output would prove nothing
     with sqlite3.connect(base / "compare2.db") as conn:
         notes = [d for (d,) in conn.execute("SELECT diagnostic FROM results WHERE variant = 'daemon'")]
