@@ -159,13 +159,15 @@ def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
 
 # -- an entry's op from its parameters ---------------------------------------------------------------
 
-def op_from_params(name: str, params: list[str], returns: bool, kinds: list[str] | None = None) -> tuple[str, list[str]]:
+def op_from_params(name: str, params: list[str], returns: bool, kinds: list[str] | None = None,
+                   only: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """(op, the op argument of each parameter in order; "" for one the op does not take) where
     the names fit an op (name hints first), or ("", []) (pure). `kinds`: "tensor" / "int" /
-    "float" per parameter where known (a C++ signature)."""
+    "float" per parameter where known (a C++ signature); `only`: the ops to try (the one an
+    entry's name says), in order."""
     lowered = name.lower()
     hinted = [op for op, words in drafting.NAME_HINTS if any(w in lowered for w in words)]
-    order = hinted + [op for op in OPS if op not in hinted]
+    order = [op for op in only if op in OPS] if only else hinted + [op for op in OPS if op not in hinted]
     for op in order:
         module = OPS[op]
         wanted = [*module.INPUTS] + ([] if returns else [module.OUTPUT])
@@ -401,52 +403,55 @@ def _pointer_dtype(text: str) -> str:
     return ""
 
 
-def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
-    """Functional entries of a module: each public top-level function whose name and
-    parameters fit an op (required parameters all mapped; optional ones keep their defaults)."""
+def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str],
+                    skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
+    """Every public top-level function of a module as an entry, each with the reference the
+    repository trusts (`pipeline.onboarding.entries`); `skipped` gets an `entries.Skipped` for
+    each public function not drafted."""
+    from pipeline.onboarding import entries, references
+
     tree = _tree(text)
     if tree is None:
         return [], []
     root, dotted = import_root(rel, repo.files)
-    drafts, notes = [], []
+    found, passed_over = entries.public_functions(tree)
+    if skipped is not None:
+        skipped += passed_over
+    prefix = references.common_prefix([fn.name for fn in found] + [s.entry for s in passed_over])
     triton = uses_triton(text) or _package_uses_triton(rel, root, repo)
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
-            continue
-        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        required = len(params) - len(fn.args.defaults)
-        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
-        if values and all(isinstance(v, ast.Tuple) for v in values):
-            continue  # a forward helper handing back its saved tensors, not an op's output
-        hinted = [op for op, words in drafting.NAME_HINTS if any(w in fn.name.lower() for w in words)]
-        op, mapped = op_from_params(fn.name, params, bool(values))
-        returns = bool(values)
-        if not op or op not in hinted or not all(mapped[:required]):
-            continue  # a public function is an entry only where its name and parameters say which op
-        name = _name(fn.name, taken)
-        folder = f"{out_dir}/{name}"
-        backend = "triton" if triton else "python"
-        entry = f"{dotted}:{fn.name}" if dotted else f"{from_folder(folder, rel)}:{fn.name}"
-        made = tensors_passed(repo, (fn.name,), len(OPS[op].INPUTS))
-        dtype, _ = dtype_of(made, "bf16" if triton else "fp32")
-        guessed = [] if made else ["dtypes", "shapes"]
-        shapes = shape_of(made, op) or drafting.DEFAULT_SHAPES[op]
-        lines = _lines_common(name, op, backend, f"{rel} (function {fn.name})")
-        lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
-        lines.append(f"shapes = {json.dumps(shapes)}" + (f"  {GUESS}: sizes {list(OPS[op].DIMS)}"
-                                                          if "shapes" in guessed else ""))
-        if backend == "python":
-            lines.append('devices = ["cuda"]')
-        lines += ["", "[binding]", f'kind = "{"triton" if triton else "python"}"', f'entry = "{entry}"']
-        if returns:
-            lines.append("returns = true")
-        passed = _leading(mapped)
-        if passed != _default_order(op, returns):
-            lines.append(f"args = {json.dumps(passed)}")
-        todo = [f"{', '.join(guessed)}: no script of the repository calls {fn.name} with tensors flopwatch can read"] \
-            if guessed else []
-        drafts.append(_draft(name, folder, lines, op, todo, guessed, include_dir=root if root != "." else ""))
-    return drafts, notes
+    package = entries.package_of(rel, root)
+    drafts = []
+    for fn in found:
+        folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
+        where = entries.Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{from_folder(folder, rel)}:{fn.name}",
+                              backend="triton" if triton else "python",
+                              devices=["cuda"] if _gpu_only(text) else ["cpu", "cuda"],
+                              include_dir=root if root not in (".", "") else "",
+                              extension_from=_extension_loaded(rel, root, repo))
+        if where.extension_from:
+            where.backend = "torch"
+        drafts.append(entries.draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken))
+    return drafts, []
+
+
+def _gpu_only(text: str) -> bool:
+    """A module importing what runs on NVIDIA GPUs only (cupy, pycuda, cuda-python)."""
+    return bool(re.search(r"^\s*(import|from)\s+(cupy|pycuda|cuda\b|cuda\.)", text, re.MULTILINE))
+
+
+def _extension_loaded(rel: str, root: str, repo: Repo) -> str:
+    """The setup.py building the compiled module a package loads (`from . import _C` in its
+    __init__: the functions call `torch.ops.<ns>.<op>`, which exist only once it is built), or ""."""
+    if not root:
+        return ""
+    package = PurePosixPath(rel).parent
+    init = repo.texts.get(f"{package}/__init__.py", "")
+    if not re.search(r"from\s+\.\s+import\s+[^\n]*\b_C\b|import\s+\w+\._C\b", init):
+        return ""
+    for candidate in ("setup.py", f"{root}/setup.py" if root != "." else "setup.py"):
+        if re.search(r"\b(CUDAExtension|CppExtension)\b", repo.texts.get(candidate, "")):
+            return candidate
+    return ""
 
 
 def _package_uses_triton(rel: str, root: str, repo: Repo) -> bool:
@@ -467,7 +472,7 @@ def _name(base: str, taken: set[str]) -> str:
 # -- one file ----------------------------------------------------------------------------------------
 
 def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
-               functional: bool = True) -> tuple[list[drafting.Draft], list[str]]:
+               functional: bool = True, skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
     """The drafts of one Python file, and notes on what was not drafted. `functional`: also a
     module's public functions that fit an op (asked for by name with `new`; `init` drafts only
     problems, solutions and extensions, not every helper of a package)."""
@@ -485,4 +490,4 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
     drafts, notes = extension_drafts(rel, text, repo, out_dir, taken)
     if drafts or notes or not functional:
         return drafts, notes
-    return function_drafts(rel, text, repo, out_dir, taken)
+    return function_drafts(rel, text, repo, out_dir, taken, skipped)

@@ -93,6 +93,7 @@ class Plan:
 
     drafts: list[drafting.Draft]
     notes: list[str] = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # `entries.Skipped`: public functions not drafted, and why
 
 
 @dataclass
@@ -309,12 +310,12 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
         if rel not in texts and (root / rel).is_file():
             texts[rel] = (root / rel).read_text(errors="replace")
     repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir))
-    drafts, notes = [], []
+    drafts, notes, skipped = [], [], []
     for rel in py_files:
-        found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, functional)
+        found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, functional, skipped)
         drafts += found
         notes += said
-    return Plan(drafts, notes)
+    return Plan(drafts, notes, skipped)
 
 
 def python_entry_files(root: Path, out_dir: str) -> list[str]:

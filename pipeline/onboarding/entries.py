@@ -1,0 +1,413 @@
+"""Draft every public function of a Python module as an entry, each checked against the
+reference the repository already trusts (`pipeline.onboarding.references`), and say why each
+public function that is not drafted is not.
+
+A built-in op's draft is the op's (`op = "layer_norm"`, its inputs and peer). Any other entry
+is an op of its own, named after the variant, with a `[reference]` table (docs/variants.md):
+the callable to compare with (`call`, how it was `found`, `where`), the sizes and the inputs of
+one call — from the test that calls the entry where there is one, else a marked guess — or
+`check = "none"` where the repository has no reference: measured as `unchecked`, its output
+kept per commit. The draft's first line names the reference it took.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from pipeline.onboarding import drafting, references, tests_scan
+from workers.ops import OPS
+
+GUESS = "# TODO (guess)"
+# Parameter names of scalars, not tensors (a guess for entries no test calls).
+_SCALAR = re.compile(r"^(eps|epsilon|dim|axis|dims|num_\w+|n_\w+|\w+_size|size|stride|padding|dilation|groups|"
+                     r"scale|softmax_scale|sm_scale|temperature|p|mode|reduction|\w+_index|\w+_mode|offset|"
+                     r"casting_mode|in_place|inplace|causal|training|\w+_eps|alpha_\w+|tmax)$")
+_OUTPUT = re.compile(r"^(out|output|dst|result|res|y|o)$|_out$")
+_GUESSED_SIZE = 1024
+_SIZE_NAMES = ("N", "M", "K", "L", "P", "Q", "R", "S", "T", "U")
+_INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A public function not drafted, and why (one line)."""
+
+    entry: str
+    reason: str
+
+
+def public_functions(tree: ast.Module) -> tuple[list[ast.FunctionDef], list[Skipped]]:
+    """The module's top-level functions that are entries, and those that are not with why."""
+    exported = _all(tree)
+    entries, skipped = [], []
+    for fn in tree.body:
+        if isinstance(fn, ast.AsyncFunctionDef):
+            skipped.append(Skipped(fn.name, "an async function"))
+            continue
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        if fn.name.startswith("_"):
+            continue  # private helpers are no entries; not listed (a registered fake `_` and the like)
+        if exported is not None and fn.name not in exported:
+            skipped.append(Skipped(fn.name, "not in the module's __all__"))
+            continue
+        why = not_an_entry(fn)
+        if why:
+            skipped.append(Skipped(fn.name, why))
+            continue
+        entries.append(fn)
+    return entries, skipped
+
+
+def _all(tree: ast.Module) -> set[str] | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return None
+
+
+def not_an_entry(fn: ast.FunctionDef) -> str:
+    """Why a public function cannot be measured as an entry ("" when it can)."""
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn)):
+        return "a generator, not a function returning tensors"
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+    if not params:
+        return "takes no arguments"
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in params:
+            return f"takes an nn.Module or callable argument ({node.func.id}), not tensors"
+        if isinstance(node, ast.Attribute) and node.attr in ("parameters", "named_parameters", "forward") \
+                and isinstance(node.value, ast.Name) and node.value.id in params:
+            return f"takes an nn.Module argument ({node.value.id}), not tensors"
+    if not returns_value(fn) and not output_param(fn):
+        return "returns no tensor and takes no output buffer"
+    return ""
+
+
+def returns_value(fn: ast.FunctionDef) -> bool:
+    return bool(tests_scan._own_returns(fn))
+
+
+def output_param(fn: ast.FunctionDef) -> str:
+    """The parameter an entry that returns nothing writes its result into (`out`)."""
+    if returns_value(fn):
+        return ""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    return next((p for p in reversed(params) if _OUTPUT.search(p)), "")
+
+
+# -- the draft -------------------------------------------------------------------------------------------
+
+@dataclass
+class Where:
+    """Where the entry lives and how it is imported and run."""
+
+    rel: str
+    entry: str  # binding.entry
+    backend: str  # python | triton | torch
+    devices: list[str]
+    include_dir: str
+    extension_from: str = ""  # a setup.py building the extension the package loads
+
+
+def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict[str, str], package: str,
+                out_dir: str, taken: set[str]) -> drafting.Draft:
+    """One entry's draft with the first reference found (built-in op → convention → test → none)."""
+    from pipeline.onboarding import drafting_python
+
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    required = len(params) - len(fn.args.defaults)
+    returns = returns_value(fn)
+    name = drafting_python._name(fn.name, taken)
+    folder = f"{out_dir}/{name}"
+    forward = references.forwarded(fn)
+    ref = references.builtin(fn.name, prefix, params, required, returns)
+    if ref is not None:
+        return _builtin_draft(fn, ref, where, name, folder, repo_texts, returns)
+    comparisons = references.from_tests(fn.name, prefix, repo_texts, forward)
+    convention = references.by_convention(fn.name, prefix, where.rel, repo_texts, package)
+    calls = references.calls_in_tests(fn.name, prefix, repo_texts, forward)
+    notes = list(convention.notes) if convention else []
+    out = output_param(fn)
+    # The arguments: from the test comparing the entry (it called it as the reference expects),
+    # else from any test's call of it; the reference: by convention first, else that test's.
+    usable = []
+    for c in comparisons:
+        inputs = _inputs_of(fn, params, required, forward, c.entry_call, c.entry_args, c.entry_kwargs, c.output_index)
+        if inputs is not None and _lines_up(inputs, c):
+            usable.append((c, inputs))
+    if convention is not None and convention.kind == "convention":
+        chosen = ref_kind = convention
+        source = usable[0][1] if usable else _from_calls(fn, params, required, forward, calls)
+    elif usable:
+        c, source = usable[0]
+        shown = ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
+        ref_kind = references.Reference("test", file=c.file, name=shown, line=c.line,
+                                        compared_by=c.compared_by, comparison=c)
+        chosen = ref_kind
+    else:
+        chosen = ref_kind = references.Reference("none", notes=tuple(notes))
+        source = _from_calls(fn, params, required, forward, calls)
+    if source is None:
+        source = _guessed_inputs(fn, params, required, out)
+    return _reference_draft(fn, chosen, source, where, name, folder, returns, out)
+
+
+def _from_calls(fn, params, required, forward, calls: list[tests_scan.Calls]):
+    best = None
+    for c in calls:
+        callee = ""  # a call of the forwarded callee has its arguments in the callee's order
+        inputs = _inputs_of(fn, params, required, forward, callee, c.args, c.kwargs, None)
+        if inputs is not None and all(i.known for i in inputs.args):
+            return inputs
+        best = best or inputs
+    return best
+
+
+@dataclass
+class _Inputs:
+    """The entry's arguments of one call: parameter names in order, their Args, the output's
+    index (or None), and the test it comes from ("" for a guess)."""
+
+    names: list[str]
+    args: list[tests_scan.Arg]
+    output: int | None
+    origin: str
+    guessed: bool = False
+
+
+def _inputs_of(fn, params, required, forward, callee: str, args, kwargs, output_index) -> _Inputs | None:
+    """The entry's leading parameters as the test passes them (a call of the function the entry
+    forwards to passes them in that function's order); None when a required one is missing."""
+    by_param: dict[str, tests_scan.Arg] = {}
+    if forward and callee and tests_scan._ends_with(callee, forward.callee):
+        for a, p in zip(args, forward.params):
+            by_param[p] = a
+    else:
+        if any(a.text.startswith("*") for a in args):
+            return None
+        for a, p in zip(args, params):
+            by_param[p] = a
+    for k, v in kwargs.items():
+        if k in params:
+            by_param[k] = v
+    names = []
+    for i, p in enumerate(params):
+        if p not in by_param:
+            if i < required:
+                return None
+            break
+        names.append(p)
+    if output_index is not None:
+        output_index = output_index % len(args) if args else None
+        if output_index is not None and output_index >= len(names):
+            return None
+    if not names:
+        return None
+    return _Inputs(names, [by_param[n] for n in names], output_index, "")
+
+
+def _lines_up(inputs: _Inputs, c: tests_scan.Comparison) -> bool:
+    """Whether the reference takes the entry's inputs (those not written into) in order: its
+    positional arguments are the entry's first ones, and what it is given by keyword is the
+    entry's next ones under the same names."""
+    given = [a for i, a in enumerate(inputs.args) if i != inputs.output]
+    names = [n for i, n in enumerate(inputs.names) if i != inputs.output]
+    theirs = list(c.other_args)
+    if len(theirs) > len(given):
+        return False
+    for mine, other in zip(given, theirs):
+        if not _same(mine, other):
+            return False
+    for n, a in zip(names[len(theirs):], given[len(theirs):]):
+        if n not in c.other_kwargs or not _same(a, c.other_kwargs[n]):
+            return False
+    return True
+
+
+def _same(a: tests_scan.Arg, b: tests_scan.Arg) -> bool:
+    if a.text == b.text:
+        return True
+    if a.tensor and b.tensor:
+        return a.shape == b.shape and a.dtype == b.dtype
+    return a.value is not None and a.value == b.value
+
+
+def _guessed_inputs(fn, params, required, out) -> _Inputs:
+    """No test calls the entry: its required parameters, tensors by their names' look."""
+    names = params[:max(required, params.index(out) + 1 if out else 0)]
+    args = []
+    for p in names:
+        if _SCALAR.match(p) and p != out:
+            args.append(tests_scan.Arg(p, value=1e-6 if "eps" in p else 1))
+        else:
+            args.append(tests_scan.Arg(p, shape=("M", "N"), sizes={"M": _GUESSED_SIZE, "N": _GUESSED_SIZE},
+                                       tensor=True))
+    return _Inputs(names, args, names.index(out) if out else None, "", guessed=True)
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+def _header(label: str, where: Where, fn: ast.FunctionDef, name: str, op: str) -> list[str]:
+    return [f"# reference: {label}", f"# Drafted by `flopwatch new` from {where.rel} (function {fn.name}).",
+            f'name = "{name}"', f'op = "{op}"', f'backend = "{where.backend}"']
+
+
+def _binding(where: Where, returns: bool) -> list[str]:
+    lines = ["", "[binding]", f'kind = "{"triton" if where.backend == "triton" else "python"}"',
+             f'entry = "{where.entry}"']
+    if returns:
+        lines.append("returns = true")
+    return lines
+
+
+def _devices(where: Where) -> list[str]:
+    if where.backend == "triton":
+        return []  # Triton's default: the GPUs (cuda, rocm)
+    why = "plain torch: runs on the CPU too" if "cpu" in where.devices else "imports GPU-only code"
+    return [f"devices = {json.dumps(where.devices)}  # {why}"]
+
+
+def _extensions(where: Where, folder: str) -> list[str]:
+    if not where.extension_from:
+        return []
+    from pipeline.onboarding.drafting_python import from_folder
+
+    return ["", "[[extensions]]", f'from = "{from_folder(folder, where.extension_from)}"  # the extension the '
+                                  f"package loads (its TORCH_LIBRARY ops)"]
+
+
+def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, repo_texts, returns) -> drafting.Draft:
+    from pipeline.onboarding import drafting_python
+
+    op = ref.op
+    module = OPS[op]
+    made = drafting_python.tensors_passed(drafting_python.Repo(repo_texts, frozenset(repo_texts)), (fn.name,),
+                                          len(module.INPUTS))
+    triton = where.backend == "triton"
+    dtype, _ = drafting_python.dtype_of(made, "bf16" if triton else "fp32")
+    shapes = drafting_python.shape_of(made, op)
+    guessed = [] if made and shapes else ["shapes"] + ([] if made else ["dtypes"])
+    default = drafting.DEFAULT_SHAPES.get(op) or [list(getattr(module, "DEFAULT_SHAPE", ())) or [4096, 4096]]
+    lines = _header(ref.label(), where, fn, name, op)
+    lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
+    lines.append(f"shapes = {json.dumps(shapes or default)}" + (f"  {GUESS}: sizes {list(module.DIMS)}"
+                                                               if "shapes" in guessed else ""))
+    lines += _devices(where)
+    lines += _binding(where, returns)
+    passed = drafting_python._leading(list(ref.mapped))
+    if passed != drafting_python._default_order(op, returns):
+        lines.append(f"args = {json.dumps(passed)}")
+    lines += _extensions(where, folder)
+    todo = [f"{', '.join(guessed)}: no script or test of the repository calls {fn.name} with tensors flopwatch can "
+            f"read"] if guessed else []
+    return drafting.Draft(name, folder, {"variant.toml": "\n".join(lines) + "\n"}, where.include_dir, op,
+                          tuple(todo), tuple(guessed))
+
+
+def _call_text(ref: references.Reference, folder: str) -> str:
+    from pipeline.onboarding.drafting_python import from_folder
+
+    if ref.kind == "convention":
+        return f"{ref.module}:{ref.name}" if ref.module else f"{from_folder(folder, ref.file)}:{ref.name}"
+    c = ref.comparison
+    if c.other_local:
+        return f"{from_folder(folder, c.file)}:{c.other}"
+    module, _, last = c.other.rpartition(".")
+    if module == "torch":
+        return c.other  # "torch.add": a torch function, as the contract writes it
+    return f"{module}:{last}" if module else c.other
+
+
+def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Where, name, folder, returns,
+                     out: str) -> drafting.Draft:
+    op = re.sub(r"[^a-z0-9_]", "_", name.lower())
+    todo: list[str] = []
+    guessed: list[str] = []
+    sizes, rows, dtype, guess_why = _table(inputs)
+    if inputs.guessed or guess_why:
+        guessed.append("reference.inputs")
+        todo.append(f"reference.inputs: {guess_why or f'no test of the repository calls {fn.name}; its parameters'} "
+                    f"— the shapes are a guess")
+    lines = _header(ref.label(), where, fn, name, op)
+    dtype_guess = not dtype
+    lines.append(f'dtypes = ["{dtype or ("bf16" if where.backend == "triton" else "fp32")}"]'
+                 + (f"  {GUESS}" if dtype_guess else ""))
+    if dtype_guess:
+        guessed.append("dtypes")
+    lines += _devices(where)
+    lines += _binding(where, returns)
+    lines += _extensions(where, folder)
+    lines += ["", "[reference]"]
+    if ref.kind == "none":
+        lines.append('check = "none"  # no reference found: measured as unchecked, its output kept per commit')
+        todo.append(f"reference: none found for {fn.name}; name one (call = \"file.py:fn\") to check it")
+    else:
+        lines.append(f'call = "{_call_text(ref, folder)}"')
+        lines.append(f'found = "{ref.kind}"')
+        lines.append(f'where = "{ref.file}:{ref.line}"')
+    if sizes:
+        lines.append("sizes = { " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"
+                     + (f"  {GUESS}" if "reference.inputs" in guessed else ""))
+    lines.append("inputs = [" + (f"  {GUESS}" if "reference.inputs" in guessed else ""))
+    lines += [f"  {r}," for r in rows]
+    lines.append("]")
+    return drafting.Draft(name, folder, {"variant.toml": "\n".join(lines) + "\n"}, where.include_dir, op,
+                          tuple(todo), tuple(guessed))
+
+
+def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
+    """(sizes, one inline table per input, the job's dtype, why a part is a guess)."""
+    sizes: dict[str, int] = {}
+    by_value: dict[int, str] = {}
+    rows, why = [], ""
+    dtypes = [a.dtype for a in inputs.args if a.tensor and a.dtype in ("fp32", "fp16", "bf16")]
+    for a in inputs.args:
+        for k, v in a.sizes.items():
+            sizes.setdefault(k, v)
+    for i, (n, a) in enumerate(zip(inputs.names, inputs.args)):
+        if a.tensor and a.shape:
+            shape = []
+            for d in a.shape:
+                if isinstance(d, str) and d in sizes:
+                    shape.append(d)
+                    continue
+                if not (type(d) is int):
+                    why = why or f"{n}'s dimension {d!r} is not a size the test names"
+                    d = _GUESSED_SIZE
+                if d not in by_value:  # a number the test writes: a size of its own, shared by equal ones
+                    size = next(s for s in _SIZE_NAMES + tuple(f"N{j}" for j in range(64))
+                                if s not in sizes)
+                    sizes[size] = d
+                    by_value[d] = size
+                shape.append(by_value[d])
+            fields = [f'name = "{n}"', f"shape = {json.dumps(shape)}"]
+            if a.dtype in _INT_DTYPES:
+                fields.append(f'dtype = "{a.dtype}"')
+                if a.dtype != "bool":
+                    fields.append(f"high = {min((v for v in sizes.values() if v >= 2), default=2)}")
+            if i == inputs.output:
+                fields.append("output = true")
+            rows.append("{ " + ", ".join(fields) + " }")
+        elif a.value is not None and isinstance(a.value, (bool, int, float, str)):
+            rows.append("{ " + f'name = "{n}", value = {json.dumps(a.value)}' + " }")
+        else:
+            why = why or f"{n} ({a.text}) is not a tensor or constant flopwatch can read in the test"
+            sizes.setdefault("M", _GUESSED_SIZE)
+            sizes.setdefault("N", _GUESSED_SIZE)
+            rows.append("{ " + f'name = "{n}", shape = ["M", "N"]' + (", output = true" if i == inputs.output else "")
+                        + " }")
+    return sizes, rows, (dtypes[0] if dtypes else ""), why
+
+
+def package_of(rel: str, root: str) -> str:
+    """The top folder of the package a module belongs to (`src/liger_kernel`), or its folder."""
+    if not root:
+        return str(PurePosixPath(rel).parent) if "/" in rel else ""
+    inner = PurePosixPath(rel).relative_to(root).parts if root != "." else PurePosixPath(rel).parts
+    return f"{root}/{inner[0]}" if root != "." else inner[0]
