@@ -269,7 +269,8 @@ def _binding(where: Where, returns: bool) -> list[str]:
 def _devices(where: Where) -> list[str]:
     if where.backend == "triton":
         return []  # Triton's default: the GPUs (cuda, rocm)
-    why = "plain torch: runs on the CPU too" if "cpu" in where.devices else "imports GPU-only code"
+    why = ("its extension builds for the CPU and for GPUs" if where.extension_from else
+           "plain torch: runs on the CPU too") if "cpu" in where.devices else "imports GPU-only code"
     return [f"devices = {json.dumps(where.devices)}  # {why}"]
 
 
