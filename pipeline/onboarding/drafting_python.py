@@ -139,7 +139,7 @@ def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
             shape = [int(d) for d in t.shape]
             if op in ("attention", "attention_causal") and len(shape) == 4:
                 return [shape]
-            if op in ("softmax", "rms_norm", "swiglu") and len(shape) >= 2:
+            if tuple(dims) in (("M", "N"), ("M", "V")) and len(shape) >= 2:  # row-wise ops: rows × last dim
                 rows = 1
                 for d in shape[:-1]:
                     rows *= d

@@ -202,7 +202,7 @@ def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str
     """Run again on the same inputs: a race shows up as an output that moves."""
     first = g.out.clone()
     if returns_output(call):
-        again = call(inputs, None)
+        again = flatten_outputs(call(inputs, None), "the entry")  # a tuple (rope's (q, k)) as it was checked
         _sync(kind)
         return correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
             else first.numel()
