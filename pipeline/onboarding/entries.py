@@ -125,25 +125,25 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
     returns = returns_value(fn)
     name = drafting_python._name(fn.name, taken)
     folder = f"{out_dir}/{name}"
-    forward = references.forwarded(fn)
+    same_as = references.equivalents(fn, repo_texts, package)
     ref = references.builtin(fn.name, prefix, params, required, returns)
     if ref is not None:
         return _builtin_draft(fn, ref, where, name, folder, repo_texts, returns)
-    comparisons = references.from_tests(fn.name, prefix, repo_texts, forward)
+    comparisons = references.from_tests(fn.name, prefix, repo_texts, same_as)
     convention = references.by_convention(fn.name, prefix, where.rel, repo_texts, package)
-    calls = references.calls_in_tests(fn.name, prefix, repo_texts, forward)
+    calls = references.calls_in_tests(repo_texts, same_as)
     notes = list(convention.notes) if convention else []
     out = output_param(fn)
     # The arguments: from the test comparing the entry (it called it as the reference expects),
     # else from any test's call of it; the reference: by convention first, else that test's.
     usable = []
     for c in comparisons:
-        inputs = _inputs_of(fn, params, required, forward, c.entry_call, c.entry_args, c.entry_kwargs, c.output_index)
+        inputs = _inputs_of(params, required, same_as, c.entry_call, c.entry_args, c.entry_kwargs, c.output_index)
         if inputs is not None and _lines_up(inputs, c):
             usable.append((c, inputs))
     if convention is not None and convention.kind == "convention":
         chosen = ref_kind = convention
-        source = usable[0][1] if usable else _from_calls(fn, params, required, forward, calls)
+        source = usable[0][1] if usable else _from_calls(params, required, same_as, calls)
     elif usable:
         c, source = usable[0]
         shown = ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
@@ -152,17 +152,16 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
         chosen = ref_kind
     else:
         chosen = ref_kind = references.Reference("none", notes=tuple(notes))
-        source = _from_calls(fn, params, required, forward, calls)
+        source = _from_calls(params, required, same_as, calls)
     if source is None:
         source = _guessed_inputs(fn, params, required, out)
     return _reference_draft(fn, chosen, source, where, name, folder, returns, out)
 
 
-def _from_calls(fn, params, required, forward, calls: list[tests_scan.Calls]):
+def _from_calls(params, required, same_as, calls: list[tests_scan.Calls]):
     best = None
     for c in calls:
-        callee = ""  # a call of the forwarded callee has its arguments in the callee's order
-        inputs = _inputs_of(fn, params, required, forward, callee, c.args, c.kwargs, None)
+        inputs = _inputs_of(params, required, same_as, c.callee, c.args, c.kwargs, None)
         if inputs is not None and all(i.known for i in inputs.args):
             return inputs
         best = best or inputs
@@ -181,21 +180,19 @@ class _Inputs:
     guessed: bool = False
 
 
-def _inputs_of(fn, params, required, forward, callee: str, args, kwargs, output_index) -> _Inputs | None:
-    """The entry's leading parameters as the test passes them (a call of the function the entry
-    forwards to passes them in that function's order); None when a required one is missing."""
-    by_param: dict[str, tests_scan.Arg] = {}
-    if forward and callee and tests_scan._ends_with(callee, forward.callee):
-        for a, p in zip(args, forward.params):
-            by_param[p] = a
-    else:
-        if any(a.text.startswith("*") for a in args):
+def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_index) -> _Inputs | None:
+    """The entry's leading parameters as the test passes them (a call of an equivalent passes
+    them in its own order: `references.Equivalent`); None when a required one is missing."""
+    if any(a.text.startswith("*") for a in args):
+        return None  # spread from something the test does not write out
+    equivalent = next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0])
+    by_param = equivalent.params_of(args, kwargs)
+    if output_index is not None and args:
+        index = output_index % len(args)
+        at = equivalent.positional[index] if index < len(equivalent.positional) else ""
+        output_index = params.index(at) if at in params else None
+        if output_index is None:
             return None
-        for a, p in zip(args, params):
-            by_param[p] = a
-    for k, v in kwargs.items():
-        if k in params:
-            by_param[k] = v
     names = []
     for i, p in enumerate(params):
         if p not in by_param:
@@ -203,11 +200,7 @@ def _inputs_of(fn, params, required, forward, callee: str, args, kwargs, output_
                 return None
             break
         names.append(p)
-    if output_index is not None:
-        output_index = output_index % len(args) if args else None
-        if output_index is not None and output_index >= len(names):
-            return None
-    if not names:
+    if not names or (output_index is not None and output_index >= len(names)):
         return None
     return _Inputs(names, [by_param[n] for n in names], output_index, "")
 

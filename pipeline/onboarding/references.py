@@ -20,6 +20,7 @@ Pure functions over the repository's text; nothing is imported or run.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -238,11 +239,74 @@ def forwarded(fn: ast.FunctionDef) -> Forwarded | None:
     return Forwarded(callee, tuple(a.id for a in call.args))
 
 
-def from_tests(name: str, prefix: str, texts: dict[str, str], forward: Forwarded | None) -> list[tests_scan.Comparison]:
-    """The tests' comparisons of the entry (or what it forwards to) with another callable, the
+@dataclass(frozen=True)
+class Equivalent:
+    """A callee whose call is a call of the entry: the entry itself, what it forwards to
+    (`LigerDyTFunction.apply`), or another function of the package forwarding to the same
+    (Liger's `liger_multimodal_rotary_pos_emb` and `liger_qwen2vl_mrope` both return
+    `LigerQwen2VLMRopeFunction.apply(...)`). positional: the entry parameter each positional
+    argument is ("" for none); keywords: keyword → entry parameter."""
+
+    callee: tuple[str, ...]
+    positional: tuple[str, ...]
+    keywords: dict
+
+    def params_of(self, args: tuple, kwargs: dict) -> dict:
+        out = {}
+        for a, p in zip(args, self.positional):
+            if p:
+                out[p] = a
+        for k, v in kwargs.items():
+            if k in self.keywords:
+                out[self.keywords[k]] = v
+        return out
+
+
+def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str) -> list[Equivalent]:
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    kw = [a.arg for a in fn.args.kwonlyargs]
+    out = [Equivalent((fn.name,), tuple(params), {p: p for p in params + kw})]
+    forward = forwarded(fn)
+    if forward is None:
+        return out
+    out.append(Equivalent(forward.callee, forward.params, {}))
+    for path, name, other, other_params in _forwarders(package, texts):
+        if other.callee != forward.callee or name == fn.name or len(other.params) != len(forward.params):
+            continue
+        mapping = dict(zip(other.params, forward.params))  # the sibling's parameter → the entry's
+        out.append(Equivalent((name,), tuple(mapping.get(p, "") for p in other_params), mapping))
+    return out
+
+
+def _forwarders(package: str, texts: dict[str, str]) -> list[tuple[str, str, Forwarded, list[str]]]:
+    """The package's top-level functions that only forward to another callable."""
+    out = []
+    for path in sorted(p for p in texts if package and p.startswith(package + "/") and p.endswith(".py")):
+        out += _forwarders_in(path, texts[path])
+    return out
+
+
+@functools.lru_cache(maxsize=1024)  # read once per file, whatever number of entries asks
+def _forwarders_in(path: str, text: str) -> list:
+    if "return" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            f = forwarded(node)
+            if f is not None:
+                out.append((path, node.name, f, [a.arg for a in (*node.args.posonlyargs, *node.args.args)]))
+    return out
+
+
+def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equivalent]) -> list[tests_scan.Comparison]:
+    """The tests' comparisons of the entry (or an equivalent call) with another callable, the
     test files named after the entry first."""
-    callees = [(name,)] + ([forward.callee] if forward else [])
-    same = [forward.callee] if forward else []
+    callees = [e.callee for e in same_as]
     named = stems(name, prefix)
     tests = sorted((p for p in texts if tests_scan.is_test_file(p) and any(re.search(rf"\b{re.escape(c[-1])}\b", texts[p])
                                                                              for c in callees)),
@@ -250,16 +314,16 @@ def from_tests(name: str, prefix: str, texts: dict[str, str], forward: Forwarded
     found = []
     camel = prefix.rstrip("_").lower()
     for path in tests:
-        for c in tests_scan.comparisons(path, texts[path], callees, same):
+        for c in tests_scan.comparisons(path, texts[path], callees, callees[1:]):
             if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
             found.append(c)
     return found
 
 
-def calls_in_tests(name: str, prefix: str, texts: dict[str, str], forward: Forwarded | None) -> list[tests_scan.Calls]:
-    """Every call of the entry (or what it forwards to) in the tests, for its arguments."""
-    callees = [(name,)] + ([forward.callee] if forward else [])
+def calls_in_tests(texts: dict[str, str], same_as: list[Equivalent]) -> list[tests_scan.Calls]:
+    """Every call of the entry (or an equivalent) in the tests, for its arguments."""
+    callees = [e.callee for e in same_as]
     out = []
     for path in sorted(p for p in texts if tests_scan.is_test_file(p)):
         if any(re.search(rf"\b{re.escape(c[-1])}\b", texts[path]) for c in callees):

@@ -99,6 +99,7 @@ class Calls:
     test: str
     args: tuple[Arg, ...]
     kwargs: dict
+    callee: str = ""
 
 
 def _dotted(node: ast.AST) -> str:
@@ -331,7 +332,7 @@ def entry_calls(path: str, text: str, callees: list[tuple[str, ...]]) -> list[Ca
         if isinstance(node, ast.Call) and _is(_callee(f, node.func, aliases), callees):
             fn = f.scope(node)
             args, kwargs = _args(f, fn, node)
-            out.append(Calls(path, node.lineno, getattr(fn, "name", ""), args, kwargs))
+            out.append(Calls(path, node.lineno, getattr(fn, "name", ""), args, kwargs, _callee(f, node.func, aliases)))
     return sorted(out, key=lambda c: c.line)
 
 

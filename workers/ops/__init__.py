@@ -59,15 +59,18 @@ def get_op(name: str) -> ModuleType:
         raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
 
 
-def for_variant(variant):
+def for_variant(variant, artifact: Path | None = None):
     """The op a variant computes: the built-in module, or the repository's op loaded from the
     source the variant carries. The latter runs the repository's code: call it in the job's
-    child only (the driver reads repository ops with `repo.parse_op`, never runs them)."""
+    child only (the driver reads repository ops with `repo.parse_op`, never runs them).
+    `artifact`: the job's build, from which a `[reference]` callable is imported."""
     if variant.repo_op:
-        from workers.ops import problem, repo
+        from workers.ops import problem, reference, repo
 
         if problem.is_problem(variant.repo_op):
             return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
+        if reference.is_reference(variant.repo_op):
+            return reference.load(reference.ReferenceOp.from_dict(variant.repo_op), variant, artifact)
         return repo.load(RepoOp.from_dict(variant.repo_op))
     return get_op(variant.op)
 
@@ -152,16 +155,18 @@ def op_source_digest(op: str | RepoOp | dict) -> str:
     """A digest of everything that defines an op's harness: inputs, reference, work counts,
     tolerances, peer. For a built-in op, the text of its module and of the op modules it
     imports (`attention_causal` is `attention` with a mask); for a repository op (a `RepoOp`,
-    or its dict as a variant carries it), the text of its `op.py` — computable on the driver
-    from the checkout, since parsing never runs it."""
+    or its dict as a variant carries it), the text of its `op.py`; for a problem, its file; for
+    a `[reference]`, the table and its file's text (`ReferenceOp.digest`) — computable on the
+    driver from the checkout, since parsing never runs it."""
     if isinstance(op, dict):
-        from workers.ops import problem
+        from workers.ops import problem, reference
 
-        op = problem.ProblemOp.from_dict(op) if problem.is_problem(op) else RepoOp.from_dict(op)
+        op = (problem.ProblemOp.from_dict(op) if problem.is_problem(op)
+              else reference.ReferenceOp.from_dict(op) if reference.is_reference(op) else RepoOp.from_dict(op))
     if isinstance(op, RepoOp):
         return "repo:" + op.digest
-    if not isinstance(op, str):  # a problem file (`workers.ops.problem.ProblemOp`)
-        return "problem:" + op.digest
+    if not isinstance(op, str):  # a problem file or a [reference] table (`ProblemOp`, `ReferenceOp`)
+        return f"{op.kind}:" + op.digest
     module = get_op(op)
     h = hashlib.sha256()
     for path in _op_files(Path(module.__file__)):
