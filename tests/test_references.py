@@ -269,3 +269,31 @@ def test_new_prints_and_lists_what_it_did_not_draft(tmp_path):
     text = subprocess.run([sys.executable, "-m", "pipeline.cli", "new", "mylib/scan.py", "--no-build", "--force"],
                           cwd=repo, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert "not drafted (2):" in text.stdout and "helper: returns no tensor" in text.stdout
+
+
+def _load_all(repo: Path) -> dict:
+    from pipeline.project.config import load_config
+    from pipeline.project.discovery import find_ops
+    from pipeline.project.manifest import load_variant
+
+    config = load_config(repo)
+    ops, _ = find_ops(repo, config.kernel_dirs)
+    return {m.parent.name: load_variant(repo, m, config, ops) for m in sorted((repo / "flopwatch").glob("*/variant.toml"))}
+
+
+def test_every_draft_loads_as_a_manifest_and_init_reads_a_packages_entry_modules(tmp_path):
+    repo = tmp_path / "repo"
+    _write(repo, {"mylib/__init__.py": "", "mylib/functional.py": SELECTIVE, "mylib/activations.py":
+                  "import torch\n\n\ndef fast_mish(x):\n    return x * torch.tanh(x)\n", "tests/test_mish.py": MISH_TEST,
+                  "mylib/helpers.py": "def scale(x, s):\n    return x * s\n"})
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "init", "--no-build", "--no-workflow", "--json"],
+                          cwd=repo, capture_output=True, text=True, env=env)
+    drafted = {d["variant"] for d in json.loads(proc.stdout)["drafts"]}
+    assert drafted == {"selective_scan_fn", "selective_scan_ref"}  # functional.py; not helpers.py nor activations.py
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "new", "mylib/activations.py", "--no-build"], cwd=repo,
+                   capture_output=True, text=True, env=env, check=True)
+    loaded = _load_all(repo)
+    assert set(loaded) == {"selective_scan_fn", "selective_scan_ref", "fast_mish"}
+    assert loaded["fast_mish"].devices == ("cpu", "cuda")

@@ -44,7 +44,7 @@ def main(args) -> int:
 
 
 def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (), py_files: list[str] | None = None,
-                     functional: bool = True) -> int:
+                     functional: bool | set[str] = True) -> int:
     """Draft, write, build and report. `py_files`: the Python files whose entries to draft
     (default: the .py files among `files`, and the files that build the extensions whose
     sources are among them)."""

@@ -146,7 +146,8 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
         source = usable[0][1] if usable else _from_calls(params, required, same_as, calls)
     elif usable:
         c, source = usable[0]
-        shown = ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
+        shown = c.other if not c.other_local and c.other.startswith("torch.") else \
+            ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
         ref_kind = references.Reference("test", file=c.file, name=shown, line=c.line,
                                         compared_by=c.compared_by, comparison=c)
         chosen = ref_kind
