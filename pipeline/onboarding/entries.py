@@ -29,7 +29,7 @@ _SCALAR = re.compile(r"^(eps|epsilon|dim|axis|dims|num_\w+|n_\w+|\w+_size|size|s
 _OUTPUT = re.compile(r"^(out|output|dst|result|res|y|o)$|_out$")
 _GUESSED_SIZE = 1024
 _SIZE_NAMES = ("N", "M", "K", "L", "P", "Q", "R", "S", "T", "U")
-_INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
+_INT_DTYPES = ("int64", "int32", "bool")  # the integer inputs a [reference] draws
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,8 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
     same_as = references.equivalents(fn, repo_texts, package)
     ref = references.builtin(fn.name, prefix, params, required, returns)
     if ref is not None:
-        return _builtin_draft(fn, ref, where, name, folder, repo_texts, returns)
+        return _builtin_draft(fn, ref, where, name, folder, repo_texts, returns, same_as,
+                              references.calls_in_tests(repo_texts, same_as))
     comparisons = references.from_tests(fn.name, prefix, repo_texts, same_as)
     convention = references.by_convention(fn.name, prefix, where.rel, repo_texts, package)
     calls = references.calls_in_tests(repo_texts, same_as)
@@ -277,16 +278,61 @@ def _extensions(where: Where, folder: str) -> list[str]:
                                   f"package loads (its TORCH_LIBRARY ops)"]
 
 
-def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, repo_texts, returns) -> drafting.Draft:
+def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_texts) -> tuple[list, str, list]:
+    """The op's sizes and dtype from a test's call of the entry: each tensor argument's
+    dimensions read as the op's axes for that input (`drafting.TENSOR_DIMS`), a row-wise op's
+    leading dimensions folded into its rows. ([], "", []) when no call gives every axis."""
+    from pipeline.onboarding import drafting_python, python_scan
+
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    op = ref.op
+    axes = drafting.TENSOR_DIMS.get(op, {})
+    dims = OPS[op].DIMS
+    for c in calls:
+        equivalent = next((e for e in same_as if tests_scan._ends_with(c.callee, e.callee)), same_as[0])
+        by_param = equivalent.params_of(c.args, c.kwargs)
+        made, found = [], {}
+        for p, arg in zip(params, ref.mapped):
+            a = by_param.get(p)
+            if a is None or not a.tensor or not a.shape:
+                continue
+            shape = [d if type(d) is int else a.sizes.get(d) for d in a.shape]
+            if None in shape:
+                continue
+            made.append(python_scan.TensorMade(p, tuple(shape), a.dtype, True, "", c.line))
+            wanted = axes.get(arg, ())
+            if len(wanted) == len(shape):
+                for axis, value in zip(wanted, shape):
+                    found.setdefault(axis, value)
+            elif len(wanted) == 2 and len(shape) > 2 and tuple(wanted) == tuple(dims[:2]):
+                rows = 1
+                for d in shape[:-1]:
+                    rows *= d
+                found.setdefault(wanted[0], rows)
+                found.setdefault(wanted[1], shape[-1])
+        dtypes = [t.dtype for t in made if t.dtype in ("fp32", "fp16", "bf16")]
+        if made and all(d in found for d in dims):
+            return [[found[d] for d in dims]], (dtypes[0] if dtypes else ""), made
+        folded = drafting_python.shape_of(made, op)
+        if folded:
+            return folded, (dtypes[0] if dtypes else ""), made
+    return [], "", []
+
+
+def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, repo_texts, returns, same_as,
+                   calls) -> drafting.Draft:
     from pipeline.onboarding import drafting_python
 
     op = ref.op
     module = OPS[op]
-    made = drafting_python.tensors_passed(drafting_python.Repo(repo_texts, frozenset(repo_texts)), (fn.name,),
-                                          len(module.INPUTS))
     triton = where.backend == "triton"
-    dtype, _ = drafting_python.dtype_of(made, "bf16" if triton else "fp32")
-    shapes = drafting_python.shape_of(made, op)
+    shapes, dtype, made = _op_shape_from_tests(fn, ref, same_as, calls, repo_texts)
+    if not shapes:  # the scripts that call it, as for kernels
+        made = drafting_python.tensors_passed(drafting_python.Repo(repo_texts, frozenset(repo_texts)), (fn.name,),
+                                              len(module.INPUTS))
+        dtype, _ = drafting_python.dtype_of(made, "bf16" if triton else "fp32")
+        shapes = drafting_python.shape_of(made, op)
+    dtype = dtype or ("bf16" if triton else "fp32")
     guessed = [] if made and shapes else ["shapes"] + ([] if made else ["dtypes"])
     default = drafting.DEFAULT_SHAPES.get(op) or [list(getattr(module, "DEFAULT_SHAPE", ())) or [4096, 4096]]
     lines = _header(ref.label(), where, fn, name, op)
@@ -366,7 +412,7 @@ def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
         for k, v in a.sizes.items():
             sizes.setdefault(k, v)
     for i, (n, a) in enumerate(zip(inputs.names, inputs.args)):
-        if a.tensor and a.shape:
+        if a.tensor:  # shape [] is a 0-d tensor
             shape = []
             for d in a.shape:
                 if isinstance(d, str) and d in sizes:

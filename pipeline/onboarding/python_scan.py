@@ -1074,6 +1074,10 @@ class _Reader:
             inner = args[0].value if isinstance(args[0], ast.Starred) else args[0]
             elements = self._elements(inner, frame)
             dims = [e for e, _ in elements] if elements is not None else [args[0]]
+            if elements is None:  # a tuple the name holds (a test's parametrized `shape`): its sizes
+                held = [v for v in self.values(inner, frame) if isinstance(v, _Seq)]
+                if len(held) == 1 and all(type(i) is int for i in held[0].items):
+                    dims = [ast.Constant(i) for i in held[0].items]
         else:
             dims = list(args)
         shape = tuple(self._dim(d, frame) for d in dims if not isinstance(d, ast.Starred))

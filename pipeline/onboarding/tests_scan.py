@@ -60,7 +60,7 @@ class Arg:
 
     @property
     def known(self) -> bool:
-        return self.tensor and bool(self.shape) or self.value is not None
+        return self.tensor or self.value is not None
 
 
 @dataclass(frozen=True)
@@ -263,10 +263,15 @@ class _TestFile:
 
 
 def _strip(node: ast.AST) -> ast.AST:
-    """`y.float().detach()` → `y`: methods that keep the values compared."""
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SAME_VALUES:
-        node = node.func.value
-    return node
+    """`y.float().detach()` → `y`: methods that keep the values compared; `w.clone() if affine
+    else None` → `w.clone()`: the tensor the test passes when it passes one."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SAME_VALUES:
+            node = node.func.value
+        elif isinstance(node, ast.IfExp) and isinstance(node.orelse, ast.Constant) and node.orelse.value is None:
+            node = node.body
+        else:
+            return node
 
 
 # -- finding the comparisons -------------------------------------------------------------------------
@@ -519,6 +524,12 @@ def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) ->
         value = _module_constant(f, stripped.id)
         if value is not None:
             return Arg(text, value=value)
+    if isinstance(stripped, ast.Call) and _dotted(stripped.func) in ("torch.tensor", "torch.scalar_tensor") \
+            and stripped.args and isinstance(stripped.args[0], ast.Constant) \
+            and isinstance(stripped.args[0].value, (int, float)):  # torch.tensor(1.0): a 0-d tensor
+        kw = {k.arg: k.value for k in stripped.keywords if k.arg}
+        found = python_scan.module_values(f.path, f.text, kw["dtype"]) if "dtype" in kw else []
+        return Arg(text, shape=(), dtype=found[0] if found else "fp32", tensor=True)
     if isinstance(stripped, ast.Call):
         made = _made_at(f, stripped)
         if made is not None:
@@ -572,6 +583,8 @@ def _made_at(f: _TestFile, call: ast.AST):
 def _tensor_arg(f: _TestFile, fn: ast.AST, text: str, made: python_scan.TensorMade) -> Arg:
     """A tensor argument: its dims as the test's size names where it writes a parameter
     (`torch.randn(B, T, H)`), with their values from the parametrize row."""
+    if not made.shape:
+        return Arg(text)  # made, but of sizes the test does not write out
     sizes = f.sizes_of(fn)
     names = _dim_names(f, made)
     shape = []
