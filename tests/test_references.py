@@ -297,3 +297,25 @@ def test_every_draft_loads_as_a_manifest_and_init_reads_a_packages_entry_modules
     loaded = _load_all(repo)
     assert set(loaded) == {"selective_scan_fn", "selective_scan_ref", "fast_mish"}
     assert loaded["fast_mish"].devices == ("cpu", "cuda")
+
+
+def test_a_tests_transposed_tensors_keep_their_axes_in_order():
+    test = '''import torch
+import pytest
+from mylib.rot import my_rot
+
+
+def rot_reference(q):
+    return q
+
+
+@pytest.mark.parametrize("bsz, seq_len, heads, head_dim", [(2, 128, 8, 64)])
+def test_rot(bsz, seq_len, heads, head_dim):
+    q = torch.randn((bsz, seq_len, heads, head_dim)).transpose(1, 2).to(torch.float16)
+    torch.testing.assert_close(my_rot(q.clone()), rot_reference(q.clone()))
+'''
+    files = {"mylib/__init__.py": "", "mylib/rot.py": "def my_rot(q):\n    return q * 2\n", "test/test_rot.py": test}
+    drafts, _ = _drafts(files, "mylib/rot.py")
+    m = _toml(drafts["my_rot"])
+    assert m["reference"]["inputs"] == [{"name": "q", "shape": ["bsz", "heads", "seq_len", "head_dim"]}]
+    assert m["dtypes"] == ["fp16"] and m["reference"]["call"] == "../../test/test_rot.py:rot_reference"

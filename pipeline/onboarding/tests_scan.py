@@ -511,7 +511,7 @@ def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) ->
     if isinstance(stripped, ast.Name):
         made = _made(f, fn, stripped.id, line)
         if made is not None:
-            return _tensor_arg(f, fn, text, made)
+            return _tensor_arg(f, fn, text, *made)
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             value = f.row_value(fn, stripped.id)
             if value is not None and not isinstance(value, str) or isinstance(value, str) and value.isidentifier():
@@ -531,9 +531,9 @@ def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) ->
         found = python_scan.module_values(f.path, f.text, kw["dtype"]) if "dtype" in kw else []
         return Arg(text, shape=(), dtype=found[0] if found else "fp32", tensor=True)
     if isinstance(stripped, ast.Call):
-        made = _made_at(f, stripped)
+        made = _made_at(f, _unmoved(stripped))
         if made is not None:
-            return _tensor_arg(f, fn, text, made)
+            return _tensor_arg(f, fn, text, made, _moves(stripped))
         helper = f.helper(fn, stripped)
         if helper is not None:  # make_tensor(20): a helper making a tensor of its arguments' sizes
             shape = _helper_shape(f, helper, stripped)
@@ -551,7 +551,8 @@ def _module_constant(f: _TestFile, name: str):
 
 
 def _made(f: _TestFile, fn: ast.AST, name: str, line: int, depth: int = 0):
-    """The tensor the test made that `name` is (through `x1 = _input.clone()` and the like)."""
+    """(the tensor the test made that `name` is, the axis moves applied to it since) — through
+    `x1 = _input.clone()` and `q = torch.randn(b, s, h, d).transpose(1, 2)` — or None."""
     if depth > 6:
         return None
     lo, hi = getattr(fn, "lineno", 0), getattr(fn, "end_lineno", 10 ** 9)
@@ -561,16 +562,65 @@ def _made(f: _TestFile, fn: ast.AST, name: str, line: int, depth: int = 0):
     value, index = bound
     if isinstance(value, ast.Starred) or index is not None:
         return None
-    stripped = _strip(value)
+    moves = _moves(value)
+    stripped = _strip(_unmoved(value))
     if isinstance(stripped, ast.Name) and stripped.id != name:
-        return _made(f, fn, stripped.id, value.lineno, depth + 1)
+        inner = _made(f, fn, stripped.id, value.lineno, depth + 1)
+        return (inner[0], inner[1] + moves) if inner else None
     at = _made_at(f, stripped)
     if at is not None:
-        return at
+        return at, moves
     for t in reversed(f.tensors):  # the factory call is inside the assignment (`(torch.randn(...) * 2).cuda()`)
         if t.name == name and lo <= t.line <= hi and t.line <= line:
-            return t
+            return t, moves
     return None
+
+
+def _moves(node: ast.AST) -> list[tuple[int, ...]]:
+    """The axis permutations a chain of methods applies, innermost first: `.transpose(1, 2)`,
+    `.permute(0, 2, 1, 3)`, `.T` (as (-1,): reversed)."""
+    found = []
+    while True:
+        node = _strip(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "permute") \
+                and node.args and all(isinstance(a, ast.Constant) and type(a.value) is int for a in node.args):
+            found.append((node.func.attr, tuple(a.value for a in node.args)))
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            found.append((node.attr, ()))
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in \
+                ("contiguous", "requires_grad_", "to", "clone", "detach", "cuda", "float", "half", "bfloat16"):
+            node = node.func.value
+        else:
+            return list(reversed(found))
+
+
+def _unmoved(node: ast.AST) -> ast.AST:
+    """The expression under the chain of `_moves` and value-keeping methods."""
+    while True:
+        node = _strip(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("transpose", "permute"):
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            node = node.value
+        else:
+            return node
+
+
+def _moved(dims: list, moves: list) -> list:
+    dims = list(dims)
+    for kind, args in moves:
+        if kind == "transpose" and len(args) == 2 and all(-len(dims) <= a < len(dims) for a in args):
+            a, b = args
+            dims[a], dims[b] = dims[b], dims[a]
+        elif kind == "permute" and sorted(a % len(dims) for a in args) == list(range(len(dims))):
+            dims = [dims[a] for a in args]
+        elif kind == "T":
+            dims = dims[::-1]
+        elif kind == "mT" and len(dims) >= 2:
+            dims[-1], dims[-2] = dims[-2], dims[-1]
+    return dims
 
 
 def _made_at(f: _TestFile, call: ast.AST):
@@ -580,16 +630,18 @@ def _made_at(f: _TestFile, call: ast.AST):
                 None)
 
 
-def _tensor_arg(f: _TestFile, fn: ast.AST, text: str, made: python_scan.TensorMade) -> Arg:
+def _tensor_arg(f: _TestFile, fn: ast.AST, text: str, made: python_scan.TensorMade, moves: list = ()) -> Arg:
     """A tensor argument: its dims as the test's size names where it writes a parameter
-    (`torch.randn(B, T, H)`), with their values from the parametrize row."""
+    (`torch.randn(B, T, H)`), with their values from the parametrize row, in the order the
+    test's transposes leave them."""
     if not made.shape:
         return Arg(text)  # made, but of sizes the test does not write out
     sizes = f.sizes_of(fn)
     names = _dim_names(f, made)
+    names += [""] * (len(made.shape) - len(names))
     shape = []
     used = {}
-    for value, name in zip(made.shape, names):
+    for value, name in _moved(list(zip(made.shape, names)), list(moves)):
         if name and name in sizes:
             shape.append(name)
             used[name] = sizes[name]
