@@ -319,3 +319,23 @@ def test_rot(bsz, seq_len, heads, head_dim):
     m = _toml(drafts["my_rot"])
     assert m["reference"]["inputs"] == [{"name": "q", "shape": ["bsz", "heads", "seq_len", "head_dim"]}]
     assert m["dtypes"] == ["fp16"] and m["reference"]["call"] == "../../test/test_rot.py:rot_reference"
+
+
+def test_a_reference_class_is_noted_not_called():
+    test = '''import torch
+from mylib.act import my_act
+
+
+class TorchAct(torch.nn.Module):
+    def __init__(self, hidden_size):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+'''
+    files = {"mylib/__init__.py": "", "mylib/act.py": "def my_act(x):\n    return x * 2\n", "tests/test_act.py": test}
+    drafts, _ = _drafts(files, "mylib/act.py")
+    m = _toml(drafts["my_act"])
+    assert m["reference"]["check"] == "none"
+    assert any("class TorchAct is a reference by name, but an nn.Module built with constructor arguments" in t
+               for t in drafts["my_act"].todo)

@@ -387,7 +387,8 @@ def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Wher
     lines += ["", "[reference]"]
     if ref.kind == "none":
         lines.append('check = "none"  # no reference found: measured as unchecked, its output kept per commit')
-        todo.append(f"reference: none found for {fn.name}; name one (call = \"file.py:fn\") to check it")
+        todo.append(f"reference: none found for {fn.name}; name one (call = \"file.py:fn\") to check it"
+                    + "".join(f"; {n}" for n in ref.notes))
     else:
         lines.append(f'call = "{_call_text(ref, folder)}"')
         lines.append(f'found = "{ref.kind}"')

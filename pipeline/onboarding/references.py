@@ -9,7 +9,8 @@
 2. the repository's own reference by convention: a function named `X_ref`, `ref_X`,
    `reference_X`, `X_reference`, `torch_X`, `pytorch_X` or `naive_X` (X the entry's name, or
    the name without the repository's prefix) in the entry's module, its package or its tests;
-   a class `Torch<X>` / `Naive<X>` (an nn.Module) only where it is built without arguments;
+   a class `Torch<X>` / `Naive<X>` (an nn.Module) is noted, not taken: `[reference]` calls a
+   function with the inputs, and a module would have to be built first;
 3. the repository's tests: a test comparing the entry's result (or that of the function the
    entry only forwards to) with another callable's (`pipeline.onboarding.tests_scan`);
 4. none: the entry is measured unchecked (its output kept per commit, so a change shows).
@@ -183,10 +184,10 @@ def by_convention(name: str, prefix: str, rel: str, texts: dict[str, str], packa
                 return Reference("convention", file=path, name=node.name, line=node.lineno,
                                  module=_module_of(path, texts), notes=tuple(notes))
             if isinstance(node, ast.ClassDef) and _squash(node.name) in wanted_cls:
-                if _built_bare(node):
-                    return Reference("convention", file=path, name=node.name, line=node.lineno,
-                                     module=_module_of(path, texts), notes=tuple(notes))
-                notes.append(f"{path}:{node.lineno} class {node.name} needs constructor arguments")
+                # [reference] calls a function with the inputs; a module must be built first
+                notes.append(f"{path}:{node.lineno} class {node.name} is a reference by name, but an nn.Module "
+                             + ("([reference] calls functions: wrap it in one)" if _built_bare(node)
+                                else "built with constructor arguments"))
     return Reference("none", notes=tuple(notes)) if notes else None
 
 
