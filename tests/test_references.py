@@ -94,7 +94,8 @@ def test_the_functions_not_drafted_are_listed_with_why(tmp_path):
     drafts, skipped = _drafts(files, "mylib/scan.py")
     reasons = {s.entry: s.reason for s in skipped}
     assert reasons == {"helper": "returns no tensor and takes no output buffer",
-                       "run_layer": "takes an nn.Module or callable argument (layer), not tensors"}
+                       "run_layer": "takes an nn.Module or callable argument (layer), not tensors",
+                       "_private": "not public"}
     assert set(drafts) == {"selective_scan_fn", "selective_scan_ref"}  # the reference is public too: an entry
 
 
@@ -236,7 +237,7 @@ def test_an_extension_packages_ops_checked_as_its_tests_check_them(tmp_path):
     files = {"ext_cpp/__init__.py": "from . import _C, ops\n", "ext_cpp/ops.py": EXT_OPS, "test/test_ext.py": EXT_TEST,
              "setup.py": "from torch.utils.cpp_extension import CppExtension\n"}
     drafts, skipped = _drafts(files, "ext_cpp/ops.py")
-    assert [(s.entry, s.reason) for s in skipped] == [("unlisted", "not in the module's __all__")]
+    assert [(s.entry, s.reason) for s in skipped] == [("unlisted", "not in the module's __all__")]  # no `_` helper
     muladd = _toml(drafts["mymuladd"])
     assert muladd["reference"]["call"] == "../../test/test_ext.py:reference_muladd"  # X with the prefix "my" taken off
     assert muladd["reference"]["inputs"] == [{"name": "a", "shape": ["N", "M"]}, {"name": "b", "shape": ["N", "M"]},
@@ -268,7 +269,7 @@ def test_new_prints_and_lists_what_it_did_not_draft(tmp_path):
     assert out["drafts"][0]["reference"].startswith("mylib.scan:selective_scan_ref")
     text = subprocess.run([sys.executable, "-m", "pipeline.cli", "new", "mylib/scan.py", "--no-build", "--force"],
                           cwd=repo, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert "not drafted (2):" in text.stdout and "helper: returns no tensor" in text.stdout
+    assert "not drafted (3):" in text.stdout and "_private: not public" in text.stdout and "helper: returns no tensor" in text.stdout
 
 
 def _load_all(repo: Path) -> dict:

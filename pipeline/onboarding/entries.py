@@ -51,7 +51,9 @@ def public_functions(tree: ast.Module) -> tuple[list[ast.FunctionDef], list[Skip
         if not isinstance(fn, ast.FunctionDef):
             continue
         if fn.name.startswith("_"):
-            continue  # private helpers are no entries; not listed (a registered fake `_` and the like)
+            if fn.name not in {x.entry for x in skipped}:  # `_` twice (torch.library's fakes): one line
+                skipped.append(Skipped(fn.name, "not public"))
+            continue
         if exported is not None and fn.name not in exported:
             skipped.append(Skipped(fn.name, "not in the module's __all__"))
             continue
