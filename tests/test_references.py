@@ -340,3 +340,15 @@ class TorchAct(torch.nn.Module):
     assert m["reference"]["check"] == "none"
     assert any("class TorchAct is a reference by name, but an nn.Module built with constructor arguments" in t
                for t in drafts["my_act"].todo)
+
+
+def test_a_built_in_op_takes_its_sizes_and_dtype_from_the_test_that_calls_the_entry():
+    files = {"mylib/__init__.py": "",
+             "mylib/activations.py": "import torch\n\n\ndef fast_gelu(x):\n    return torch.nn.functional.gelu(x)\n",
+             "tests/test_gelu.py": MISH_TEST.replace("mish", "gelu")}
+    drafts, _ = _drafts(files, "mylib/activations.py")
+    draft = drafts["fast_gelu"]
+    m = _toml(draft)
+    assert draft.files["variant.toml"].startswith("# reference: built-in op gelu")  # before the test's own reference
+    assert m["op"] == "gelu" and m["shapes"] == [[4, 256]] and m["dtypes"] == ["bf16"] and draft.guessed == ()
+    assert "reference" not in m
