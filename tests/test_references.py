@@ -352,3 +352,36 @@ def test_a_built_in_op_takes_its_sizes_and_dtype_from_the_test_that_calls_the_en
     assert draft.files["variant.toml"].startswith("# reference: built-in op gelu")  # before the test's own reference
     assert m["op"] == "gelu" and m["shapes"] == [[4, 256]] and m["dtypes"] == ["bf16"] and draft.guessed == ()
     assert "reference" not in m
+
+
+def test_a_functions_apply_bound_to_a_public_name_is_an_entry():
+    ops = '''import torch
+
+
+class ScaleFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, eps=1e-6):
+        return x * w + eps
+'''
+    test = '''import torch
+from mylib.ops import ScaleFunction
+
+
+def torch_scale(x, w, eps=1e-6):
+    return x * w + eps
+
+
+def test_scale():
+    x = torch.randn(8, 64)
+    w = torch.randn(64)
+    torch.testing.assert_close(ScaleFunction.apply(x, w), torch_scale(x, w))
+'''
+    files = {"mylib/__init__.py": "", "mylib/ops.py": ops, "mylib/functional.py":
+             "from mylib.ops import ScaleFunction\n\nmy_scale = ScaleFunction.apply\nmy_other = Missing.apply\n",
+             "tests/test_scale.py": test}
+    drafts, skipped = _drafts(files, "mylib/functional.py")
+    m = _toml(drafts["my_scale"])
+    assert m["binding"]["entry"] == "mylib.functional:my_scale"
+    assert m["reference"]["call"] == "../../tests/test_scale.py:torch_scale"  # `scale` once `my_` is taken off
+    assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "M"]}, {"name": "w", "shape": ["M"]}]
+    assert [(s.entry, s.reason) for s in skipped] == [("my_other", "Missing.apply, whose forward flopwatch cannot find")]

@@ -414,7 +414,7 @@ def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[st
     if tree is None:
         return [], []
     root, dotted = import_root(rel, repo.files)
-    found, passed_over = entries.public_functions(tree)
+    found, passed_over = entries.public_functions(tree, repo.texts)
     if skipped is not None:
         skipped += passed_over
     prefix = references.common_prefix([fn.name for fn in found] + [s.entry for s in passed_over])

@@ -40,10 +40,22 @@ class Skipped:
     reason: str
 
 
-def public_functions(tree: ast.Module) -> tuple[list[ast.FunctionDef], list[Skipped]]:
-    """The module's top-level functions that are entries, and those that are not with why."""
+def public_functions(tree: ast.Module, texts: dict[str, str] | None = None) -> tuple[list[ast.FunctionDef], list[Skipped]]:
+    """The module's top-level functions that are entries, and those that are not with why. A
+    public name bound to an autograd Function's `apply` (`liger_fused_linear_orpo =
+    LigerFusedLinearORPOFunction.apply`) is an entry too, with the parameters of the Function's
+    forward (`texts`: the repository's files, to find it)."""
     exported = _all(tree)
     entries, skipped = [], []
+    for node in tree.body:
+        alias = _apply_alias(node)
+        if alias is None or alias[0].startswith("_") or exported is not None and alias[0] not in exported:
+            continue
+        fn = _as_function(alias[0], alias[1], tree, texts or {})
+        if fn is None:
+            skipped.append(Skipped(alias[0], f"{alias[1]}.apply, whose forward flopwatch cannot find"))
+        else:
+            entries.append(fn)
     for fn in tree.body:
         if isinstance(fn, ast.AsyncFunctionDef):
             skipped.append(Skipped(fn.name, "an async function"))
@@ -63,6 +75,54 @@ def public_functions(tree: ast.Module) -> tuple[list[ast.FunctionDef], list[Skip
             continue
         entries.append(fn)
     return entries, skipped
+
+
+def _apply_alias(node: ast.AST) -> tuple[str, str] | None:
+    """(name, Function) of `name = Function.apply` at a module's top level."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "apply" \
+            and isinstance(node.value.value, ast.Name):
+        return node.targets[0].id, node.value.value.id
+    return None
+
+
+def _as_function(name: str, cls: str, tree: ast.Module, texts: dict[str, str]) -> ast.FunctionDef | None:
+    """`name = Cls.apply` as the function it is: the parameters of `Cls.forward` after ctx,
+    returning `Cls.apply(...)` of them (so the tests' calls of either are the entry's)."""
+    forward = _forward_of(cls, tree, texts)
+    if forward is None:
+        return None
+    a = forward.args
+    positional = [*a.posonlyargs, *a.args]
+    skip = 2 if positional[:1] and positional[0].arg in ("cls", "self") else 1  # (cls,) ctx
+    kept = positional[skip:]
+    defaults = list(a.defaults)[-len(kept):] if kept and a.defaults else []
+    call = ast.Call(func=ast.Attribute(value=ast.Name(id=cls, ctx=ast.Load()), attr="apply", ctx=ast.Load()),
+                    args=[ast.Name(id=p.arg, ctx=ast.Load()) for p in kept], keywords=[])
+    fn = ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=kept, vararg=None, kwonlyargs=[],
+                                                       kw_defaults=[], kwarg=None, defaults=defaults),
+                         body=[ast.Return(value=call)], decorator_list=[], returns=None, type_params=[])
+    return ast.fix_missing_locations(ast.copy_location(fn, forward))
+
+
+def _forward_of(cls: str, tree: ast.Module, texts: dict[str, str]) -> ast.FunctionDef | None:
+    """The `forward` of class `cls`, defined in the module or imported into it (`from a.b import
+    Cls`, looked up as a/b.py or a/b/__init__.py under any folder of the repository)."""
+    where = [tree]
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and any((a.asname or a.name) == cls for a in node.names):
+            tail = node.module.replace(".", "/")
+            for path, text in texts.items():
+                if path.endswith((f"{tail}.py", f"{tail}/__init__.py")):
+                    try:
+                        where.append(ast.parse(text))
+                    except SyntaxError:
+                        pass
+    for module in where:
+        for node in module.body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                return next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
+    return None
 
 
 def _all(tree: ast.Module) -> set[str] | None:
