@@ -27,7 +27,7 @@ def _write(root: Path, files: dict[str, str]) -> dict[str, str]:
 def _drafts(files: dict[str, str], rel: str):
     repo = drafting_python.Repo(files, frozenset(files))
     skipped: list = []
-    drafts, _ = drafting_python.drafts_for(rel, repo, "flopwatch", set(), True, skipped)
+    drafts, _ = entries.module_drafts(rel, repo, "flopwatch", set(), True, skipped)
     return {d.name: d for d in drafts}, skipped
 
 

@@ -8,9 +8,8 @@
 - a KernelBench problem file (`class Model` + `get_inputs()`): the problem's own Model as the
   peer of its op (`[problem]`), and a solution file (`class ModelNew`) measured against the
   problem it answers, with its load_inline extensions or Triton kernels;
-- a Python module's public functions whose signature fits an op (Liger-Kernel's
-  `liger_rms_norm(X, W, eps, ...)`, `liger_swiglu(a, b)`): functional entries, imported as the
-  package they live in (`liger_kernel.transformers.functional:liger_rms_norm`).
+- (a Python module's public functions are drafted by `pipeline.onboarding.entries`, each with
+  the reference the repository keeps).
 
 Every draft is a valid manifest: what cannot be told is a best guess on a line marked
 `# TODO (guess)`, listed in the draft's `todo` and `guessed` fields (`pipeline.onboarding.drafting.Draft`).
@@ -403,57 +402,6 @@ def _pointer_dtype(text: str) -> str:
     return ""
 
 
-def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str],
-                    skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
-    """Every public top-level function of a module as an entry, each with the reference the
-    repository trusts (`pipeline.onboarding.entries`); `skipped` gets an `entries.Skipped` for
-    each public function not drafted."""
-    from pipeline.onboarding import entries, references
-
-    tree = _tree(text)
-    if tree is None:
-        return [], []
-    root, dotted = import_root(rel, repo.files)
-    found, passed_over = entries.public_functions(tree, repo.texts)
-    if skipped is not None:
-        skipped += passed_over
-    prefix = references.common_prefix([fn.name for fn in found] + [s.entry for s in passed_over])
-    triton = uses_triton(text) or _package_uses_triton(rel, root, repo)
-    package = entries.package_of(rel, root)
-    drafts = []
-    for fn in found:
-        folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
-        where = entries.Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{from_folder(folder, rel)}:{fn.name}",
-                              backend="triton" if triton else "python",
-                              devices=["cuda"] if _gpu_only(text) else ["cpu", "cuda"],
-                              include_dir=root if root not in (".", "") else "",
-                              extension_from=_extension_loaded(rel, root, repo))
-        if where.extension_from:
-            where.backend = "torch"
-        drafts.append(entries.draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken))
-    return drafts, []
-
-
-def _gpu_only(text: str) -> bool:
-    """A module importing what runs on NVIDIA GPUs only (cupy, pycuda, cuda-python)."""
-    return bool(re.search(r"^\s*(import|from)\s+(cupy|pycuda|cuda\b|cuda\.)", text, re.MULTILINE))
-
-
-def _extension_loaded(rel: str, root: str, repo: Repo) -> str:
-    """The setup.py building the compiled module a package loads (`from . import _C` in its
-    __init__: the functions call `torch.ops.<ns>.<op>`, which exist only once it is built), or ""."""
-    if not root:
-        return ""
-    package = PurePosixPath(rel).parent
-    init = repo.texts.get(f"{package}/__init__.py", "")
-    if not re.search(r"from\s+\.\s+import\s+[^\n]*\b_C\b|import\s+\w+\._C\b", init):
-        return ""
-    for candidate in ("setup.py", f"{root}/setup.py" if root != "." else "setup.py"):
-        if re.search(r"\b(CUDAExtension|CppExtension)\b", repo.texts.get(candidate, "")):
-            return candidate
-    return ""
-
-
 def _package_uses_triton(rel: str, root: str, repo: Repo) -> bool:
     """Whether the package a module belongs to imports Triton (Liger's functional module calls
     autograd Functions whose kernels live in the package's ops)."""
@@ -471,11 +419,10 @@ def _name(base: str, taken: set[str]) -> str:
 
 # -- one file ----------------------------------------------------------------------------------------
 
-def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
-               functional: bool = True, skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
-    """The drafts of one Python file, and notes on what was not drafted. `functional`: also a
-    module's public functions that fit an op (asked for by name with `new`; `init` drafts only
-    problems, solutions and extensions, not every helper of a package)."""
+def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+    """The drafts of one Python file — a problem, a solution, the extensions it builds — and
+    notes on what was not drafted. A module's public functions are `pipeline.onboarding.entries`'
+    (`entries.module_drafts` asks here first)."""
     text = repo.texts.get(rel, "")
     tree = _tree(text)
     if tree is None:
@@ -487,7 +434,4 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
         return [solution_draft(rel, text, problem, guessed, repo, out_dir, taken)], []
     if is_problem(tree):
         return [problem_draft(rel, out_dir, taken)], []
-    drafts, notes = extension_drafts(rel, text, repo, out_dir, taken)
-    if drafts or notes or not functional:
-        return drafts, notes
-    return function_drafts(rel, text, repo, out_dir, taken, skipped)
+    return extension_drafts(rel, text, repo, out_dir, taken)

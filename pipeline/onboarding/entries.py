@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import drafting, references, tests_scan
+from pipeline.onboarding import drafting, drafting_python, references, tests_scan
+from pipeline.project.schema import REFERENCE_INT_DTYPES
 from workers.ops import OPS
 
 GUESS = "# TODO (guess)"
@@ -29,7 +30,6 @@ _SCALAR = re.compile(r"^(eps|epsilon|dim|axis|dims|num_\w+|n_\w+|\w+_size|size|s
 _OUTPUT = re.compile(r"^(out|output|dst|result|res|y|o)$|_out$")
 _GUESSED_SIZE = 1024
 _SIZE_NAMES = ("N", "M", "K", "L", "P", "Q", "R", "S", "T", "U")
-_INT_DTYPES = ("int64", "int32", "bool")  # the integer inputs a [reference] draws
 
 
 @dataclass(frozen=True)
@@ -180,8 +180,6 @@ class Where:
 def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict[str, str], package: str,
                 out_dir: str, taken: set[str]) -> drafting.Draft:
     """One entry's draft with the first reference found (built-in op → convention → test → none)."""
-    from pipeline.onboarding import drafting_python
-
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     required = len(params) - len(fn.args.defaults)
     returns = returns_value(fn)
@@ -235,12 +233,11 @@ def _from_calls(params, required, same_as, calls: list[tests_scan.Calls]):
 @dataclass
 class _Inputs:
     """The entry's arguments of one call: parameter names in order, their Args, the output's
-    index (or None), and the test it comes from ("" for a guess)."""
+    index (or None), and whether they are a guess (no test calls the entry)."""
 
     names: list[str]
     args: list[tests_scan.Arg]
     output: int | None
-    origin: str
     guessed: bool = False
 
 
@@ -266,7 +263,7 @@ def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_inde
         names.append(p)
     if not names or (output_index is not None and output_index >= len(names)):
         return None
-    return _Inputs(names, [by_param[n] for n in names], output_index, "")
+    return _Inputs(names, [by_param[n] for n in names], output_index)
 
 
 def _lines_up(inputs: _Inputs, c: tests_scan.Comparison) -> bool:
@@ -305,7 +302,7 @@ def _guessed_inputs(fn, params, required, out) -> _Inputs:
         else:
             args.append(tests_scan.Arg(p, shape=("M", "N"), sizes={"M": _GUESSED_SIZE, "N": _GUESSED_SIZE},
                                        tensor=True))
-    return _Inputs(names, args, names.index(out) if out else None, "", guessed=True)
+    return _Inputs(names, args, names.index(out) if out else None, guessed=True)
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -334,8 +331,7 @@ def _devices(where: Where) -> list[str]:
 def _extensions(where: Where, folder: str) -> list[str]:
     if not where.extension_from:
         return []
-    from pipeline.onboarding.drafting_python import from_folder
-
+    from_folder = drafting_python.from_folder
     return ["", "[[extensions]]", f'from = "{from_folder(folder, where.extension_from)}"  # the extension the '
                                   f"package loads (its TORCH_LIBRARY ops)"]
 
@@ -344,7 +340,7 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
     """The op's sizes and dtype from a test's call of the entry: each tensor argument's
     dimensions read as the op's axes for that input (`drafting.TENSOR_DIMS`), a row-wise op's
     leading dimensions folded into its rows. ([], "", []) when no call gives every axis."""
-    from pipeline.onboarding import drafting_python, python_scan
+    from pipeline.onboarding import python_scan
 
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     op = ref.op
@@ -383,8 +379,6 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
 
 def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, repo_texts, returns, same_as,
                    calls) -> drafting.Draft:
-    from pipeline.onboarding import drafting_python
-
     op = ref.op
     module = OPS[op]
     triton = where.backend == "triton"
@@ -414,8 +408,7 @@ def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, re
 
 
 def _call_text(ref: references.Reference, folder: str) -> str:
-    from pipeline.onboarding.drafting_python import from_folder
-
+    from_folder = drafting_python.from_folder
     if ref.kind == "convention":
         return f"{ref.module}:{ref.name}" if ref.module else f"{from_folder(folder, ref.file)}:{ref.name}"
     c = ref.comparison
@@ -491,7 +484,7 @@ def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
                     by_value[d] = size
                 shape.append(by_value[d])
             fields = [f'name = "{n}"', f"shape = {json.dumps(shape)}"]
-            if a.dtype in _INT_DTYPES:
+            if a.dtype in REFERENCE_INT_DTYPES:
                 fields.append(f'dtype = "{a.dtype}"')
                 if a.dtype != "bool":
                     fields.append(f"high = {min((v for v in sizes.values() if v >= 2), default=2)}")
@@ -515,3 +508,67 @@ def package_of(rel: str, root: str) -> str:
         return str(PurePosixPath(rel).parent) if "/" in rel else ""
     inner = PurePosixPath(rel).relative_to(root).parts if root != "." else PurePosixPath(rel).parts
     return f"{root}/{inner[0]}" if root != "." else inner[0]
+
+
+# -- one module ------------------------------------------------------------------------------------
+
+def module_drafts(rel: str, repo: drafting_python.Repo, out_dir: str, taken: set[str], functional: bool = True,
+                  skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
+    """The drafts of one Python file: its problem, solution or extensions
+    (`drafting_python.drafts_for`), else (`functional`) every public function as an entry."""
+    drafts, notes = drafting_python.drafts_for(rel, repo, out_dir, taken)
+    text = repo.texts.get(rel, "")
+    if drafts or notes or not functional:
+        return drafts, notes
+    return function_drafts(rel, text, repo, out_dir, taken, skipped)
+
+
+def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: str, taken: set[str],
+                    skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
+    """Every public top-level function of a module as an entry, each with the reference the
+    repository trusts (`pipeline.onboarding.entries`); `skipped` gets an `entries.Skipped` for
+    each public function not drafted."""
+    tree = drafting_python._tree(text)
+    if tree is None:
+        return [], []
+    root, dotted = drafting_python.import_root(rel, repo.files)
+    found, passed_over = public_functions(tree, repo.texts)
+    if skipped is not None:
+        skipped += passed_over
+    prefix = references.common_prefix([fn.name for fn in found] + [s.entry for s in passed_over])
+    triton = drafting_python.uses_triton(text) or drafting_python._package_uses_triton(rel, root, repo)
+    package = package_of(rel, root)
+    drafts = []
+    for fn in found:
+        folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
+        where = Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{drafting_python.from_folder(folder, rel)}:{fn.name}",
+                              backend="triton" if triton else "python",
+                              devices=["cuda"] if _gpu_only(text) else ["cpu", "cuda"],
+                              include_dir=root if root not in (".", "") else "",
+                              extension_from=_extension_loaded(rel, root, repo))
+        if where.extension_from:
+            where.backend = "torch"
+        drafts.append(draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken))
+    return drafts, []
+
+
+def _gpu_only(text: str) -> bool:
+    """A module importing what runs on NVIDIA GPUs only (cupy, pycuda, cuda-python)."""
+    return bool(re.search(r"^\s*(import|from)\s+(cupy|pycuda|cuda\b|cuda\.)", text, re.MULTILINE))
+
+
+def _extension_loaded(rel: str, root: str, repo: drafting_python.Repo) -> str:
+    """The setup.py building the compiled module a package loads (`from . import _C` in its
+    __init__: the functions call `torch.ops.<ns>.<op>`, which exist only once it is built), or ""."""
+    if not root:
+        return ""
+    package = PurePosixPath(rel).parent
+    init = repo.texts.get(f"{package}/__init__.py", "")
+    if not re.search(r"from\s+\.\s+import\s+[^\n]*\b_C\b|import\s+\w+\._C\b", init):
+        return ""
+    for candidate in ("setup.py", f"{root}/setup.py" if root != "." else "setup.py"):
+        if re.search(r"\b(CUDAExtension|CppExtension)\b", repo.texts.get(candidate, "")):
+            return candidate
+    return ""
+
+

@@ -301,7 +301,7 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
     """Drafts of the Python-side entries (`pipeline.onboarding.drafting_python`) of these repository-
     relative Python files: torch extensions they build, KernelBench problems and solutions, and
     (`functional`: every file, or those of the set) a module's public functions as entries."""
-    from pipeline.onboarding import drafting_python
+    from pipeline.onboarding import drafting_python, entries
 
     texts = {f.relative_to(root).as_posix(): f.read_text(errors="replace")
              for f in repository_sources(root, out_dir, (*kernel_scan.SOURCE_SUFFIXES, ".py"),
@@ -313,7 +313,7 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
     drafts, notes, skipped = [], [], []
     for rel in py_files:
         wanted = functional if isinstance(functional, bool) else rel in functional
-        found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, wanted, skipped)
+        found, said = entries.module_drafts(rel, repo, out_dir, taken, wanted, skipped)
         drafts += found
         notes += said
     return Plan(drafts, notes, skipped)

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import tests_scan
+from pipeline.onboarding import drafting, drafting_python, tests_scan
 from workers.ops import OPS
 
 # Words around an op's name that say how it is built, not what it computes: `rms_norm_fwd`,
@@ -144,8 +144,6 @@ def builtin(name: str, prefix: str, params: list[str], required: int, returns: b
     """The built-in op this entry computes, where its name says which and its parameters give the
     op's inputs (by name, else in order: ops follow the functional signatures of the libraries
     they come from, inputs then scalars)."""
-    from pipeline.onboarding import drafting, drafting_python
-
     op = op_by_name(name, prefix)
     if not op:
         return None

@@ -682,17 +682,3 @@ def _helper_shape(f: _TestFile, helper: ast.FunctionDef, call: ast.Call) -> tupl
                 dims = [a.value for a in call.args if isinstance(a, ast.Constant) and type(a.value) is int]
                 return tuple(dims) if len(dims) == len(call.args) else ()
     return ()
-
-
-def first_dtype(f_path: str, text: str, test: str) -> str:
-    """The floating dtype the first parametrize row gives test `test` (`dtype`), or ""."""
-    f = _read(f_path, text)
-    fn = f.functions.get(test)
-    if fn is None:
-        return ""
-    for name in f.given.get(fn.lineno, {}):
-        if re.fullmatch(r"(dtype|dt|torch_dtype|input_dtype)", name):
-            value = f.row_value(fn, name)
-            if value in ("fp32", "fp16", "bf16"):
-                return value
-    return ""
