@@ -180,6 +180,10 @@ def test_a_built_in_op_by_name_and_a_window_attention_not_labelled_attention(tmp
 EXT_OPS = '''import torch
 from torch import Tensor
 
+
+def _backward(ctx, grad):
+    return grad
+
 __all__ = ["mymuladd", "myadd_out"]
 
 
@@ -237,9 +241,11 @@ def test_an_extension_packages_ops_checked_as_its_tests_check_them(tmp_path):
     files = {"ext_cpp/__init__.py": "from . import _C, ops\n", "ext_cpp/ops.py": EXT_OPS, "test/test_ext.py": EXT_TEST,
              "setup.py": "from torch.utils.cpp_extension import CppExtension\n"}
     drafts, skipped = _drafts(files, "ext_cpp/ops.py")
-    assert [(s.entry, s.reason) for s in skipped] == [("unlisted", "not in the module's __all__")]  # no `_` helper
+    assert [(s.entry, s.reason) for s in skipped] == [("_backward", "not public"),
+                                                      ("unlisted", "not in the module's __all__")]
     muladd = _toml(drafts["mymuladd"])
     assert muladd["reference"]["call"] == "../../test/test_ext.py:reference_muladd"  # X with the prefix "my" taken off
+    assert muladd["reference"]["found"] == "convention"
     assert muladd["reference"]["inputs"] == [{"name": "a", "shape": ["N", "M"]}, {"name": "b", "shape": ["N", "M"]},
                                              {"name": "c", "value": 0.5}]  # the largest sample
     assert muladd["backend"] == "torch" and muladd["extensions"] == [{"from": "../../setup.py"}]

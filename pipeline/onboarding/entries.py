@@ -535,7 +535,8 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
     found, passed_over = public_functions(tree, repo.texts)
     if skipped is not None:
         skipped += passed_over
-    prefix = references.common_prefix([fn.name for fn in found] + [s.entry for s in passed_over])
+    public = [s.entry for s in passed_over if s.reason not in ("not public", "not in the module's __all__")]
+    prefix = references.common_prefix([fn.name for fn in found] + public)  # the names the module exports
     triton = drafting_python.uses_triton(text) or drafting_python._package_uses_triton(rel, root, repo)
     package = package_of(rel, root)
     drafts = []
