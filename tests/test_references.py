@@ -95,8 +95,8 @@ def test_the_functions_not_drafted_are_listed_with_why(tmp_path):
     reasons = {s.entry: s.reason for s in skipped}
     assert reasons == {"helper": "returns no tensor and takes no output buffer",
                        "run_layer": "takes an nn.Module or callable argument (layer), not tensors",
-                       "_private": "not public"}
-    assert set(drafts) == {"selective_scan_fn", "selective_scan_ref"}  # the reference is public too: an entry
+                       "_private": "not public", "selective_scan_ref": "the reference of selective_scan_fn (by name)"}
+    assert set(drafts) == {"selective_scan_fn"}
 
 
 def test_a_reference_from_a_tests_assert_close_with_the_tests_sizes_and_dtype(tmp_path):
@@ -275,7 +275,9 @@ def test_new_prints_and_lists_what_it_did_not_draft(tmp_path):
     assert out["drafts"][0]["reference"].startswith("mylib.scan:selective_scan_ref")
     text = subprocess.run([sys.executable, "-m", "pipeline.cli", "new", "mylib/scan.py", "--no-build", "--force"],
                           cwd=repo, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert "not drafted (3):" in text.stdout and "_private: not public" in text.stdout and "helper: returns no tensor" in text.stdout
+    assert "not drafted (4):" in text.stdout and "_private: not public" in text.stdout
+    assert "1 entry drafted: 0 a built-in op, 1 the repository's reference, 0 unchecked (no reference found); " \
+           "4 not drafted" in text.stdout and "helper: returns no tensor" in text.stdout
 
 
 def _load_all(repo: Path) -> dict:
@@ -298,11 +300,11 @@ def test_every_draft_loads_as_a_manifest_and_init_reads_a_packages_entry_modules
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "init", "--no-build", "--no-workflow", "--json"],
                           cwd=repo, capture_output=True, text=True, env=env)
     drafted = {d["variant"] for d in json.loads(proc.stdout)["drafts"]}
-    assert drafted == {"selective_scan_fn", "selective_scan_ref"}  # functional.py; not helpers.py nor activations.py
+    assert drafted == {"selective_scan_fn"}  # functional.py; not helpers.py nor activations.py
     subprocess.run([sys.executable, "-m", "pipeline.cli", "new", "mylib/activations.py", "--no-build"], cwd=repo,
                    capture_output=True, text=True, env=env, check=True)
     loaded = _load_all(repo)
-    assert set(loaded) == {"selective_scan_fn", "selective_scan_ref", "fast_mish"}
+    assert set(loaded) == {"selective_scan_fn", "fast_mish"}
     assert loaded["fast_mish"].devices == ("cpu", "cuda")
 
 

@@ -108,6 +108,16 @@ def _reference_line(draft) -> str:
     return first.removeprefix("# reference: ") if first.startswith("# reference: ") else ""
 
 
+def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:
+    """One line: how the module's entries are checked ("27 entries drafted: 16 a built-in op, 4
+    the repository's reference, 7 unchecked; 1 not drafted")."""
+    entries = [r for r in rows if r["reference"]]
+    builtin = sum(r["reference"].startswith("built-in op") for r in entries)
+    none = sum(r["reference"].startswith("none found") for r in entries)
+    return (f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} drafted: {builtin} a built-in op, {len(entries) - builtin - none} the "
+            f"repository's reference, {none} unchecked (no reference found); {len(undrafted)} not drafted")
+
+
 def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> None:
     console = Console(width=None if sys.stdout.isatty() else 140)
     table = Table(title="drafted variants", title_justify="left")
@@ -120,6 +130,8 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
         table.add_row(cell(r["variant"]), cell(r["op"]), *((cell(r["reference"] or "-"),) if checked else ()),
                       r["state"], cell(", ".join(r["guessed"]) or "-"), cell(r["detail"][:300]), style=style)
     console.print(table)
+    if checked:
+        console.print(cell(_reference_counts(rows, undrafted)))
     if undrafted:
         console.print(cell(f"not drafted ({len(undrafted)}):"))
         for u in undrafted:

@@ -540,7 +540,18 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
     triton = drafting_python.uses_triton(text) or drafting_python._package_uses_triton(rel, root, repo)
     package = package_of(rel, root)
     drafts = []
+    # a public function that is another's reference by name (`selective_scan_ref`) is that
+    # entry's check, not an entry of its own
+    refs: dict[str, str] = {}
     for fn in found:
+        ref = references.by_convention(fn.name, prefix, rel, repo.texts, package)
+        if ref is not None and ref.kind == "convention" and ref.file == rel and ref.name != fn.name:
+            refs.setdefault(ref.name, fn.name)
+    for fn in found:
+        if fn.name in refs:
+            if skipped is not None:
+                skipped.append(Skipped(fn.name, f"the reference of {refs[fn.name]} (by name)"))
+            continue
         folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
         where = Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{drafting_python.from_folder(folder, rel)}:{fn.name}",
                               backend="triton" if triton else "python",
