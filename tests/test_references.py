@@ -393,3 +393,35 @@ def test_scale():
     assert m["reference"]["call"] == "../../tests/test_scale.py:torch_scale"  # `scale` once `my_` is taken off
     assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "M"]}, {"name": "w", "shape": ["M"]}]
     assert [(s.entry, s.reason) for s in skipped] == [("my_other", "Missing.apply, whose forward flopwatch cannot find")]
+
+
+def test_a_namesake_in_another_module_is_not_the_entry():
+    other = '''import torch
+from mylib.functional import my_loss
+
+
+def test_other():
+    a = torch.randn(3, 5)
+    torch.testing.assert_close(my_loss(a, a, a), a)
+'''
+    mine = '''import torch
+import pytest
+from mylib.losses import my_loss
+
+
+def loss_reference(x, y):
+    return x - y
+
+
+def test_mine():
+    x = torch.randn(16, 32)
+    y = torch.randn(16, 32)
+    torch.testing.assert_close(my_loss(x, y, None), loss_reference(x, y))
+'''
+    files = {"mylib/__init__.py": "", "mylib/losses.py": "def my_loss(x, y, weight=None):\n    return x - y\n",
+             "mylib/functional.py": "def my_loss(a, b, c):\n    return a\n",
+             "tests/test_a_other.py": other, "tests/test_mine.py": mine}
+    drafts, _ = _drafts(files, "mylib/losses.py")
+    m = _toml(drafts["my_loss"])
+    assert m["reference"]["call"] == "../../tests/test_mine.py:loss_reference"
+    assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "M"]}, {"name": "y", "shape": ["N", "M"]}]

@@ -178,14 +178,15 @@ class Where:
 
 
 def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict[str, str], package: str,
-                out_dir: str, taken: set[str]) -> drafting.Draft:
+                out_dir: str, taken: set[str], imports: dict[str, str] | None = None) -> drafting.Draft:
     """One entry's draft with the first reference found (built-in op → convention → test → none)."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     required = len(params) - len(fn.args.defaults)
     returns = returns_value(fn)
     name = drafting_python._name(fn.name, taken)
     folder = f"{out_dir}/{name}"
-    same_as = references.equivalents(fn, repo_texts, package)
+    module = where.entry.split(":")[0] if ":" in where.entry and "/" not in where.entry else ""
+    same_as = references.equivalents(fn, repo_texts, package, imports, module)
     ref = references.builtin(fn.name, prefix, params, required, returns)
     if ref is not None:
         return _builtin_draft(fn, ref, where, name, folder, repo_texts, returns, same_as,
@@ -261,6 +262,11 @@ def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_inde
                 return None
             break
         names.append(p)
+    # a trailing optional argument the test passes as None or as something unread: the entry's
+    # own default stands in (an input is a tensor or a constant, never None)
+    while len(names) > max(required, 1) and not by_param[names[-1]].known \
+            and (output_index is None or output_index < len(names) - 1):
+        names.pop()
     if not names or (output_index is not None and output_index >= len(names)):
         return None
     return _Inputs(names, [by_param[n] for n in names], output_index)
@@ -493,6 +499,9 @@ def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
             rows.append("{ " + ", ".join(fields) + " }")
         elif a.value is not None and isinstance(a.value, (bool, int, float, str)):
             rows.append("{ " + f'name = "{n}", value = {json.dumps(a.value)}' + " }")
+        elif _SCALAR.match(n):  # `padding=K // 2`: a scalar the test computes
+            why = why or f"{n} ({a.text}) is not a constant flopwatch can read in the test"
+            rows.append("{ " + f'name = "{n}", value = {1e-6 if "eps" in n else 1}' + " }")
         else:
             why = why or f"{n} ({a.text}) is not a tensor or constant flopwatch can read in the test"
             sizes.setdefault("M", _GUESSED_SIZE)
@@ -560,7 +569,8 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
                               extension_from=_extension_loaded(rel, root, repo))
         if where.extension_from:
             where.backend = "torch"
-        drafts.append(draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken))
+        drafts.append(draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken,
+                                  references.module_imports(tree)))
     return drafts, []
 
 

@@ -249,6 +249,7 @@ class Equivalent:
     callee: tuple[str, ...]
     positional: tuple[str, ...]
     keywords: dict
+    origin: str = ""  # where the callee's first name comes from, as the entry's module imports it
 
     def params_of(self, args: tuple, kwargs: dict) -> dict:
         out = {}
@@ -261,14 +262,19 @@ class Equivalent:
         return out
 
 
-def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str) -> list[Equivalent]:
+def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str,
+                imports: dict[str, str] | None = None, module: str = "") -> list[Equivalent]:
+    """`imports`: name → dotted origin in the entry's module (`LigerDyTFunction` →
+    "liger_kernel.ops.LigerDyTFunction"), and `module` the entry's own dotted module, so that a
+    test's call of a namesake (Liger's chunked_loss has its own `liger_fused_linear_jsd`) is
+    not taken for the entry's."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     kw = [a.arg for a in fn.args.kwonlyargs]
-    out = [Equivalent((fn.name,), tuple(params), {p: p for p in params + kw})]
+    out = [Equivalent((fn.name,), tuple(params), {p: p for p in params + kw}, f"{module}.{fn.name}" if module else "")]
     forward = forwarded(fn)
     if forward is None:
         return out
-    out.append(Equivalent(forward.callee, forward.params, {}))
+    out.append(Equivalent(forward.callee, forward.params, {}, (imports or {}).get(forward.callee[0], "")))
     for path, name, other, other_params in _forwarders(package, texts):
         if other.callee != forward.callee or name == fn.name or len(other.params) != len(forward.params):
             continue
@@ -313,7 +319,7 @@ def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equi
     found = []
     camel = prefix.rstrip("_").lower()
     for path in tests:
-        for c in tests_scan.comparisons(path, texts[path], callees, callees[1:]):
+        for c in tests_scan.comparisons(path, texts[path], callees, callees[1:], _origins(same_as)):
             if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
             found.append(c)
@@ -326,5 +332,23 @@ def calls_in_tests(texts: dict[str, str], same_as: list[Equivalent]) -> list[tes
     out = []
     for path in sorted(p for p in texts if tests_scan.is_test_file(p)):
         if any(re.search(rf"\b{re.escape(c[-1])}\b", texts[path]) for c in callees):
-            out += tests_scan.entry_calls(path, texts[path], callees)
+            out += tests_scan.entry_calls(path, texts[path], callees, _origins(same_as))
+    return out
+
+
+def _origins(same_as: list[Equivalent]) -> dict:
+    return {e.callee: e.origin for e in same_as if e.origin}
+
+
+def module_imports(tree: ast.Module) -> dict[str, str]:
+    """Name → dotted origin of a module's `from x import y` (and `import x.y as z`)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
     return out

@@ -276,7 +276,8 @@ def _strip(node: ast.AST) -> ast.AST:
 
 # -- finding the comparisons -------------------------------------------------------------------------
 
-def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list[tuple[str, ...]] = ()) -> list[Comparison]:
+def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list[tuple[str, ...]] = (),
+                origins: dict | None = None) -> list[Comparison]:
     """Every comparison in the test file of a call of the entry (a callee ending with one of
     `callees`' dotted parts: ("liger_dyt",), ("LigerDyTFunction", "apply")) with a call of a
     callable that is neither the entry nor one of `same` (the entry's own implementation:
@@ -305,7 +306,7 @@ def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list
             other_call = theirs[0]
             entry_name = _callee(f, call.func, aliases)
             other_name = _callee(f, other_call.func, aliases)
-            if not _is(entry_name, callees) or _is(other_name, callees) or _is(other_name, same):
+            if not _is(entry_name, callees, f, origins) or _is(other_name, callees) or _is(other_name, same):
                 continue
             if not other_name or other_name.split(".")[-1] in COMPARE:
                 continue
@@ -326,7 +327,7 @@ def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list
     return sorted(out, key=lambda c: c.line)
 
 
-def entry_calls(path: str, text: str, callees: list[tuple[str, ...]]) -> list[Calls]:
+def entry_calls(path: str, text: str, callees: list[tuple[str, ...]], origins: dict | None = None) -> list[Calls]:
     """Every call of the entry in the test file, with its arguments as far as the test tells."""
     f = _read(path, text)
     if f.tree is None:
@@ -334,7 +335,7 @@ def entry_calls(path: str, text: str, callees: list[tuple[str, ...]]) -> list[Ca
     aliases = _aliases(f, callees)
     out = []
     for node in ast.walk(f.tree):
-        if isinstance(node, ast.Call) and _is(_callee(f, node.func, aliases), callees):
+        if isinstance(node, ast.Call) and _is(_callee(f, node.func, aliases), callees, f, origins):
             fn = f.scope(node)
             args, kwargs = _args(f, fn, node)
             out.append(Calls(path, node.lineno, getattr(fn, "name", ""), args, kwargs, _callee(f, node.func, aliases)))
@@ -349,8 +350,30 @@ def _is_class(f: _TestFile, name: str) -> bool:
     return last[:1].isupper() and not last.isupper()
 
 
-def _is(name: str, callees) -> bool:
-    return bool(name) and any(_ends_with(name, c) for c in callees)
+def _is(name: str, callees, f: _TestFile | None = None, origins: dict | None = None) -> bool:
+    """Whether `name` (as the test writes it) is one of `callees`; where a callee's origin is
+    known (the module its first name is imported from where the entry calls it), the test's
+    import must lead there too: Liger has two `LigerFusedLinearJSDFunction`s."""
+    for c in callees:
+        if not name or not _ends_with(name, c):
+            continue
+        origin = (origins or {}).get(c)
+        if origin and f is not None and not _same_origin(f.qualified(name), origin, len(c)):
+            continue
+        return True
+    return False
+
+
+def _same_origin(qualified: str, origin: str, parts: int) -> bool:
+    """`liger_kernel.ops.fused_linear_jsd.F` and `liger_kernel.ops.F` are one (a package
+    re-exporting its module's class); `liger_kernel.chunked_loss.jsd_loss.F` is another."""
+    words = qualified.split(".")
+    head = ".".join(words[:len(words) - parts + 1])
+    if head == origin:
+        return True
+    mine, _, last = head.rpartition(".")
+    theirs, _, other = origin.rpartition(".")
+    return bool(mine and theirs) and last == other and (mine.startswith(theirs + ".") or theirs.startswith(mine + "."))
 
 
 def _aliases(f: _TestFile, callees) -> dict[str, str]:
