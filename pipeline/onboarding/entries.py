@@ -564,7 +564,8 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
         folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
         where = Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{drafting_python.from_folder(folder, rel)}:{fn.name}",
                               backend="triton" if triton else "python",
-                              devices=["cuda"] if _gpu_only(text) else ["cpu", "cuda"],
+                              devices=["cpu", "cuda"] if drafting_python.runs_on_cpu(text) and not _gpu_only(text)
+                              else ["cuda"],
                               include_dir=root if root not in (".", "") else "",
                               extension_from=_extension_loaded(rel, root, repo))
         if where.extension_from:
