@@ -31,6 +31,7 @@
 # ecosystem   benchmarks/verify_ecosystem_gpu.py --repos .ext (public repositories onboarded with
 #             flopwatch new, then run; carry the checkouts as .ext/)
 # ecosystem_drafted  the same with the drafts already in the checkouts
+# ecosystem_refs  the same for Liger-Kernel and extension-cpp only (every entry with the reference flopwatch finds)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
@@ -107,6 +108,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
     entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
     ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
+    ecosystem_refs) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;

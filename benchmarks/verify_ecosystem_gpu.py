@@ -162,9 +162,9 @@ def table(spec: Onboarding, outcome: dict) -> bool:
 
 def has_reference(draft: dict) -> bool:
     """Whether a draft of `new --json` names a reference: a built-in op, or the repository's
-    own callable ("reference" of the draft; "none" is an entry measured unchecked)."""
-    ref = draft.get("reference") or {}
-    return bool(ref) and ref.get("found") != "none"
+    own callable (the draft's "reference" line; "none found — measured as unchecked" names none)."""
+    ref = draft.get("reference") or ""
+    return bool(ref) and not ref.startswith("none")
 
 
 def main() -> int:
