@@ -25,10 +25,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from pipeline.onboarding import drafting, kernel_scan, python_scan
 from workers.ops import OPS
+from workers.torch_ext import setup_run
 from workers.torch_ext import spec as ext_spec
 
 GUESS = "# TODO (guess)"
@@ -38,10 +39,11 @@ _TENSOR_PARAM = re.compile(r"\b(?:torch::)?(?:Tensor|at::Tensor)\b")
 @dataclass(frozen=True)
 class Repo:
     """What the drafts read of the repository: every file's text by repository-relative path
-    (Python and C++ sources), and the set of its files."""
+    (Python and C++ sources), the set of its files, and where it lies."""
 
     texts: dict
     files: frozenset
+    root: Path | None = None  # the checkout, where a setup.py the static read gives up on is run
 
     @functools.cached_property
     def problems(self) -> list[str]:
@@ -266,8 +268,8 @@ def find_problem(rel: str, repo: Repo) -> tuple[str, bool]:
 
 def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSpec]:
     try:
-        return ext_spec.find_extensions(rel, text, repo.files)
-    except ext_spec.ExtensionReadError:
+        return setup_run.read_extensions(rel, text, repo.root, repo.files)
+    except (ext_spec.ExtensionReadError, setup_run.SetupRunError):
         return []
 
 
@@ -276,9 +278,11 @@ def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[s
     load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`); notes for
     what could not be read."""
     try:
-        specs = ext_spec.find_extensions(rel, text, repo.files)
+        specs = setup_run.read_extensions(rel, text, repo.root, repo.files)
     except ext_spec.ExtensionReadError as exc:
         return [], [f"{exc}"]
+    except setup_run.SetupRunError as exc:
+        return [], [f"{rel}: {exc}"]
     drafts: list[drafting.Draft] = []
     for spec in specs:
         for fn in exported_functions(spec, repo):

@@ -308,7 +308,7 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
     for rel in py_files:  # a file named on the command line is read even beyond the bounds
         if rel not in texts and (root / rel).is_file():
             texts[rel] = (root / rel).read_text(errors="replace")
-    repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir))
+    repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir), root)
     drafts, notes = [], []
     for rel in py_files:
         found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, functional)
@@ -341,7 +341,7 @@ def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:
     builds it (setup.py's CUDAExtension / CppExtension, load(); load_inline's sources are text,
     not files): the files `plan` leaves to the torch extension drafter (`skip_files`). A call
     flopwatch cannot read (`workers.torch_ext.spec`) is passed over: its files are drafted here."""
-    from workers.torch_ext import spec
+    from workers.torch_ext import setup_run, spec
 
     scripts = repository_sources(root, out_dir, (".py",), MAX_SCRIPTS)
     candidates = [(f, f.read_text(errors="replace")) for f in scripts]
@@ -353,8 +353,8 @@ def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for f, text in candidates:
         try:
-            specs = spec.find_extensions(f.relative_to(root).as_posix(), text, files)
-        except spec.ExtensionReadError:
+            specs = setup_run.read_extensions(f.relative_to(root).as_posix(), text, root, files)
+        except (spec.ExtensionReadError, setup_run.SetupRunError):
             continue
         for s in specs:
             for source in s.sources:

@@ -283,9 +283,11 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
 
 
 def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) -> list[dict]:
-    """`[[extensions]]`: each table's file read statically (`workers.torch_ext.spec`)."""
+    """`[[extensions]]`: each table's file read statically (`workers.torch_ext.spec`), or a
+    setup.py that cannot be read so run to record its extensions (`workers.torch_ext.setup_run`)."""
     if not m.extensions:
         return []
+    from workers.torch_ext import setup_run
     from workers.torch_ext import spec as ext_spec
 
     files = repository_files(repo_root)
@@ -306,13 +308,15 @@ def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) 
             raise ManifestError(rel, key, f"file {table.from_!r} does not exist")
         origin = path.relative_to(repo_root.resolve()).as_posix()
         try:
-            specs = ext_spec.find_extensions(origin, path.read_text(errors="replace"), files)
+            # static read first; a setup.py it cannot read is run in a sandboxed child
+            specs = setup_run.read_extensions(origin, path.read_text(errors="replace"), repo_root, files)
             if not specs:
                 raise ManifestError(rel, key, f"{origin} makes no torch.utils.cpp_extension load(), load_inline(), "
                                               "CUDAExtension() or CppExtension() call")
             picked = [ext_spec.select(specs, table.name, origin)] if table.name else specs
-        except ext_spec.ExtensionReadError as exc:
-            raise ManifestError(rel, key, str(exc)) from None
+        except (ext_spec.ExtensionReadError, setup_run.SetupRunError) as exc:
+            raise ManifestError(rel, key, exc if isinstance(exc, ext_spec.ExtensionReadError)
+                                else f"{origin}: {exc}") from None
         found += [s.to_dict() for s in picked]
     return found
 
