@@ -50,6 +50,26 @@ def _device_compiler(torch, cpp_extension) -> tuple[str, str]:
     return "", ""
 
 
+def cpu_part(specs: list[dict], variant: Variant, tc: Toolchain) -> tuple[list[dict], str]:
+    """On a node whose torch has neither CUDA nor ROCm, a variant that runs on the CPU too
+    builds what this node can: a setup.py extension's C++ sources without its CUDA ones (the
+    `CppExtension` branch its setup.py takes without a GPU; extension-cpp's CPU kernels live in
+    the .cpp that registers the ops). The specs to build and a note for the log (pure)."""
+    if "cpu" not in variant.devices or tc.detail.get("cuda") or tc.detail.get("hip"):
+        return specs, ""
+    out, dropped = [], []
+    for s in specs:
+        cuda = [f for f in s.get("sources") or () if f.endswith((".cu", ".cuh"))]
+        rest = [f for f in s.get("sources") or () if f not in cuda]
+        if s.get("kind") == "setup" and ExtensionSpec.from_dict(s).cuda and rest:
+            s = {**s, "sources": rest, "with_cuda": False}
+            dropped += cuda
+        out.append(s)
+    note = (f"flopwatch: this node's torch has no CUDA: built the C++ sources only, without {dropped}\n"
+            if dropped else "")
+    return out, note
+
+
 def skip_reason(specs: list[dict], tc: Toolchain) -> str:
     """Why this node cannot build these extensions, if it cannot (pure): a CUDA extension needs
     a CUDA or ROCm build of torch and that build's compiler."""
@@ -68,19 +88,21 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     specs = [dict(s) for s in variant.extensions]
     roots = tuple(dict.fromkeys(s["package_dir"] for s in specs if s.get("kind") == "setup" and s.get("package_dir")))
     ship_tree(variant, src, out, include_dirs, extra_roots=roots)
+    specs, note = cpu_part(specs, variant, tc)
     reason = skip_reason(specs, tc)
     if reason:
         return BuildOutput(False, reason, skip_reason=reason)
     work = out.parent / "torch-ext"
     work.mkdir(exist_ok=True)
-    request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs}
+    request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs,
+               "variant": variant.to_dict()}
     (work / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
            # torch caches JIT builds per user; the build folder given here is the only one used
            "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
     outcome = run_child([sys.executable, "-m", "workers.torch_ext.build", "request.json", "result.json"],
                         EXTENSION_TIMEOUT_S, work, env)
-    log = (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
+    log = note + (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
     result_file = work / "result.json"
     if outcome.timed_out or not result_file.exists():
         how = "timed out" if outcome.timed_out else f"exited with {outcome.returncode or outcome.signal_name}"
@@ -92,6 +114,9 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     if result["failed"]:
         name, error = next(iter(result["failed"].items()))
         return BuildOutput(False, log, f"extension {name!r} failed to build:\n{first_errors(log) or error}")
+    if result.get("import_error"):
+        return BuildOutput(False, log, f"importing {variant.binding.entry} after the build failed: "
+                                       f"{result['import_error']}")
     return BuildOutput(True, log, analysis=analyse(log, out, result["built"], tc))
 
 

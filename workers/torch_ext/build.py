@@ -10,7 +10,8 @@ this process's stdout (ninja's, with `verbose=True`), which the caller keeps as 
 CUDA builds add `--resource-usage` so ptxas reports registers and shared memory per kernel.
 
 Request: {"root": unpacked repository files, "out": the artifact folder, "specs": [ExtensionSpec
-dicts]}. Result: {"built": {name: {"path", "module", "is_python_module"}}, "failed": {name: error}}.
+dicts], "variant": the Variant as a dict (its entry is imported once after the build)}. Result:
+{"built": {name: {"path", "module", "is_python_module"}}, "failed": {name: error}, "import_error"}.
 """
 
 from __future__ import annotations
@@ -66,7 +67,18 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
                                            cuda_sources=list(spec.get("cuda_sources") or ()) or None,
                                            functions=list(spec.get("functions") or ()) or None, **common)
     else:
-        loaded = cpp_extension.load(name, [str(root / s) for s in spec.get("sources") or ()], **common)
+        sources = [str(root / s) for s in spec.get("sources") or ()]
+        try:
+            loaded = cpp_extension.load(name, sources, **common)
+        except ImportError as exc:
+            if "module export function" not in str(exc) or not common["is_python_module"]:
+                raise
+            # A library with no PyInit_ (only TORCH_LIBRARY operators, as a py_limited_api
+            # build may be): loaded into torch.ops instead; ninja finds it up to date.
+            print(f"flopwatch: {name} defines no Python module: loaded with torch.ops.load_library", flush=True)
+            common["is_python_module"] = False
+            spec = {**spec, "is_python_module": False}
+            loaded = cpp_extension.load(name, sources, **common)
     sys.stdout.flush()
     path = Path(loaded.__file__) if hasattr(loaded, "__file__") else Path(str(loaded))
     module = spec.get("module") or name
@@ -92,8 +104,32 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             traceback.print_exc()
             result["failed"][spec["name"]] = f"{type(exc).__name__}: {exc}"
+    if request.get("variant") and not result["failed"]:
+        result["import_error"] = import_entry(request["variant"], out, result["built"])
     Path(argv[2]).write_text(json.dumps(result))
     return 0
+
+
+def import_entry(variant: dict, out: Path, built: dict) -> str:
+    """Import the variant's entry once, as its jobs will (the repository's package importing
+    its prebuilt modules): an entry that only fails at import fails the build, with the
+    traceback's last line, instead of every job. "" when it imports."""
+    from workers.bindings.python_entry import resolve
+    from workers.core.records import Variant
+    from workers.toolkit.artifact_index import INDEX
+
+    index = json.loads((out / INDEX).read_text())
+    (out / INDEX).write_text(json.dumps({**index, "extensions": built}))
+    v = Variant.from_dict(variant)
+    if v.binding.kind == "pybind11":
+        return ""  # the extension module itself, imported above
+    try:
+        resolve(v, out)
+    except Exception as exc:  # noqa: BLE001 - the repository's import-time code
+        traceback.print_exc()
+        sys.stdout.flush()
+        return f"{type(exc).__name__}: {exc}".strip().splitlines()[-1]
+    return ""
 
 
 if __name__ == "__main__":
