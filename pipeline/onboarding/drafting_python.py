@@ -401,15 +401,15 @@ def _block_end(text: str, brace: int) -> int:
     return end if end > 0 else len(text)
 
 
-def wrapper_of(op: LibraryOp, repo: Repo) -> tuple[str, str]:
+def wrapper_of(op: LibraryOp, package: str, repo: Repo) -> tuple[str, str]:
     """(entry, where) of the package's Python function that calls `torch.ops.ns.op` with the
-    operator's arguments (extension-cpp's `extension_cpp.ops:mymuladd`), or ("", "")."""
+    operator's arguments (extension-cpp's `extension_cpp.ops:mymuladd`), or ("", ""); the
+    modules of `package` (the one the extension's module lies in) first."""
     call = re.compile(rf"\btorch\.ops\.{op.ns}\.{op.name}\b")
-    for rel, text in sorted(repo.texts.items()):
-        if not rel.endswith(".py") or not call.search(text) or (tree := _tree(text)) is None:
-            continue
-        root, dotted = import_root(rel, repo.files)
-        if not dotted:
+    found = [(rel, text, import_root(rel, repo.files)[1]) for rel, text in repo.texts.items()
+             if rel.endswith(".py") and call.search(text)]
+    for rel, text, dotted in sorted(found, key=lambda f: (f[2].split(".")[0] != package, f[0])):
+        if not dotted or (tree := _tree(text)) is None:
             continue
         for fn in tree.body:
             if (isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
@@ -444,7 +444,7 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
     folder = f"{out_dir}/{name}"
     todo: list[str] = []
     guessed: list[str] = []
-    entry, where = wrapper_of(op, repo)
+    entry, where = wrapper_of(op, spec.module.split(".")[0], repo)
     written = [a for a in op.args if a.tensor and a.written]
     returns = op.returns.strip() not in ("()", "") and not written
     lines = _lines_common(name, op.name, "torch", f"{op.origin} (TORCH_LIBRARY({op.ns}) operator "

@@ -296,7 +296,7 @@ def _entry_importable(rel: str, repo_root: Path, folder_rel: str, entry: str, co
                 return []
         except (ImportError, ValueError):
             pass
-        holders = sorted(p.parent.relative_to(repo_root).as_posix() or "." for p in repo_root.rglob(f"{parts[0]}/__init__.py")
+        holders = sorted(p.parent.parent.relative_to(repo_root).as_posix() or "." for p in repo_root.rglob(f"{parts[0]}/__init__.py")
                          if ".git" not in p.parts and ".flopwatch" not in p.parts)
         fix = (f"add the folder holding package {parts[0]} ({holders[0]}) to include_dirs in flopwatch.toml"
                if holders else f"no package {parts[0]} in the repository or installed here: check the name")

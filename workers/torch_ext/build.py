@@ -22,6 +22,7 @@ import sys
 import sysconfig
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from workers.torch_ext.spec import ExtensionSpec
 
@@ -82,6 +83,10 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
     sys.stdout.flush()
     path = Path(loaded.__file__) if hasattr(loaded, "__file__") else Path(str(loaded))
     module = spec.get("module") or name
+    if "." in module:
+        # The library is loaded now; the entry's import below must get this one, not dlopen the
+        # copy made for the package (a second copy registers its TORCH_LIBRARY twice: abort).
+        sys.modules[module] = loaded if isinstance(loaded, ModuleType) else _library_module(module, path)
     if spec["kind"] == "setup" and "." in module:
         # Where `setup.py build_ext --inplace` puts it: inside its package, below the import root.
         package = Path(spec.get("package_dir") or "", *module.split(".")[:-1])
@@ -91,6 +96,12 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
         path = target
     return {"path": path.relative_to(out).as_posix(), "module": module,
             "is_python_module": bool(spec.get("is_python_module", True)), "cuda": _has_cuda(spec)}
+
+
+def _library_module(name: str, path: Path) -> ModuleType:
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    return module
 
 
 def main(argv: list[str]) -> int:
