@@ -296,6 +296,7 @@ def test_an_entry_that_cannot_be_imported_is_invalid_when_planned(scalelib):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a local Ray and a torch extension compiled on the 2-core CI machine
 def test_the_cpu_op_runs_end_to_end(tmp_path_factory):
     root = write_repo(tmp_path_factory.mktemp("scalelib_run"))
     repo = git.Repo.init(root, initial_branch="main")
