@@ -134,8 +134,12 @@ def import_entry(variant: dict, out: Path, built: dict) -> str:
     v = Variant.from_dict(variant)
     if v.binding.kind == "pybind11":
         return ""  # the extension module itself, imported above
+    from workers.torch_ext.runtime import UndeclaredExtension
+
     try:
         resolve(v, out)
+    except UndeclaredExtension:
+        return ""  # the manifest's fault, not the build's: each job says `invalid` with the line to add
     except Exception as exc:  # noqa: BLE001 - the repository's import-time code
         traceback.print_exc()
         sys.stdout.flush()
