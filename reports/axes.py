@@ -38,7 +38,7 @@ class AxesCell:
 
     @property
     def failed(self) -> bool:
-        return self.status != status.OK or self.rate is None
+        return not status.measured(self.status) or self.rate is None
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def heat_colour(share: float | None) -> str:
 
 
 def _rate(row: dict | None) -> float | None:
-    if not row or row["status"] != status.OK:
+    if not row or not status.measured(row["status"]):
         return None
     return row.get("rate") if row.get("rate") is not None else fmt.rate(row)
 

@@ -76,7 +76,7 @@ class Roofline:
 
 
 def _ok(row: dict) -> bool:
-    return row.get("status") == status.OK and bool(row.get("median_s"))
+    return status.measured(row.get("status")) and bool(row.get("median_s"))
 
 
 def rooflines(rows: Sequence[dict]) -> list[Roofline]:

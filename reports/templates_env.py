@@ -10,6 +10,7 @@ from markupsafe import Markup
 
 from reports import axes, metric_names
 from reports import format as fmt
+from workers.core import status
 from workers.ops import peer_label
 
 
@@ -41,7 +42,9 @@ ENV.filters.update({
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
                     "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend,
-                    "point_label": axes.point_label})
+                    "point_label": axes.point_label,
+                    # statuses that carry a timing (ok, unchecked): `status.MEASURED`
+                    "measured": status.MEASURED})
 
 
 def render(path: Path, template: str, **ctx) -> Path:

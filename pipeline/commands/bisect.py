@@ -64,7 +64,7 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
         rows[sha] = r
         if threshold is None and r.get("device"):
             search.threshold = config.default_threshold(r["device"], "history")
-        if r["status"] != status.OK:
+        if not status.measured(r["status"]):
             return bis.Measurement(sha, False, reason=f"{r['status']}: {(r['diagnostic'] or '')[:200]}")
         return bis.Measurement(sha, True, tuple(r["samples_s"]))
 

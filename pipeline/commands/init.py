@@ -27,4 +27,7 @@ def main(args) -> int:
         raise UsageError(f"no __global__ kernel, pybind11 module, torch extension or KernelBench problem in the "
                          f"sources of {root}")
     extra = [] if args.no_workflow else [onboard.write_workflow(root)]
-    return draft_and_report(root, files, args, extra, py_files=py_files, functional=False)
+    # a package's entry modules have every public function drafted; other files only their
+    # problems, solutions and extensions (not every helper of a package)
+    functional = set(onboard.entry_modules(root, args.out.strip("/")))
+    return draft_and_report(root, files, args, extra, py_files=py_files, functional=functional)

@@ -44,7 +44,7 @@ def main(args) -> int:
 
 
 def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (), py_files: list[str] | None = None,
-                     functional: bool = True) -> int:
+                     functional: bool | set[str] = True) -> int:
     """Draft, write, build and report. `py_files`: the Python files whose entries to draft
     (default: the .py files among `files`, and the files that build the extensions whose
     sources are among them)."""
@@ -60,10 +60,11 @@ def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (),
     python = onboard.python_plan(root, py_files, out_dir, taken, functional)
     planned = onboard.Plan([*planned.drafts, *python.drafts], [*planned.notes, *python.notes])
     said = [*planned.notes, *_extension_lines(root, files, extensions)]
+    undrafted = [{"entry": s.entry, "reason": s.reason} for s in python.skipped]
     if not planned.drafts:
         if args.json:
-            print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra)}))
-        for line in said:
+            print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra), "undrafted": undrafted}))
+        for line in [*said, *(f"not drafted: {u['entry']}: {u['reason']}" for u in undrafted)]:
             print(f"flopwatch new: {line}", file=sys.stderr)
         print(f"flopwatch new: no __global__ kernel, pybind11 module, torch extension, problem or functional entry "
               f"to draft in {len(files)} file(s)", file=sys.stderr)
@@ -74,13 +75,15 @@ def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (),
     if not args.no_build:
         onboard.build_all(root, done)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
+             "reference": _reference_line(x.draft),
              "detail": onboard.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
              "guessed": list(x.draft.guessed)}
             for x in done]
     if args.json:
-        print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra)}))
+        print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra),
+                          "undrafted": undrafted}))
     else:
-        _print(rows, [*said, *changes, *extra])
+        _print(rows, [*said, *changes, *extra], undrafted)
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
 
 
@@ -99,16 +102,41 @@ def _extension_lines(root: Path, files: list[Path], extensions: dict[str, str]) 
             for origin, sources in by_origin.items()]
 
 
-def _print(rows: list[dict], changes: list[str]) -> None:
+def _reference_line(draft) -> str:
+    """What a draft is checked against, from its first line (`# reference: ...`); "" for drafts
+    of kernels, whose op is their reference."""
+    first = draft.files.get("variant.toml", "").split("\n", 1)[0]
+    return first.removeprefix("# reference: ") if first.startswith("# reference: ") else ""
+
+
+def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:
+    """One line: how the module's entries are checked ("27 entries drafted: 16 a built-in op, 4
+    the repository's reference, 7 unchecked; 1 not drafted")."""
+    entries = [r for r in rows if r["reference"]]
+    builtin = sum(r["reference"].startswith("built-in op") for r in entries)
+    none = sum(r["reference"].startswith("none found") for r in entries)
+    return (f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} drafted: {builtin} a built-in op, {len(entries) - builtin - none} the "
+            f"repository's reference, {none} unchecked (no reference found); {len(undrafted)} not drafted")
+
+
+def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> None:
     console = Console(width=None if sys.stdout.isatty() else 140)
     table = Table(title="drafted variants", title_justify="left")
-    for col in ("variant", "op", "state", "guessed", "build here / what is wrong"):
+    checked = any(r["reference"] for r in rows)
+    for col in ("variant", "op", *(("checked against",) if checked else ()), "state", "guessed",
+                "build here / what is wrong"):
         table.add_column(col, overflow="fold")
     for r in rows:
         style = {"built": None, "skipped": "dim"}.get(r["state"], "red")
-        table.add_row(cell(r["variant"]), cell(r["op"]), r["state"], cell(", ".join(r["guessed"]) or "-"),
-                      cell(r["detail"][:300]), style=style)
+        table.add_row(cell(r["variant"]), cell(r["op"]), *((cell(r["reference"] or "-"),) if checked else ()),
+                      r["state"], cell(", ".join(r["guessed"]) or "-"), cell(r["detail"][:300]), style=style)
     console.print(table)
+    if checked:
+        console.print(cell(_reference_counts(rows, undrafted)))
+    if undrafted:
+        console.print(cell(f"not drafted ({len(undrafted)}):"))
+        for u in undrafted:
+            console.print(cell(f"  {u['entry']}: {u['reason']}"))
     for change in changes:
         console.print(cell(change))
     todo = [(r["folder"], t) for r in rows for t in r["todo"]]

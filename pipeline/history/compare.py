@@ -17,6 +17,7 @@ that moved (`FamilySummary`); the full table keeps a row per point.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -73,6 +74,9 @@ class Side:
     paired: bool = False  # samples[i] ran back to back with the other side's samples[i]
     # Paired: head/base median ratio per load order (`pipeline.history.paired.ORDERS`).
     order_ratios: tuple[float, ...] = ()
+    # An unchecked variant's output at its fixed seed: sha256, shape, dtype, first values
+    # (`workers.ops.reference.output_digest`).
+    output: dict | None = None
 
     def as_row(self) -> dict:
         """The fields `pipeline.run.summary` needs to compute and format a rate."""
@@ -115,6 +119,18 @@ class Row:
     # Why a side has no measurement ("not run here: no rocm device in the cluster ..."), set for
     # the not-run kinds only.
     reason: str = ""
+
+    @property
+    def output_changed(self) -> str:
+        """For an unchecked series (no reference to check it against) whose output digest differs
+        between the commits: "output changed" with how far its first values moved; else ""."""
+        b, h = (self.base.output if self.base else None) or {}, (self.head.output if self.head else None) or {}
+        if not (b.get("sha256") and h.get("sha256")) or b["sha256"] == h["sha256"]:
+            return ""
+        if b.get("shape") != h.get("shape") or b.get("dtype") != h.get("dtype"):
+            return f"output changed ({b.get('dtype')} {b.get('shape')} → {h.get('dtype')} {h.get('shape')})"
+        diff = max((abs(x - y) for x, y in zip(b.get("sample") or (), h.get("sample") or ())), default=0.0)
+        return f"output changed (first {len(b.get('sample') or ())} values: max difference {diff:.3g})"
 
 
 @dataclass(frozen=True)
@@ -200,14 +216,25 @@ def pool(rows: Iterable[dict]) -> dict[tuple, Side]:
         grouped.setdefault(series_key(row), []).append(row)
     out = {}
     for key, group in grouped.items():
-        ok = [g for g in group if g["status"] == status.OK]
+        ok = [g for g in group if status.measured(g["status"])]
         last = ok[-1] if ok else group[-1]
         per_round = [g.get("samples") or g.get("samples_s") or () for g in ok]
         samples = tuple(s for r in per_round for s in r)
         out[key] = Side(last["status"], samples, last.get("flops") or 0.0, last.get("bytes_moved") or 0.0,
                         last.get("resources") or {}, last.get("counters") or {}, last.get("diagnostic") or "",
-                        tuple(float(np.median(r)) for r in per_round if len(r)))
+                        tuple(float(np.median(r)) for r in per_round if len(r)),
+                        output=(_json(last.get("correctness")) or {}).get("output"))
     return out
+
+
+def _json(value) -> dict | None:
+    """A JSON column as a dict: store rows may hold it as text, results as a dict."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
 
 
 def flatten_numeric(tree, prefix: str = "") -> dict[str, float]:
@@ -415,8 +442,10 @@ def exit_status(report: Report) -> int:
 def as_json(report: Report) -> dict:
     """The report as `compare --json` prints it: every row with its kind (and reason, for rows
     not run), and the counts of series not re-timed and not run at either commit."""
-    return {**dataclasses.asdict(report), "not_retimed": len(report.not_retimed),
-            "not_run": len(report.not_run)}
+    out = {**dataclasses.asdict(report), "not_retimed": len(report.not_retimed), "not_run": len(report.not_run)}
+    for row, data in zip(report.rows, out["rows"]):
+        data["output_changed"] = row.output_changed
+    return out
 
 
 def format_rate(side: Side | None) -> str:
@@ -575,6 +604,8 @@ def _markdown_table(rows: list[Row]) -> list[str]:
                            for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
+        if r.output_changed:  # reported, never a regression: there is no reference to say which is right
+            others = f"{r.output_changed}; {others}" if others else r.output_changed
         if r.reason:
             others = f"{r.reason[:160]}; {others}" if others else r.reason[:160]
         if r.note:

@@ -132,7 +132,7 @@ def cell(series, last_n: int, peer_rate: float | None = None, peer: bool = False
     latest = series.points[-1]
     measured = series.measured
     window = [p.rate for p in measured[-last_n:]]
-    rate = latest.rate if latest.status == status.OK else None
+    rate = latest.rate if status.measured(latest.status) else None
     change_prev = change_median = band = None
     if rate and len(measured) >= 2 and measured[-1] is latest:
         before = measured[-2]
@@ -160,7 +160,7 @@ def build(series: Sequence, regressions: Sequence, commits: dict[str, dict], ord
     peer_rates = {}
     for s in series:
         op, is_peer = ops.get(s.key, ("", False))
-        if is_peer and s.points and s.points[-1].status == status.OK and s.points[-1].rate:
+        if is_peer and s.points and status.measured(s.points[-1].status) and s.points[-1].rate:
             peer_rates[(op, s.shape, s.dtype, s.device)] = s.points[-1].rate
     cells = {}
     for s in series:

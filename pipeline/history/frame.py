@@ -3,7 +3,7 @@
 
     from pipeline.history.frame import results_frame
     df = results_frame("postgresql://flopwatch@db.example/flopwatch")   # or a .db path; None: the default
-    df[df.status == "ok"].groupby(["variant", "shape"]).throughput.max()
+    df[df.status.isin(["ok", "unchecked"])].groupby(["variant", "shape"]).throughput.max()
 
 Columns, in this order:
 
@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pipeline.history.compare import flatten_numeric
 from pipeline.store import Store, location
+from workers.core import status
 
 LEADING = ("result_id", "created_at", "variant", "op", "backend", "shape", "dtype", "device", "status", "peer",
            "median_s", "ci_low_s", "ci_high_s", "n_samples", "flops", "bytes_moved", "throughput", "throughput_unit",
@@ -80,7 +81,7 @@ def _frame(store: Store, variants, devices, samples: bool):
 
 
 def _record(row: dict, commit: dict, run: dict, samples: bool) -> dict:
-    ok = row["status"] == "ok" and row["median_s"]
+    ok = status.measured(row["status"]) and row["median_s"]
     work, unit = (row["flops"], "FLOP/s") if row["flops"] else (row["bytes_moved"], "B/s")
     record = {
         "result_id": row["id"], "created_at": row["created_at"], "variant": row["variant"], "op": row["op"],

@@ -33,8 +33,8 @@ def paired_samples(session: Session, base: RunOutcome, head: RunOutcome, setting
     for the jobs that are ok on both sides (identical builds are paired too: that is how a
     no-change comparison looks). The ratios are head/base per child (`ORDERS`), for the check
     that both agree; a series one of whose children failed has one ratio."""
-    ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if r.status == status.OK}
-    ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if r.status == status.OK}
+    ok_base = {(r.variant, r.shape, r.dtype, r.device) for r in base.results if status.measured(r.status)}
+    ok_head = {(r.variant, r.shape, r.dtype, r.device) for r in head.results if status.measured(r.status)}
     both = ok_base & ok_head
     keyed = ((job, device_key(session, job.device_kind)) for job in head.jobs)
     pairable = [(job, device, key) for job, device in keyed

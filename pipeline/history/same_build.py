@@ -24,7 +24,7 @@ def identities_at(store, reg: Regression, sha: str) -> set[str]:
     """The identities of the series' ok results at `sha` ("" where one was stored without)."""
     rows = store.results(columns=("identity", "status"), commit_sha=sha, variant=reg.variant, shape=reg.shape,
                          dtype=reg.dtype, device=reg.device)
-    return {r["identity"] or "" for r in rows if r["status"] == status.OK}
+    return {r["identity"] or "" for r in rows if status.measured(r["status"])}
 
 
 def unchanged_build(store, reg: Regression) -> bool:

@@ -70,7 +70,7 @@ class Series:
 
     @property
     def measured(self) -> list[Point]:
-        return [p for p in self.points if p.rate is not None and p.status == status.OK]
+        return [p for p in self.points if p.rate is not None and status.measured(p.status)]
 
 
 def first_parent_shas(repo, branch: str = "HEAD") -> list[str]:
@@ -129,8 +129,8 @@ def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dic
     pooled(row ids) reads."""
     newest = rows[-1]
     meta = (*commit, newest[_STATUS])
-    diagnostic = (newest[_DIAGNOSTIC] or "")[:500] if newest[_STATUS] != status.OK else ""
-    ok = [r for r in rows if r[_STATUS] == status.OK and r[_HAS_SAMPLES]]
+    diagnostic = (newest[_DIAGNOSTIC] or "")[:500] if not status.measured(newest[_STATUS]) else ""
+    ok = [r for r in rows if status.measured(r[_STATUS]) and r[_HAS_SAMPLES]]
     if not ok:
         return Point(*meta, diagnostic=diagnostic)
     last = ok[-1]

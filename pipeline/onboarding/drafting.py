@@ -85,6 +85,25 @@ TENSOR_DIMS: dict[str, dict[str, tuple[str, ...]]] = {
     "swiglu": {"A": ("M", "N"), "B": ("M", "N"), "Y": ("M", "N")},
 }
 TENSOR_DIMS["attention_causal"] = TENSOR_DIMS["attention"]
+# The ops of LLM blocks (docs/ops.md): sizes as Llama-class models use them (a 4096 hidden size,
+# a 32000 vocabulary, Llama-3-8B's heads) and their tensors' axes (outputs of two tensors, which
+# are checked flattened, and the rope tables, whose first axis is 1, have none to read).
+_ROWS = {"X": ("M", "N"), "Y": ("M", "N")}
+DEFAULT_SHAPES.update({op: [[4096, 4096]] for op in ("layer_norm", "fused_add_rms_norm", "poly_norm", "dyt", "gelu",
+                                                      "geglu", "silu", "relu_squared", "log_softmax", "sparsemax")})
+DEFAULT_SHAPES.update({op: [[4096, 32000]] for op in ("cross_entropy", "kl_div", "jsd", "tvd")})
+DEFAULT_SHAPES.update({"group_norm": [[16, 48, 8192, 12]], "rope": [[4, 32, 8, 2048, 128]]})
+TENSOR_DIMS.update({op: _ROWS for op in ("gelu", "silu", "relu_squared", "log_softmax", "sparsemax", "poly_norm")})
+TENSOR_DIMS.update({
+    "layer_norm": {**_ROWS, "W": ("N",), "B": ("N",)},
+    "group_norm": {"X": ("M", "C", "N"), "Y": ("M", "C", "N"), "W": ("C",), "B": ("C",)},
+    "fused_add_rms_norm": {"X": ("M", "N"), "R": ("M", "N"), "W": ("N",)},
+    "dyt": {**_ROWS, "Gamma": ("N",), "Beta": ("N",)},
+    "geglu": {"A": ("M", "N"), "B": ("M", "N"), "Y": ("M", "N")},
+    "cross_entropy": {"input": ("M", "V"), "target": ("M",)},
+    **{op: {"input": ("M", "V"), "target": ("M", "V")} for op in ("kl_div", "jsd", "tvd")},
+    "rope": {"q": ("B", "H", "S", "D"), "k": ("B", "HKV", "S", "D")},
+})
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 # sizeof() of the element types launch expressions use (dynamic shared memory in bytes).
 _SIZEOF = {**{t: {"fp32": 4, "fp16": 2, "bf16": 2}[d] for t, d in DTYPE_OF.items()},

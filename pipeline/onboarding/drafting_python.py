@@ -8,9 +8,8 @@
 - a KernelBench problem file (`class Model` + `get_inputs()`): the problem's own Model as the
   peer of its op (`[problem]`), and a solution file (`class ModelNew`) measured against the
   problem it answers, with its load_inline extensions or Triton kernels;
-- a Python module's public functions whose signature fits an op (Liger-Kernel's
-  `liger_rms_norm(X, W, eps, ...)`, `liger_swiglu(a, b)`): functional entries, imported as the
-  package they live in (`liger_kernel.transformers.functional:liger_rms_norm`).
+- (a Python module's public functions are drafted by `pipeline.onboarding.entries`, each with
+  the reference the repository keeps).
 
 Every draft is a valid manifest: what cannot be told is a best guess on a line marked
 `# TODO (guess)`, listed in the draft's `todo` and `guessed` fields (`pipeline.onboarding.drafting.Draft`).
@@ -141,7 +140,7 @@ def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
             shape = [int(d) for d in t.shape]
             if op in ("attention", "attention_causal") and len(shape) == 4:
                 return [shape]
-            if op in ("softmax", "rms_norm", "swiglu") and len(shape) >= 2:
+            if tuple(dims) in (("M", "N"), ("M", "V")) and len(shape) >= 2:  # row-wise ops: rows × last dim
                 rows = 1
                 for d in shape[:-1]:
                     rows *= d
@@ -161,13 +160,15 @@ def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
 
 # -- an entry's op from its parameters ---------------------------------------------------------------
 
-def op_from_params(name: str, params: list[str], returns: bool, kinds: list[str] | None = None) -> tuple[str, list[str]]:
+def op_from_params(name: str, params: list[str], returns: bool, kinds: list[str] | None = None,
+                   only: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """(op, the op argument of each parameter in order; "" for one the op does not take) where
     the names fit an op (name hints first), or ("", []) (pure). `kinds`: "tensor" / "int" /
-    "float" per parameter where known (a C++ signature)."""
+    "float" per parameter where known (a C++ signature); `only`: the ops to try (the one an
+    entry's name says), in order."""
     lowered = name.lower()
     hinted = [op for op, words in drafting.NAME_HINTS if any(w in lowered for w in words)]
-    order = hinted + [op for op in OPS if op not in hinted]
+    order = [op for op in only if op in OPS] if only else hinted + [op for op in OPS if op not in hinted]
     for op in order:
         module = OPS[op]
         wanted = [*module.INPUTS] + ([] if returns else [module.OUTPUT])
@@ -401,10 +402,10 @@ def _block_end(text: str, brace: int) -> int:
     return end if end > 0 else len(text)
 
 
-def wrapper_of(op: LibraryOp, package: str, repo: Repo) -> tuple[str, str]:
-    """(entry, where) of the package's Python function that calls `torch.ops.ns.op` with the
-    operator's arguments (extension-cpp's `extension_cpp.ops:mymuladd`), or ("", ""); the
-    modules of `package` (the one the extension's module lies in) first."""
+def wrapper_of(op: LibraryOp, package: str, repo: Repo) -> tuple[str, str, ast.FunctionDef | None]:
+    """(entry, where, function) of the package's Python function that calls `torch.ops.ns.op`
+    with the operator's arguments (extension-cpp's `extension_cpp.ops:mymuladd`), or ("", "",
+    None); the modules of `package` (the one the extension's module lies in) first."""
     call = re.compile(rf"\btorch\.ops\.{op.ns}\.{op.name}\b")
     found = [(rel, text, import_root(rel, repo.files)[1]) for rel, text in repo.texts.items()
              if rel.endswith(".py") and call.search(text)]
@@ -414,8 +415,8 @@ def wrapper_of(op: LibraryOp, package: str, repo: Repo) -> tuple[str, str]:
         for fn in tree.body:
             if (isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
                     and len(fn.args.args) == len(op.args) and call.search(ast.get_source_segment(text, fn) or "")):
-                return f"{dotted}:{fn.name}", f"{rel}:{fn.lineno}"
-    return "", ""
+                return f"{dotted}:{fn.name}", f"{rel}:{fn.lineno}", fn
+    return "", "", None
 
 
 def find_reference(op: LibraryOp, repo: Repo) -> tuple[str, str]:
@@ -439,12 +440,27 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
     """A TORCH_LIBRARY operator as its own op (contract: the `[reference]` table): called
     through the package's wrapper where it has one, inputs from the schema, devices from the
     TORCH_LIBRARY_IMPL blocks, checked against the repository's reference where one is found
-    by name, else measured unchecked."""
+    by name, else measured unchecked. A wrapper is drafted as the repository's other Python
+    entries are (`pipeline.onboarding.entries`: the reference by convention or from the tests,
+    the tests' sizes), with the operator's devices and extension."""
+    entry, where, wrapper = wrapper_of(op, spec.module.split(".")[0], repo)
+    if wrapper is not None:
+        from pipeline.onboarding import entries, references
+
+        rel = where.rsplit(":", 1)[0]
+        root = import_root(rel, repo.files)[0]
+        tree = _tree(repo.texts[rel])
+        prefix = references.common_prefix([f.name for f in entries.public_functions(tree, repo.texts)[0]])
+        at = entries.Where(rel=rel, entry=entry, backend="torch", devices=list(op.devices) or ["cuda"],
+                           include_dir="", extension_from=spec.origin.rsplit(":", 1)[0])
+        drafted = entries.draft_entry(wrapper, prefix, at, repo.texts, entries.package_of(rel, root), out_dir, taken)
+        if "reference.inputs" not in drafted.guessed:
+            return drafted  # a test calls it: its inputs and sizes, and the reference it trusts
+        taken.discard(drafted.name)  # no test tells the inputs: the schema tells their kinds better
     name = _name(op.name, taken)
     folder = f"{out_dir}/{name}"
     todo: list[str] = []
     guessed: list[str] = []
-    entry, where = wrapper_of(op, spec.module.split(".")[0], repo)
     written = [a for a in op.args if a.tensor and a.written]
     returns = op.returns.strip() not in ("()", "") and not written
     lines = _lines_common(name, op.name, "torch", f"{op.origin} (TORCH_LIBRARY({op.ns}) operator "
@@ -488,22 +504,6 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
     lines += ["", "[[extensions]]", f'from = "{from_folder(folder, spec.origin.rsplit(":", 1)[0])}"',
               f'name = "{spec.module}"']
     return _draft(name, folder, lines, op.name, todo, guessed)
-
-
-def library_module_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> list[drafting.Draft]:
-    """A module that wraps `torch.ops.ns.op` (extension-cpp's ops.py): the operators of the
-    extensions that register `ns`, found through the repository's setup.py files."""
-    namespaces = set(re.findall(r"\btorch\.ops\.(\w+)\.\w+", text))
-    if not namespaces:
-        return []
-    drafts: list[drafting.Draft] = []
-    for path, other in sorted(repo.texts.items()):
-        if PurePosixPath(path).name != "setup.py" or "cpp_extension" not in other:
-            continue
-        for spec in _extensions_in(path, other, repo):
-            ops = [op for op in library_ops(spec, repo) if op.ns in namespaces]
-            drafts += [library_op_draft(op, spec, repo, out_dir, taken) for op in ops]
-    return drafts
 
 
 @dataclass(frozen=True)
@@ -621,54 +621,6 @@ def _pointer_dtype(text: str) -> str:
     return ""
 
 
-def function_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
-    """Functional entries of a module: each public top-level function whose name and
-    parameters fit an op (required parameters all mapped; optional ones keep their defaults)."""
-    tree = _tree(text)
-    if tree is None:
-        return [], []
-    root, dotted = import_root(rel, repo.files)
-    drafts, notes = [], []
-    triton = uses_triton(text) or _package_uses_triton(rel, root, repo)
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
-            continue
-        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-        required = len(params) - len(fn.args.defaults)
-        values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
-        if values and all(isinstance(v, ast.Tuple) for v in values):
-            continue  # a forward helper handing back its saved tensors, not an op's output
-        hinted = [op for op, words in drafting.NAME_HINTS if any(w in fn.name.lower() for w in words)]
-        op, mapped = op_from_params(fn.name, params, bool(values))
-        returns = bool(values)
-        if not op or op not in hinted or not all(mapped[:required]):
-            continue  # a public function is an entry only where its name and parameters say which op
-        name = _name(fn.name, taken)
-        folder = f"{out_dir}/{name}"
-        backend = "triton" if triton else "python"
-        entry = f"{dotted}:{fn.name}" if dotted else f"{from_folder(folder, rel)}:{fn.name}"
-        made = tensors_passed(repo, (fn.name,), len(OPS[op].INPUTS))
-        dtype, _ = dtype_of(made, "bf16" if triton else "fp32")
-        guessed = [] if made else ["dtypes", "shapes"]
-        shapes = shape_of(made, op) or drafting.DEFAULT_SHAPES[op]
-        lines = _lines_common(name, op, backend, f"{rel} (function {fn.name})")
-        lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
-        lines.append(f"shapes = {json.dumps(shapes)}" + (f"  {GUESS}: sizes {list(OPS[op].DIMS)}"
-                                                          if "shapes" in guessed else ""))
-        if backend == "python":
-            lines.append('devices = ["cuda"]')
-        lines += ["", "[binding]", f'kind = "{"triton" if triton else "python"}"', f'entry = "{entry}"']
-        if returns:
-            lines.append("returns = true")
-        passed = _leading(mapped)
-        if passed != _default_order(op, returns):
-            lines.append(f"args = {json.dumps(passed)}")
-        todo = [f"{', '.join(guessed)}: no script of the repository calls {fn.name} with tensors flopwatch can read"] \
-            if guessed else []
-        drafts.append(_draft(name, folder, lines, op, todo, guessed, include_dir=root if root != "." else ""))
-    return drafts, notes
-
-
 def _package_uses_triton(rel: str, root: str, repo: Repo) -> bool:
     """Whether the package a module belongs to imports Triton (Liger's functional module calls
     autograd Functions whose kernels live in the package's ops)."""
@@ -686,11 +638,10 @@ def _name(base: str, taken: set[str]) -> str:
 
 # -- one file ----------------------------------------------------------------------------------------
 
-def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
-               functional: bool = True) -> tuple[list[drafting.Draft], list[str]]:
-    """The drafts of one Python file, and notes on what was not drafted. `functional`: also a
-    module's public functions that fit an op (asked for by name with `new`; `init` drafts only
-    problems, solutions and extensions, not every helper of a package)."""
+def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+    """The drafts of one Python file — a problem, a solution, the extensions it builds — and
+    notes on what was not drafted. A module's public functions are `pipeline.onboarding.entries`'
+    (`entries.module_drafts` asks here first)."""
     text = repo.texts.get(rel, "")
     tree = _tree(text)
     if tree is None:
@@ -702,10 +653,4 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
         return [solution_draft(rel, text, problem, guessed, repo, out_dir, taken)], []
     if is_problem(tree):
         return [problem_draft(rel, out_dir, taken)], []
-    drafts, notes = extension_drafts(rel, text, repo, out_dir, taken)
-    if drafts or notes or not functional:
-        return drafts, notes
-    drafts = library_module_drafts(rel, text, repo, out_dir, taken)
-    if drafts:
-        return drafts, []
-    return function_drafts(rel, text, repo, out_dir, taken)
+    return extension_drafts(rel, text, repo, out_dir, taken)

@@ -93,6 +93,7 @@ class Plan:
 
     drafts: list[drafting.Draft]
     notes: list[str] = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # `entries.Skipped`: public functions not drafted, and why
 
 
 @dataclass
@@ -296,11 +297,11 @@ def _module_evidence(repo: _Repository, fn: kernel_scan.Kernel, module_text: str
     return evidence
 
 
-def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], functional: bool) -> Plan:
+def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], functional: bool | set[str]) -> Plan:
     """Drafts of the Python-side entries (`pipeline.onboarding.drafting_python`) of these repository-
     relative Python files: torch extensions they build, KernelBench problems and solutions, and
-    (`functional`) a module's public functions that fit an op."""
-    from pipeline.onboarding import drafting_python
+    (`functional`: every file, or those of the set) a module's public functions as entries."""
+    from pipeline.onboarding import drafting_python, entries
 
     texts = {f.relative_to(root).as_posix(): f.read_text(errors="replace")
              for f in repository_sources(root, out_dir, (*kernel_scan.SOURCE_SUFFIXES, ".py"),
@@ -309,17 +310,43 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
         if rel not in texts and (root / rel).is_file():
             texts[rel] = (root / rel).read_text(errors="replace")
     repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir), root)
-    drafts, notes = [], []
+    drafts, notes, skipped = [], [], []
     for rel in py_files:
-        found, said = drafting_python.drafts_for(rel, repo, out_dir, taken, functional)
+        wanted = functional if isinstance(functional, bool) else rel in functional
+        found, said = entries.module_drafts(rel, repo, out_dir, taken, wanted, skipped)
         drafts += found
         notes += said
-    return Plan(drafts, notes)
+    return Plan(_one_per_entry(drafts, taken), notes, skipped)
+
+
+_ENTRY_LINE = re.compile(r'^entry = "([^"]+)"', re.MULTILINE)
+
+
+def _one_per_entry(drafts: list, taken: set[str]) -> list:
+    """The first draft of each binding entry: `init` reads a setup.py (its TORCH_LIBRARY
+    operators, called through the package's wrappers) and the package's ops.py (the same
+    wrappers as public functions); a later draft of the same entry is dropped, its name freed."""
+    seen: set[str] = set()
+    out = []
+    for d in drafts:
+        m = _ENTRY_LINE.search(d.files.get("variant.toml", ""))
+        if m and not m.group(1).endswith((":Model", ":ModelNew")) and m.group(1) in seen:
+            taken.discard(d.name)
+            continue
+        if m:
+            seen.add(m.group(1))
+        out.append(d)
+    return out
+
+
+# Modules `init` reads as a package's kernel entry points (`flopwatch new` reads any module named).
+ENTRY_MODULES = ("functional", "ops", "interface")
+_REFERENCE_DEF = re.compile(r"^def (\w+_ref|ref_\w+|reference_\w+|\w+_reference|naive_\w+)\s*\(", re.MULTILINE)
 
 
 def python_entry_files(root: Path, out_dir: str) -> list[str]:
     """The Python files `init` drafts: problems and solutions (class Model / ModelNew with
-    get_inputs), and the files that build torch extensions."""
+    get_inputs), the files that build torch extensions, and `entry_modules`."""
     found = []
     for f in repository_sources(root, out_dir, (".py",), MAX_SCRIPTS):
         text = f.read_text(errors="replace")
@@ -327,6 +354,23 @@ def python_entry_files(root: Path, out_dir: str) -> list[str]:
                 ("get_inputs" in text and re.search(r"^class Model\b", text, re.MULTILINE)) or \
                 re.search(r"\b(load_inline|cpp_extension|CUDAExtension|CppExtension)\b", text):
             found.append(f.relative_to(root).as_posix())
+    return found + [m for m in entry_modules(root, out_dir) if m not in found]
+
+
+def entry_modules(root: Path, out_dir: str) -> list[str]:
+    """The modules `init` drafts every public function of, kept few: modules of a package (a
+    folder with __init__.py, tests aside) named functional / ops / interface, or holding a
+    reference beside their functions (`def foo_ref`). A package's other helpers are left to
+    `flopwatch new <module>`."""
+    from pipeline.onboarding import tests_scan
+
+    found = []
+    for f in repository_sources(root, out_dir, (".py",), MAX_SCRIPTS):
+        rel = f.relative_to(root).as_posix()
+        if tests_scan.is_test_file(rel) or not (f.parent / "__init__.py").is_file() or f.name == "__init__.py":
+            continue
+        if f.stem in ENTRY_MODULES or _REFERENCE_DEF.search(f.read_text(errors="replace")):
+            found.append(rel)
     return found
 
 

@@ -148,10 +148,47 @@ def python_launches(path: str, text: str) -> list[PyLaunch]:
     return _guarded(reader.launches, []) if reader else []
 
 
-def script_tensors(path: str, text: str) -> list[TensorMade]:
-    """Every tensor the script makes with a torch, numpy or cupy factory, in source order."""
+def script_tensors(path: str, text: str, given: dict[int, dict[str, ast.AST]] | None = None) -> list[TensorMade]:
+    """Every tensor the script makes with a torch, numpy or cupy factory, in source order.
+
+    given: for a function (keyed by the line of its `def`), its parameters bound to expressions
+    of the module read in the module's scope — what pytest passes a test from the first row of
+    its `@pytest.mark.parametrize` — so that `torch.randn(B, T, H, dtype=dtype)` in the test
+    gets its sizes and dtype. The expressions must come from `parsed(path, text)`."""
     reader = _reader(path, text)
-    return _guarded(reader.tensors, []) if reader else []
+    if not reader:
+        return []
+    if not given:
+        return _guarded(reader.tensors, [])
+    module = _Frame(reader.tree)
+    reader.given = {node: {name: reader.values(expr, module) for name, expr in params.items()}
+                    for node in ast.walk(reader.tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and (params := given.get(node.lineno))}
+    try:
+        return _guarded(reader.tensors, [])
+    finally:
+        reader.given = {}
+
+
+def parsed(path: str, text: str) -> ast.Module | None:
+    """The tree the readers above read (shared, not to be changed): expressions handed back to
+    them (`script_tensors`' `given`, `module_values`) must be its nodes."""
+    reader = _reader(path, text)
+    return reader.tree if reader else None
+
+
+def module_values(path: str, text: str, node: ast.AST) -> list:
+    """The values an expression of `parsed(path, text)` may have, read in the module's scope:
+    ints, floats, strings; a dtype comes back as its flopwatch name ("bf16", "int64")."""
+    reader = _reader(path, text)
+    if not reader:
+        return []
+    reader.deadline = time.monotonic() + _SECONDS
+    try:
+        found = reader.values(node, _Frame(reader.tree))
+    except RecursionError:
+        found = []
+    return [v.name if isinstance(v, _DType) else v for v in found if isinstance(v, (_DType, int, float, str))]
 
 
 def script_sizes(path: str, text: str) -> dict[str, list[int]]:
@@ -296,6 +333,7 @@ class _Reader:
         self.returns_of: dict[ast.AST, list[ast.Return]] = {}
         self.steps = 0
         self.deadline = float("inf")
+        self.given: dict[ast.AST, dict] = {}  # function → parameter → values (`script_tensors`' given)
         self._index()
 
     # -- index -------------------------------------------------------------------------------------
@@ -350,7 +388,8 @@ class _Reader:
         return self.tree
 
     def frame_of(self, node: ast.AST) -> _Frame:
-        return _Frame(self.scope_of(node))
+        scope = self.scope_of(node)
+        return _Frame(scope, self.given.get(scope))
 
     # -- evaluation ---------------------------------------------------------------------------------
 
@@ -1035,6 +1074,10 @@ class _Reader:
             inner = args[0].value if isinstance(args[0], ast.Starred) else args[0]
             elements = self._elements(inner, frame)
             dims = [e for e, _ in elements] if elements is not None else [args[0]]
+            if elements is None:  # a tuple the name holds (a test's parametrized `shape`): its sizes
+                held = [v for v in self.values(inner, frame) if isinstance(v, _Seq)]
+                if len(held) == 1 and all(type(i) is int for i in held[0].items):
+                    dims = [ast.Constant(i) for i in held[0].items]
         else:
             dims = list(args)
         shape = tuple(self._dim(d, frame) for d in dims if not isinstance(d, ast.Starred))

@@ -54,7 +54,7 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
                 invalid.append(InvalidVariant(
                     rel_folder, rel, f"{rel}: name: {variant.name!r} is already used by {seen[variant.name]}"))
                 continue
-            clash = _problem_clash(variant, problems)
+            clash = _problem_clash(variant, problems, rel)
             if clash:
                 invalid.append(InvalidVariant(rel_folder, rel, f"{rel}: op: {clash}"))
                 continue
@@ -63,15 +63,25 @@ def discover(repo_root: Path, config: ProjectConfig, kernel_dirs: tuple[str, ...
     return valid, invalid
 
 
-def _problem_clash(variant: Variant, problems: dict[str, str]) -> str:
+def _problem_clash(variant: Variant, problems: dict[str, tuple], rel: str = "") -> str:
     """A problem op (`[problem] file`) is named once: two files under one op name would be two
-    ops in one series. Records the first file per name in `problems`."""
-    if variant.repo_op.get("kind") != "problem":
+    ops in one series; so is a `[reference]` op, which variants share only with the same table.
+    Records the first definition per name in `problems`."""
+    kind = variant.repo_op.get("kind")
+    if kind not in ("problem", "reference"):
         return ""
-    path = variant.repo_op["path"]
-    first = problems.setdefault(variant.op, path)
-    return "" if first == path else (f"{variant.op!r} is already the op of problem {first}; name the problem of "
-                                     f"{path} otherwise")
+    from workers.ops import op_source_digest
+
+    where = variant.repo_op["path"] if kind == "problem" else rel
+    mine = (kind, where, where if kind == "problem" else op_source_digest(variant.repo_op))
+    first = problems.setdefault(variant.op, mine)
+    if first[2] == mine[2]:
+        return ""
+    if first[0] == kind == "problem":
+        return f"{variant.op!r} is already the op of problem {first[1]}; name the problem of {where} otherwise"
+    what = "[reference] table" if first[0] == "reference" else "problem"
+    return (f"{variant.op!r} is already the op of the {what} of {first[1]}, which differs; name this variant's op "
+            f"otherwise (or write the same [reference] table)")
 
 
 def find_ops(repo_root: Path, kernel_dirs: tuple[str, ...]) -> tuple[dict[str, RepoOp], list[InvalidVariant]]:

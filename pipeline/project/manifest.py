@@ -9,6 +9,7 @@ result a developer can fix without reading flopwatch's code.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import tomllib
@@ -68,16 +69,22 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         raise ManifestError(rel, "name", bad_name)
     folder_rel = folder.relative_to(repo_root).as_posix()
     extra_files: list[str] = []
-    problem_op = None
+    problem_op = None  # the variant's own op: a [problem] file's or a [reference] table's
+    if m.problem is not None and m.reference is not None:
+        raise ManifestError(rel, "reference", "a variant has [problem] (its Model is the reference) or [reference], "
+                                              "not both")
+    table = "[problem]" if m.problem is not None else "[reference]"
+    if (m.problem or m.reference) is not None and m.op in (repo_ops or {}):
+        raise ManifestError(rel, "op", f"{m.op!r} is declared by {repo_ops[m.op].path}; a {table} variant "
+                                       "names an op of its own")
     if m.problem is not None:
-        if m.op in (repo_ops or {}):
-            raise ManifestError(rel, "op", f"{m.op!r} is declared by {repo_ops[m.op].path}; a [problem] variant "
-                                           "names its problem's own op")
         problem_op = _problem(rel, repo_root, folder_rel, m)
         extra_files.append(problem_op.path)
-        ops = {**OPS, **(repo_ops or {}), m.op: problem_op}
-    else:
-        ops = {**OPS, **(repo_ops or {})}
+    elif m.reference is not None:
+        problem_op = _reference(rel, repo_root, folder_rel, m, config)
+        if problem_op.path and not (repo_root / problem_op.path).resolve().is_relative_to(folder.resolve()):
+            extra_files.append(problem_op.path)
+    ops = {**OPS, **(repo_ops or {}), **({m.op: problem_op} if problem_op is not None else {})}
     op = _op(rel, m.op, ops)
     if not m.sources and m.backend not in PYTHON_SIDE:
         raise ManifestError(rel, "sources", "missing: list the files to compile")
@@ -90,7 +97,9 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
                                 + (f" (not extracted from the commit: {why})" if why else ""))
         if not path.is_relative_to(folder.resolve()):
             extra_files.append(path.relative_to(repo_root.resolve()).as_posix())
-    binding = _binding(rel, m, problem_op is not None)
+    # A problem's Model returns its output, as does a [reference] without an output input.
+    binding = _binding(rel, m, problem_op is not None
+                       and not (m.reference is not None and any(i.output for i in m.reference.inputs)))
     if m.backend in PYTHON_SIDE and binding.kind != "pybind11":
         extra_files += _entry_file(rel, repo_root, folder, binding.entry)
     allowed = {*op.INPUTS, op.OUTPUT, *op.DIMS, *getattr(op, "SCALARS", ()), "alpha", "beta"}
@@ -237,6 +246,10 @@ def _check_inside(rel: str, key: str, repo_root: Path, folder: Path, src: str) -
 
 def _binding(rel: str, m: VariantManifest, problem: bool = False) -> Binding:
     b = m.binding
+    output = next((i.name for i in m.reference.inputs if i.output), None) if m.reference is not None else None
+    if output and b.returns:
+        raise ManifestError(rel, "binding.returns", f"the entry writes into [reference] input {output!r} "
+                                                    "(output = true), so it does not return its output")
     if b.kind not in BINDINGS[m.backend]:
         raise ManifestError(rel, "binding.kind", f"{b.kind!r} is not a binding of the {m.backend} back end "
                                                  f"(known: {list(BINDINGS[m.backend])})")
@@ -255,14 +268,14 @@ def _binding(rel: str, m: VariantManifest, problem: bool = False) -> Binding:
                    args=tuple(b.args), returns=b.returns or problem, kwargs=dict(b.kwargs))
 
 
-def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str) -> list[str]:
+def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str, key: str = "binding.entry") -> list[str]:
     """The entry's file, shipped with the variant when it lies outside its folder."""
     kind, where, _ = entry_parts(entry)
     if kind != "file":
         return []
-    path = _check_inside(rel, "binding.entry", repo_root, folder, where)
+    path = _check_inside(rel, key, repo_root, folder, where)
     if not path.is_file():
-        raise ManifestError(rel, "binding.entry", f"file {where!r} does not exist")
+        raise ManifestError(rel, key, f"file {where!r} does not exist")
     return [] if path.is_relative_to(folder.resolve()) else [path.relative_to(repo_root.resolve()).as_posix()]
 
 
@@ -333,6 +346,110 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
                              m.op, m.problem.flops or "")
     except OpDefinitionError as exc:
         raise ManifestError(rel, "problem.file", str(exc)) from None
+
+
+def _reference(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, config: ProjectConfig):
+    """The `[reference]` table, checked without running anything (`workers.ops.reference`)."""
+    from workers.core.formula import ExpressionError, evaluate
+    from workers.ops.reference import ReferenceOp
+
+    t = m.reference
+    if m.op in OPS:
+        raise ManifestError(rel, "op", f"{m.op!r} is a built-in op, checked against its own reference; a "
+                                       f"[reference] variant names an op of its own (e.g. {m.name!r})")
+    if t.check == "none" and t.call:
+        raise ManifestError(rel, "reference.call", 'check = "none" says there is no reference: no call')
+    if t.check != "none" and not t.call:
+        raise ManifestError(rel, "reference.call", 'missing: the callable the output is checked against '
+                                                   '("file.py:name", "package.module:name", "torch.add"), or '
+                                                   'check = "none"')
+    seen: dict[str, int] = {}
+    output = None
+    for i, item in enumerate(t.inputs):
+        key = f"reference.inputs[{i}]"
+        if item.name in seen:
+            raise ManifestError(rel, f"{key}.name", f"{item.name!r} is also inputs[{seen[item.name]}]")
+        seen[item.name] = i
+        if item.value is not None and (item.shape or item.dtype or item.high or item.output):
+            raise ManifestError(rel, key, "a constant (value) has no shape, dtype, high or output")
+        if item.high is not None and item.dtype is None:
+            raise ManifestError(rel, f"{key}.high", 'only for integer inputs (dtype = "int64", "int32", "bool")')
+        if item.output:
+            if output is not None:
+                raise ManifestError(rel, f"{key}.output", f"only one input is the output (inputs[{output}] is)")
+            if item.dtype:
+                raise ManifestError(rel, f"{key}.dtype", "the output buffer is of the job's floating dtype")
+            output = i
+    named = [d for item in t.inputs for d in item.shape if isinstance(d, str)]
+    dims = tuple(dict.fromkeys([*named, *t.sizes]))
+    if m.shapes is None:
+        for i, item in enumerate(t.inputs):
+            missing = [d for d in item.shape if isinstance(d, str) and d not in t.sizes]
+            if missing:
+                hint = difflib.get_close_matches(missing[0], sorted(t.sizes), n=1)
+                raise ManifestError(rel, f"reference.inputs[{i}].shape",
+                                    f"size {missing[0]!r} has no value: give it in [reference] sizes or in every "
+                                    f"shape" + (f"; did you mean {hint[0]!r}?" if hint else "")
+                                    + f" (sizes: {sorted(t.sizes) or 'none'})")
+    if t.flops:
+        try:
+            evaluate(t.flops, {d: t.sizes.get(d, 1) for d in dims})
+        except (ExpressionError, ZeroDivisionError) as exc:
+            raise ManifestError(rel, "reference.flops", f"{exc} (sizes: {list(dims)})") from None
+    path, source = "", ""
+    if t.call:
+        try:
+            kind, where, attr = entry_parts(t.call)
+        except ValueError as exc:
+            raise ManifestError(rel, "reference.call", str(exc).removeprefix("binding.entry ")) from None
+        folder = repo_root / folder_rel
+        if kind == "file":
+            _entry_file(rel, repo_root, folder, t.call, "reference.call")
+            file = (folder / where).resolve()
+            source = file.read_text(errors="replace")
+            _check_defined(rel, file, source, attr.split(".")[0])
+            path = file.relative_to(repo_root.resolve()).as_posix()
+        elif kind == "module":
+            path = _module_file(repo_root, where, [*config.include_dirs, folder_rel, "", "src"])
+            source = (repo_root / path).read_text(errors="replace") if path else ""
+    return ReferenceOp(name=m.op, call=t.call, inputs=tuple(i.model_dump(exclude_defaults=True) for i in t.inputs),
+                       dims=dims, sizes=dict(t.sizes), flops_expr=t.flops or "", kwargs=dict(t.kwargs),
+                       found=t.found, where=t.where, folder=folder_rel, path=path, source=source,
+                       functions=("peer_returns",) if t.call else (),
+                       peer_name=t.call + (f" ({t.where or path})" if t.where or path else ""))
+
+
+def _check_defined(rel: str, file: Path, source: str, name: str) -> None:
+    """The reference's name is bound at the top of its file (a def, a class, an assignment, an
+    import), read without running it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ManifestError(rel, "reference.call", f"{file.name}:{exc.lineno}: not valid Python: {exc.msg}") from None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if name not in names and not any(isinstance(n, (ast.If, ast.Try)) for n in tree.body):
+        hint = difflib.get_close_matches(name, sorted(names), n=1)
+        raise ManifestError(rel, "reference.call", f"{file.name} defines no {name!r}"
+                            + (f"; did you mean {hint[0]!r}?" if hint else ""))
+
+
+def _module_file(repo_root: Path, module: str, roots: list[str]) -> str:
+    """The checkout's file of a dotted module under one of the import roots, or ""."""
+    rel = module.replace(".", "/")
+    for root in roots:
+        for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+            path = repo_root / root / candidate
+            if path.is_file() and path.resolve().is_relative_to(repo_root.resolve()):
+                return path.resolve().relative_to(repo_root.resolve()).as_posix()
+    return ""
 
 
 def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) -> list[dict]:
@@ -426,7 +543,8 @@ def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: Project
         if m.peer:
             return []  # a peer runs at every shape the op's other variants use (a problem's: and its own)
         if problem is not None:
-            return [Shape(dict(problem.defaults))]  # the sizes the problem file sets
+            # the sizes the problem file sets, or [reference] sizes
+            return [Shape(dict(getattr(problem, "sizes", None) or problem.defaults))]
         raise ManifestError(rel, "shapes", "missing: give a list of shapes or a shape-set name")
     where = "shapes"
     if isinstance(raw, str):
@@ -437,8 +555,12 @@ def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: Project
                                 + (f"; did you mean {hint[0]!r}?" if hint else "")
                                 + f" (known: {known or 'none defined in flopwatch.toml'})")
         where, raw = f"shapes (shape set {raw!r})", config.shape_sets[raw]
+    # A [reference] shape may leave out sizes its table's `sizes` give.
+    fill = {d: v for d, v in m.reference.sizes.items() if d in dims} if m.reference is not None else {}
     shapes = []
     for i, item in enumerate(raw):
+        if isinstance(item, dict) and fill:
+            item = {**fill, **item}
         if isinstance(item, list) and len(item) == len(dims):
             values = dict(zip(dims, item))
         elif isinstance(item, dict) and set(item) == set(dims):

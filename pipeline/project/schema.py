@@ -127,6 +127,47 @@ class ProblemTable(_Table):
                                                         "(e.g. 2*N*N*N); without it rows show time and speed-up")
 
 
+# One size of a [reference] input's shape: a size's name (a shape's dimension) or a fixed length.
+ShapeSize = _by_kind("size", "a size name or a positive integer", (PositiveInt, "<int>"), (NonEmptyStr, "<str>"))
+REFERENCE_INT_DTYPES = ("int64", "int32", "bool")
+
+
+class ReferenceInput(_Table):
+    """One argument of a call: a tensor (shape, dtype), a constant (value), or the buffer an
+    entry writes its result into (output)."""
+
+    name: NonEmptyStr = Field(description="the argument's name (binding.args may order the entry's arguments by it)")
+    shape: list[ShapeSize] = Field([], description='sizes in order: size names ("B") or fixed lengths; [] with '
+                                                   "no value: a 0-d tensor")
+    dtype: Literal[REFERENCE_INT_DTYPES] | None = Field(None, description="int64 | int32 | bool (drawn in [0, high)); "
+                                                                          "default: the job's floating dtype, randn")
+    high: PositiveInt | None = Field(None, description="integers: the exclusive upper bound of their values "
+                                                       "(default 2 for bool, else 100)")
+    value: Constexpr | None = Field(None, description="a constant argument: number, boolean or string (no shape)")
+    output: bool = Field(False, description="the entry writes its result into this buffer (the reference "
+                                            "is called without it and returns the expected result)")
+
+
+class ReferenceTable(_Table):
+    """The repository's own reference for a variant whose op is none of the built-ins: the
+    callable its output is checked against (and timed as the op's peer), or check = "none"."""
+
+    call: str = Field("", description='the reference callable, as binding.entry writes it: "file.py:name" (from the '
+                                      'variant folder), "package.module:name", "torch.ops.ns.name", a torch '
+                                      'function ("torch.add", "torch.nn.functional:gelu"); not with check = "none"')
+    found: Literal["convention", "test", "hand"] = Field("hand", description="how it was found (shown): a name "
+                                                                             "beside the entry, a test, by hand")
+    where: str = Field("", description="where it is written, file:line (shown)")
+    check: Literal["reference", "none"] = Field("reference", description='"none": no reference; measured with '
+                                                                         "status unchecked, the output's digest "
+                                                                         "kept per commit")
+    sizes: dict[str, PositiveInt] = Field({}, description="default sizes (the shape when shapes is absent; sizes a "
+                                                          "shape leaves out)")
+    inputs: list[ReferenceInput] = Field(min_length=1, description="the arguments of one call, in order")
+    flops: NonEmptyStr | None = Field(None, description="FLOPs of one call, an expression of the sizes")
+    kwargs: dict[str, Constexpr] = Field({}, description="constant keyword arguments of the reference")
+
+
 class ExtensionTable(_Table):
     """A torch C++/CUDA extension, built once per node with torch.utils.cpp_extension as the
     repository builds it (never inside a timed job)."""
@@ -185,7 +226,7 @@ class VariantManifest(_Table):
     name: NonEmptyStr = Field(description="unique in the suite: letters, digits, . _ - (shown on every page)")
     op: NonEmptyStr = Field(description=f"what it computes: {' | '.join(OPS)} (workers/ops/), an op the "
                                          "repository declares in an op.py (docs/ops.md), or the problem of "
-                                         "[problem]")
+                                         "[problem], or the variant's own name with [reference]")
     backend: Literal[BACKENDS] = Field(description="how it is built (docs/triton.md for triton; torch: extensions "
                                                    "built with torch.utils.cpp_extension)")
     description: str = Field("", description="shown in listings")
@@ -202,7 +243,7 @@ class VariantManifest(_Table):
     shapes: Shapes | None = Field(None, description="a shape set of flopwatch.toml, or a list of shapes "
                                                     "([512, 512, 512] or {M = 256, N = 128, K = 64}); "
                                                     "a peer may leave it out, a [problem] variant too (the "
-                                                    "file's own sizes)")
+                                                    "file's own sizes), a [reference] one ([reference] sizes)")
     arches: list[NonEmptyStr] = Field([], description='cuda: sm_XX[a] or "native"; hip: gfx942, gfx950; '
                                                       "triton: both kinds")
     devices: list[Literal[DEVICE_KINDS]] = Field([], description="default from the backend: cpp/python → cpu, "
@@ -217,6 +258,7 @@ class VariantManifest(_Table):
     launch: LaunchTable = LaunchTable()
     triton: TritonTable | None = None
     problem: ProblemTable | None = None
+    reference: ReferenceTable | None = None
     extensions: list[ExtensionTable] = Field([], description="[[extensions]]: torch extensions the variant calls")
     params: dict[str, Axis] = Field({}, description="parameter axes, name = [values]: every combination is a point, "
                                                     "run and tracked as a variant of its own, NAME[AXIS=value,...]; "
@@ -289,7 +331,7 @@ def _expected(kind: str, ctx: dict, msg: str) -> str:
         return "a non-empty list" if ctx.get("min_length") == 1 else f"at least {ctx.get('min_length')} items"
     if kind == "string_too_short" or kind == "string_pattern_mismatch":
         return "a non-empty string"
-    if kind in ("shape", "shapes", "dimension", "constexpr", "folders", "axis value"):
+    if kind in ("shape", "shapes", "dimension", "constexpr", "folders", "axis value", "size"):
         return msg
     return msg[0].lower() + msg[1:] if msg else kind
 

@@ -20,6 +20,7 @@ import math
 import re
 from pathlib import Path
 
+from workers.core import status
 from workers.core.params import Value, define_flags, format_value, point_name, split_point, template_entry
 from workers.core.records import Variant
 
@@ -177,7 +178,7 @@ def best_points(rows: list[dict]) -> dict[str, str]:
     times: dict[str, dict[str, dict[tuple, float]]] = {}
     for r in rows:
         family, params = split_point(r["variant"])
-        if not params or r.get("status") != "ok" or not r.get("median_s"):
+        if not params or not status.measured(r.get("status")) or not r.get("median_s"):
             continue
         key = (r["shape"], r["dtype"], r["device"])
         times.setdefault(family, {}).setdefault(r["variant"], {})[key] = float(r["median_s"])

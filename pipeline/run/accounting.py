@@ -16,6 +16,7 @@ mark. A kind's *bound* is the shortest jobs wall any schedule could reach on its
 
 from __future__ import annotations
 
+from workers.core import status
 from workers.core.records import Result
 
 BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s")
@@ -144,7 +145,7 @@ def peer_check(rows: list[dict], tolerance: float = PEER_TOLERANCE) -> dict:
         groups.setdefault((r["node_id"], r["variant"], r["shape"], r["dtype"]), []).append(r)
     checks, flagged = [], []
     for (node, variant, shape, dtype), members in sorted(groups.items()):
-        timed = [m for m in members if m["status"] == "ok" and m.get("median_s")]
+        timed = [m for m in members if status.measured(m["status"]) and m.get("median_s")]
         fastest = min(m["median_s"] for m in timed) if timed else None
         devices = []
         for m in sorted(members, key=lambda m: m["slot"]):

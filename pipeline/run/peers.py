@@ -12,6 +12,7 @@ from __future__ import annotations
 from workers.core.records import Binding, Variant
 from workers.ops import BUILTIN_PEER_BACKEND as BACKEND
 from workers.ops import OPS, returns_peer
+from workers.ops.reference import is_reference
 
 PREFIX = "peer."
 
@@ -32,8 +33,11 @@ def builtin_peers(variants: list[Variant]) -> list[Variant]:
         while name in taken:
             name += "_builtin"
         dtypes = tuple(sorted({d for v in of_op if not v.peer for d in v.dtypes}))
+        # A [reference] op's peer is the repository's callable: it ships its variants' files.
+        ships = next((v for v in of_op if v.repo_op), None) if is_reference(repo_op) else None
         added.append(Variant(
-            name=name, op=op, backend=BACKEND, folder="", sources=(),
+            name=name, op=op, backend=BACKEND, folder=ships.folder if ships else "", sources=(),
+            extra_files=tuple(dict.fromkeys(f for v in of_op for f in v.extra_files)) if ships else (),
             binding=Binding("builtin", "peer", returns=_returns(op, repo_op)),
             dtypes=dtypes, shapes=(), layout=_layout(of_op), peer=True, devices=tuple(kinds),
             description=f"built-in peer: {peer_name(op, repo_op)}", repo_op=repo_op))

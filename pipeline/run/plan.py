@@ -9,6 +9,7 @@ from pathlib import Path
 from workers.bindings.python_entry import PYTHON_SIDE
 from workers.core.records import Job, Shape, Variant
 from workers.ops import op_source_digest
+from workers.ops.reference import is_reference
 from workers.toolkit.bundle import digest, pack
 from workers.toolkit.include_dirs import fingerprint
 from workers.torch_ext.spec import ExtensionSpec
@@ -32,7 +33,9 @@ class BuildPlan:
 def build_plan(root: Path, variant: Variant, project_includes: tuple[str, ...], toolchain_ident: str) -> BuildPlan:
     """Bundle the variant folder and the project's shared include folders; hash them with
     everything else that changes the binary (flags, arches, binding, toolchain version)."""
-    if variant.backend == "builtin":  # flopwatch's own peer: no sources; its op's code names it
+    # flopwatch's own peer: no sources, its op's code names it; but the peer of a [reference] op
+    # is the repository's callable, shipped and imported as its variants' entries are.
+    if variant.backend == "builtin" and not is_reference(variant.repo_op):
         return BuildPlan(variant, {}, (), digest({}, variant.backend, toolchain_ident, repr(variant.binding),
                                                  op_source_digest(variant.repo_op or variant.op)))
     bundle = pack(root, [variant.folder, *project_includes, *variant.extra_files])

@@ -77,10 +77,13 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
     for r in _collapse_skipped(sort_rows(with_peer(rows))):
         pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
         err = r.get("correctness", {}).get("rel_fro_err")
-        detail = r["diagnostic"][:160] if r["status"] != status.OK else \
-            "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "", r.get("diagnostic") or "")))
+        digest = (r.get("correctness") or {}).get("output") or {}
+        detail = r["diagnostic"][:160] if not status.measured(r["status"]) else \
+            "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "",
+                                    f"no reference; output sha256 {digest['sha256'][:12]}" if digest else "",
+                                    r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
-            ("dim" if r["status"] == status.SKIPPED else None)
+            {status.SKIPPED: "dim", status.UNCHECKED: "yellow"}.get(r["status"])
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
         table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
                       cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct, cell(detail), style=style)

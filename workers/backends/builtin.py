@@ -18,5 +18,13 @@ def toolchain() -> Toolchain | None:
 
 
 def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: list[Path]) -> BuildOutput:
+    from workers.ops.reference import is_reference
+
+    if is_reference(variant.repo_op):
+        # The peer of a [reference] op is the repository's reference callable: its files are
+        # shipped as a python variant's are, and it is imported the same way.
+        from workers.backends.python import ship_tree
+
+        ship_tree(variant, src, out, include_dirs)
     (out / "peer.txt").write_text(f"built-in peer of op {variant.op}: {variant.description}\n")
     return BuildOutput(True, f"built-in peer of {variant.op}: nothing to compile")

@@ -61,8 +61,10 @@ def entry_parts(entry: str) -> tuple[str, str, str]:
     if ":" not in entry:
         if entry.startswith("torch.ops.") and entry.count(".") == 3:
             return "torch_op", entry, ""
-        raise ValueError(f"binding.entry {entry!r}: expected \"file.py:name\", \"package.module:name\" or "
-                         f"\"torch.ops.namespace.name\"")
+        if entry.startswith("torch.") and all(p.isidentifier() for p in entry.split(".")):
+            return "module", "torch", entry.removeprefix("torch.")  # a torch function: torch.add
+        raise ValueError(f"binding.entry {entry!r}: expected \"file.py:name\", \"package.module:name\", "
+                         f"\"torch.ops.namespace.name\" or a torch function (\"torch.add\")")
     where, _, attr = entry.partition(":")
     if not attr:
         raise ValueError(f"binding.entry {entry!r}: nothing after ':' (the function or class to call)")
@@ -85,8 +87,12 @@ def repo_path(folder: str, file: str) -> str:
     return "/".join(parts)
 
 
-def resolve(variant: Variant, artifact: Path) -> object:
-    """The object the entry names, its module imported the way its repository imports it."""
+def resolve(variant: Variant, artifact: Path, entry: str = "", key: str = "binding.entry",
+            folder: str | None = None) -> object:
+    """The object the entry names (or `entry`, another callable written the same way: a
+    `[reference]` call, named `key` in errors, its file written from `folder`), its module
+    imported the way its repository imports it."""
+    entry = entry or variant.binding.entry
     index = read_index(artifact)
     # An artifact without the index holds the variant folder's files at its top (as one a test
     # packs by hand does): the folder is the tree.
@@ -98,7 +104,7 @@ def resolve(variant: Variant, artifact: Path) -> object:
 
     if index.get("extensions") or index.get("calls_cpp_extension"):
         runtime.install(artifact, index.get("extensions") or {})
-    kind, where, attr = entry_parts(variant.binding.entry)
+    kind, where, attr = entry_parts(entry)
     if kind == "torch_op":
         for src in variant.sources:  # the files that register the op with torch.library
             if src.endswith(".py"):
@@ -114,7 +120,7 @@ def resolve(variant: Variant, artifact: Path) -> object:
             raise AttributeError(f"{where} is not registered after importing the variant's sources "
                                  f"({list(variant.sources)}): {exc}") from None
     if kind == "file":
-        module = _import_file(tree, repo_path(index["folder"], where), variant.name)
+        module = _import_file(tree, repo_path(index["folder"] if folder is None else folder, where), variant.name)
     else:
         module = importlib.import_module(where)
     obj: object = module
@@ -122,7 +128,7 @@ def resolve(variant: Variant, artifact: Path) -> object:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AttributeError(f"binding.entry {variant.binding.entry!r}: {where} has no {attr!r}") from None
+            raise AttributeError(f"{key} {entry!r}: {where} has no {attr!r}") from None
     return obj
 
 
@@ -145,7 +151,11 @@ def _import_file(tree: Path, rel: str, variant_name: str) -> ModuleType:
         return importlib.import_module(dotted)
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))
-    return import_file(path, f"flopwatch_variant_{''.join(c if c.isalnum() else '_' for c in variant_name)}_{path.stem}")
+    name = f"flopwatch_variant_{''.join(c if c.isalnum() else '_' for c in variant_name)}_{path.stem}"
+    known = sys.modules.get(name)
+    if known is not None and getattr(known, "__file__", None) == str(path):
+        return known  # the entry and its [reference] in one file: one module, run once
+    return import_file(path, name)
 
 
 def _dotted_name(path: Path) -> str:

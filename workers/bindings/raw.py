@@ -29,9 +29,11 @@ def argument_names(variant: Variant, op: ModuleType) -> list[str]:
 
 def arguments(names: list[str], inputs: dict, out, dims: dict, op: ModuleType, alpha: float, beta: float) -> list:
     """Values in kernel order: tensors stay tensors (the launcher passes their addresses),
-    sizes are ints; alpha, beta and the op's scalars (attention's `scale`) floats."""
+    sizes are ints; alpha, beta and the op's scalars (attention's `scale`) floats, but for
+    integer scalars (group_norm's `num_groups`), which stay ints."""
     values = {**inputs, op.OUTPUT: out, **{d: int(v) for d, v in dims.items()},
-              **{k: float(v) for k, v in scalars(op, dims).items()},
+              **{k: v if isinstance(v, int) and not isinstance(v, bool) else float(v)
+                 for k, v in scalars(op, dims).items()},
               "alpha": float(alpha), "beta": float(beta)}
     return [values[name] for name in names]
 

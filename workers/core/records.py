@@ -236,8 +236,8 @@ class Job(Record):
 class Result(Record):
     """The outcome of one job: stats or an error, never neither (a failure is a status).
 
-    Invariants: `status == "ok"` implies `median_s` and `samples_s` are set; any other status
-    carries a `diagnostic` a developer can act on. `correctness` holds the error figures and the
+    Invariants: a measured status (`status.MEASURED`: ok, unchecked) implies `median_s` and
+    `samples_s` are set; any other status carries a `diagnostic` a developer can act on. `correctness` holds the error figures and the
     per-tile max-abs-error map; `timing` the CI and settings; `counters` profiler metrics under
     flopwatch's short names; `resources` the static analysis of the build.
     """

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from workers.core import status
 from workers.core.records import BuildResult, Job, Result, Variant
 from workers.job import runner
 from workers.toolkit.bundle import unpack
@@ -70,7 +71,7 @@ def _one_process(jobs: list[Job], variant: Variant, build: BuildResult, artifact
         k = min(k, current if current is not None else 0)  # the job writing when it was stopped is charged
     finished = written[:k]
     charged = None  # the job the process ended in, if it ended in one
-    if k < len(jobs) and not (finished and finished[-1].get("status") != "ok"):
+    if k < len(jobs) and not (finished and not status.measured(finished[-1].get("status"))):
         if current is not None and current >= k:
             charged = k
         elif not finished:

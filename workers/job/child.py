@@ -22,6 +22,7 @@ import torch
 
 from workers import bindings
 from workers.bindings.python_entry import PYTHON_SIDE
+from workers.core import status
 from workers.core.records import Variant
 from workers.isolation import device_lock
 from workers.job import handoff, triton_jit
@@ -136,6 +137,56 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
     return figures
 
 
+def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) -> tuple[dict, dict]:
+    """The check of an entry with no reference (`[reference] check = "none"`): one call on the
+    inputs of a fixed seed (the same at every commit, so the output's digest can be compared
+    across commits), judged on what needs no reference — inputs unchanged, output fully written
+    and inside its bounds, finite — and a second call on the same inputs (a race). Returns the
+    figures and the output's digest (`workers.ops.reference.output_digest`)."""
+    from workers.ops.reference import DIGEST_SEED, output_digest
+
+    dev = "cpu" if kind == "cpu" else "cuda"
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(DIGEST_SEED, dev))
+    before = correctness.snapshot_inputs(inputs)
+    figures = {"seed": DIGEST_SEED, "unchecked": True, "passed": False, "unwritten": 0}
+    what = f"binding.entry {variant.binding.entry!r}"
+    returns = returns_output(call)
+    if returns:
+        try:
+            g = correctness.returned_output(flatten_outputs(call(inputs, None), what))
+        except OpCodeError as exc:
+            return {**figures, "returned": f"{exc} (nothing to check it against: it must return its output)"}, {}
+    else:
+        out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
+        g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
+        call(inputs, g.out)
+    _sync(kind)
+    # The output against itself: guards, never-written and NaN/Inf elements are still found.
+    found = correctness.evaluate(g, g.out.double(), float("inf"), float("inf"))
+    changed = correctness.changed_inputs(inputs, before)
+    problem = correctness.diagnose({**found, "inputs_changed": changed}, tuple(g.out.shape)) \
+        if changed or not found["passed"] else ""
+    digest = output_digest(g.out)
+    if not problem:
+        first = g.out.clone()
+        if returns:
+            again = flatten_outputs(call(inputs, None), what)
+        else:
+            correctness.reset(g)
+            call(inputs, g.out)
+            again = g.out
+        _sync(kind)
+        moved = correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
+            else first.numel()
+        figures["repeat_mismatch"] = moved
+        if moved:
+            problem = (f"output changed between two runs on the same inputs at {moved} element(s) (a race?)")
+    figures.update(passed=not problem, out_shape=list(g.out.shape), unwritten=found["unwritten"])
+    if problem:
+        figures["problem"] = problem
+    return figures, digest
+
+
 def returns_output(call) -> bool:
     """Whether a loaded entry returns its output (`workers.bindings`) instead of writing one."""
     return bool(getattr(call, "returns", False))
@@ -202,7 +253,7 @@ def _repeat_mismatch(call, inputs: dict, g: correctness.GuardedOutput, kind: str
     """Run again on the same inputs: a race shows up as an output that moves."""
     first = g.out.clone()
     if returns_output(call):
-        again = call(inputs, None)
+        again = flatten_outputs(call(inputs, None), "the entry")  # a tuple (rope's (q, k)) as it was checked
         _sync(kind)
         return correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
             else first.numel()
@@ -303,7 +354,7 @@ def pair(spec: dict) -> dict:
 
     kind, dims = spec["device_kind"], spec["dims"]
     variants = [Variant.from_dict(v) for v in spec["variants"]]
-    op = for_variant(variants[0])
+    op = for_variant(variants[0], Path(spec["artifacts"][0]))
     dtype = torch_dtype(spec["dtype"])
     dev = "cpu" if kind == "cpu" else "cuda"
     if kind != "cpu":
@@ -379,7 +430,7 @@ def run(spec: dict, release: bool = True) -> dict:
 
     variant = Variant.from_dict(spec["variant"])
     kind, dims = spec["device_kind"], spec["dims"]
-    op = for_variant(variant)
+    op = for_variant(variant, Path(spec["artifact"]))
     dtype = torch_dtype(spec["dtype"])
     if kind != "cpu":
         torch.cuda.set_device(0)  # creates this process's context: torch's device 0 is the first visible one
@@ -399,23 +450,31 @@ def run(spec: dict, release: bool = True) -> dict:
         # output must not move) is that loop's first against its last call; on the CPU also a
         # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
         # twice before timing.
-        timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1
-        checks, previous = [], None
+        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: one call and its digest
+        timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
+        checks, previous, digest = [], None, {}
         # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
         # is the analysis of a Triton module that has no [triton] table.
         with triton_jit.recording() if variant.backend in PYTHON_SIDE else contextlib.nullcontext({}) as jit:
-            for i, seed in enumerate(spec["seeds"][:1] if timed_check else spec["seeds"]):
+            if unchecked:
+                figures, digest = unchecked_check(call, op, variant, dims, dtype, kind)
+                checks.append(figures)
+            for i, seed in enumerate([] if unchecked else spec["seeds"][:1] if timed_check else spec["seeds"]):
                 checks.append(check(call, op, variant, dims, dtype, kind, seed, previous,
                                     repeat=i == 0 and kind == "cpu"))
                 previous = {"out": checks[-1].pop("_out"), "seed": seed}
         lap("correctness_s")
         dev_info = identity.result()
     result = {"device_info": dev_info.to_dict(), "checks": checks, "phases": phases}
+    if digest:
+        result["output"] = digest
     if jit.get("kernels") or jit.get("autotune"):
         result["jit"] = jit
     if variant.repo_op:  # the driver does not run the repository's op: its counts come from here
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
+    if unchecked and not checks[0]["passed"]:
+        return {**result, "status": "incorrect", "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
     if not all(c["passed"] for c in checks):
         return _incorrect(result, checks, op, dims)
     dev = "cpu" if kind == "cpu" else "cuda"
@@ -491,7 +550,7 @@ def run(spec: dict, release: bool = True) -> dict:
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     phases["ended_at"] = time.time()
-    result.update(status="ok", samples_s=timing.samples_s, timing=timing.summary())
+    result.update(status="unchecked" if unchecked else "ok", samples_s=timing.samples_s, timing=timing.summary())
     return result
 
 
@@ -552,7 +611,7 @@ def run_batch(spec: dict, out_dir: Path) -> None:
         finally:
             faulthandler.cancel_dump_traceback_later()
         _write(out_dir / f"result{i}.json", json.dumps(result))
-        if result.get("status") != "ok":
+        if not status.measured(result.get("status")):
             return
         if job["device_kind"] != "cpu":
             # What this job's tensors held goes back to the device: the next shape's fit check

@@ -57,7 +57,7 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
         result_file = work / "result.json"
         data = json.loads(result_file.read_text()) if result_file.exists() and not outcome.write_limit_hit else None
         phases = dict((data or {}).get("phases") or {})
-        if data and data.get("status") == status.OK and settings.get("profile") and job.device_kind != "cpu":
+        if data and status.measured(data.get("status")) and settings.get("profile") and job.device_kind != "cpu":
             t0 = time.perf_counter()
             # No next job's process prepares on the GPU while the profiler counts (`workers.job.spare`).
             with device_lock.timing():
@@ -180,6 +180,8 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
         correctness.update(tile_map=worst["tile_map"], tile=worst.get("map_tile", worst["tile"]),
                            rel_fro_err=max(c["rel_fro_err"] for c in compared),
                            max_abs_err=max(c["max_abs_err"] for c in compared))
+    if data.get("output"):  # an unchecked variant's output digest and sample, compared across commits
+        correctness["output"] = data["output"]
     base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
     if data.get("jit"):  # the kernels Triton's JIT compiled for this job, and its autotuner's choice
         from workers.job import triton_jit
@@ -187,7 +189,7 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
         base["resources"] = triton_jit.merge(base.get("resources") or {}, data["jit"])
     common = dict(base, status=data["status"], diagnostic=data.get("diagnostic", ""), counters=data.get("counters", {}),
                   correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
-    if data["status"] != status.OK:
+    if not status.measured(data["status"]):
         return Result(**common)
     t = data["timing"]
     return Result(**common, median_s=t["median_s"], ci_low_s=t["ci_low_s"], ci_high_s=t["ci_high_s"],

@@ -14,7 +14,11 @@ import hashlib
 from pathlib import Path
 from types import ModuleType
 
-from workers.ops import attention, attention_causal, copy, gemm, rms_norm, softmax, swiglu
+import re
+
+from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm, gelu, geglu, gemm,
+                         group_norm, jsd, kl_div, layer_norm, log_softmax, poly_norm, relu_squared, rms_norm, rope,
+                         silu, softmax, sparsemax, swiglu, tvd)
 from workers.ops.repo import RepoOp
 
 OPS: dict[str, ModuleType] = {
@@ -25,6 +29,24 @@ OPS: dict[str, ModuleType] = {
     "softmax": softmax,
     "rms_norm": rms_norm,
     "swiglu": swiglu,
+    # The ops of LLM blocks that Liger-Kernel, Unsloth, FlagGems and KernelBench cover; inputs in
+    # the order of Liger's functional entries (`liger_<op>(*inputs, *scalars)`).
+    "layer_norm": layer_norm,
+    "group_norm": group_norm,
+    "fused_add_rms_norm": fused_add_rms_norm,
+    "poly_norm": poly_norm,
+    "dyt": dyt,
+    "gelu": gelu,
+    "geglu": geglu,
+    "silu": silu,
+    "relu_squared": relu_squared,
+    "log_softmax": log_softmax,
+    "sparsemax": sparsemax,
+    "cross_entropy": cross_entropy,
+    "kl_div": kl_div,
+    "jsd": jsd,
+    "tvd": tvd,
+    "rope": rope,
 }
 
 DTYPES = ("fp32", "fp16", "bf16")
@@ -37,17 +59,57 @@ def get_op(name: str) -> ModuleType:
         raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
 
 
-def for_variant(variant):
+def for_variant(variant, artifact: Path | None = None):
     """The op a variant computes: the built-in module, or the repository's op loaded from the
     source the variant carries. The latter runs the repository's code: call it in the job's
-    child only (the driver reads repository ops with `repo.parse_op`, never runs them)."""
+    child only (the driver reads repository ops with `repo.parse_op`, never runs them).
+    `artifact`: the job's build, from which a `[reference]` callable is imported."""
     if variant.repo_op:
-        from workers.ops import problem, repo
+        from workers.ops import problem, reference, repo
 
         if problem.is_problem(variant.repo_op):
             return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
+        if reference.is_reference(variant.repo_op):
+            return reference.load(reference.ReferenceOp.from_dict(variant.repo_op), variant, artifact)
         return repo.load(RepoOp.from_dict(variant.repo_op))
     return get_op(variant.op)
+
+
+# Words around an op's name in entry names that say nothing about what it computes (as whole
+# words: `liger_layer_norm`, `layernorm_fwd`, `LigerRMSNormFunction`, `_layer_norm_fwd_fused`).
+# `fused` is one too (apex's `FusedLayerNorm`), tried both ways so that `fused_add_rms_norm`
+# keeps it. `torch_` / `naive_` / `ref_` and `_ref` mark a repository's reference, not an entry.
+_ENTRY_PREFIXES = ("liger", "fast", "triton", "cuda", "my", "fused", "flag", "gems", "apex", "custom")
+_ENTRY_SUFFIXES = ("fwd", "forward", "kernel", "fn", "func", "function", "op", "impl", "fused", "triton", "cuda",
+                   "module")
+_REFERENCE_WORDS = ("torch", "naive", "ref", "reference")
+_BACKWARD_WORDS = ("bwd", "backward", "grad", "vjp")
+
+
+def op_for_entry_name(name: str) -> str | None:
+    """The built-in op a repository's entry computes, judged by its name: the op with an
+    `ENTRY_NAMES` member equal to the name once the words above are stripped (as words, in any
+    number from either end; CamelCase read as words; `layer_norm` and `layernorm` alike). The
+    longest match wins (`liger_fused_add_rms_norm` is fused_add_rms_norm, not rms_norm). None
+    for a reference (`torch_softmax`, `naive_gelu`, `softmax_ref`), a backward kernel
+    (`rms_norm_bwd`) or a name that is no op's (`liger_fused_linear_cross_entropy` takes a weight:
+    not cross_entropy)."""
+    snake = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name))
+    words = [w for w in snake.lower().split("_") if w]
+    if not words or words[0] in _REFERENCE_WORDS or words[-1] in _REFERENCE_WORDS[2:] \
+            or any(w in _BACKWARD_WORDS for w in words):
+        return None
+    forms = set()
+    for start in range(len(words)):
+        for end in range(len(words), start, -1):
+            forms.add("".join(words[start:end]))
+            if end - 1 <= start or words[end - 1] not in _ENTRY_SUFFIXES:
+                break
+        if words[start] not in _ENTRY_PREFIXES:
+            break
+    best = max(((len(entry), op) for op, module in OPS.items() for entry in getattr(module, "ENTRY_NAMES", ())
+                if entry.replace("_", "") in forms), default=None)
+    return best[1] if best else None
 
 
 BUILTIN_PEER_BACKEND = "builtin"  # the backend of the peer flopwatch adds (`pipeline.run.peers`)
@@ -93,16 +155,18 @@ def op_source_digest(op: str | RepoOp | dict) -> str:
     """A digest of everything that defines an op's harness: inputs, reference, work counts,
     tolerances, peer. For a built-in op, the text of its module and of the op modules it
     imports (`attention_causal` is `attention` with a mask); for a repository op (a `RepoOp`,
-    or its dict as a variant carries it), the text of its `op.py` — computable on the driver
-    from the checkout, since parsing never runs it."""
+    or its dict as a variant carries it), the text of its `op.py`; for a problem, its file; for
+    a `[reference]`, the table and its file's text (`ReferenceOp.digest`) — computable on the
+    driver from the checkout, since parsing never runs it."""
     if isinstance(op, dict):
-        from workers.ops import problem
+        from workers.ops import problem, reference
 
-        op = problem.ProblemOp.from_dict(op) if problem.is_problem(op) else RepoOp.from_dict(op)
+        op = (problem.ProblemOp.from_dict(op) if problem.is_problem(op)
+              else reference.ReferenceOp.from_dict(op) if reference.is_reference(op) else RepoOp.from_dict(op))
     if isinstance(op, RepoOp):
         return "repo:" + op.digest
-    if not isinstance(op, str):  # a problem file (`workers.ops.problem.ProblemOp`)
-        return "problem:" + op.digest
+    if not isinstance(op, str):  # a problem file or a [reference] table (`ProblemOp`, `ReferenceOp`)
+        return f"{op.kind}:" + op.digest
     module = get_op(op)
     h = hashlib.sha256()
     for path in _op_files(Path(module.__file__)):

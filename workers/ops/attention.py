@@ -21,6 +21,8 @@ SCALARS = ("scale",)  # values a raw kernel may take by name, computed from the 
 # the input dtype before P·V (FlashAttention does), which costs about one ulp of the dtype.
 TOLERANCE = {"fp32": (1e-4, 1e-3), "fp16": (5e-3, 2e-2), "bf16": (3e-2, 6e-2)}
 PEER_NAME = "torch.nn.functional.scaled_dot_product_attention"
+ENTRY_NAMES = ("attention", "attn", "flash_attention", "flash_attn", "flash_attn_func", "sdpa",
+               "scaled_dot_product_attention", "multi_head_attention", "mha")
 # The fp64 reference holds one S×S score matrix per head it computes at once: bound its size.
 _REFERENCE_BYTES = 256 << 20
 

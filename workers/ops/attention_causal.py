@@ -13,6 +13,8 @@ INPUTS, OUTPUT, DIMS, LAYOUTS, SCALARS = (_attention.INPUTS, _attention.OUTPUT, 
                                           _attention.LAYOUTS, _attention.SCALARS)
 TOLERANCE = _attention.TOLERANCE
 PEER_NAME = "torch.nn.functional.scaled_dot_product_attention(is_causal=True)"
+ENTRY_NAMES = ("attention_causal", "causal_attention", "causal_attn", "flash_attention_causal",
+               "flash_attn_causal")
 
 bytes_moved = _attention.bytes_moved
 output_dtype = _attention.output_dtype

@@ -12,6 +12,7 @@ LAYOUTS = ("nt",)
 TOLERANCE = {"fp32": (0.0, 0.0), "fp16": (0.0, 0.0), "bf16": (0.0, 0.0)}
 # torch elementwise kernel, not copy_ (a copy-engine memcpy that profilers cannot see): kernels/copy/torch_copy/ref.py
 PEER_NAME = "torch.mul(src, 1, out=dst)"
+ENTRY_NAMES = ("copy", "memcpy")
 
 
 def flops(dims: dict) -> float:

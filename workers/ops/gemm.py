@@ -18,6 +18,7 @@ LAYOUTS = ("nt", "nn")
 # may round partial results, which lands around 1e-3..1e-2 (GUIDE §3).
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (5e-3, 2e-2), "bf16": (2e-2, 5e-2)}
 PEER_NAME = "torch.matmul"
+ENTRY_NAMES = ("gemm", "matmul", "mm", "sgemm", "hgemm")
 
 
 def flops(dims: dict) -> float:

@@ -292,12 +292,16 @@ class _Problem:
 
 
 def flatten_outputs(out, what: str):
-    """One tensor to check: the output itself, or a tuple's tensors flattened end to end."""
+    """One tensor to check: the output itself, or a tuple's tensors flattened end to end, in
+    their dtype when they share one (a returning entry's `(q, k)` in bf16 is checked as bf16
+    against the op's output dtype), else floating ones as fp64."""
     import torch
 
     if isinstance(out, torch.Tensor):
         return out
     if isinstance(out, (list, tuple)) and out and all(isinstance(t, torch.Tensor) for t in out):
+        if len({t.dtype for t in out}) == 1:
+            return torch.cat([t.reshape(-1) for t in out])
         return torch.cat([t.reshape(-1).double() if t.is_floating_point() else t.reshape(-1) for t in out])
     raise OpCodeError(f"{what} returned {type(out).__name__}, not a tensor or a tuple of tensors")
 

@@ -20,6 +20,7 @@ EPS = 1e-6
 # normalised row once and the product with W once (Liger's "llama" casting), two ulps at most.
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (5e-3, 2e-2), "bf16": (2e-2, 5e-2)}
 PEER_NAME = "torch.nn.functional.rms_norm"
+ENTRY_NAMES = ("rms_norm", "rmsnorm", "rms_layernorm", "rms_layer_norm")
 
 
 def flops(dims: dict) -> float:

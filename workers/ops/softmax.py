@@ -17,6 +17,7 @@ LAYOUTS = ("rows",)
 # exp is computed in fp32 by every kernel and by torch; fp16/bf16 outputs round once.
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (2e-3, 1e-2), "bf16": (1e-2, 3e-2)}
 PEER_NAME = "torch.softmax"
+ENTRY_NAMES = ("softmax",)
 
 
 def flops(dims: dict) -> float:

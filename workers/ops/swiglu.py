@@ -17,6 +17,7 @@ LAYOUTS = ("rows",)
 # product once each.
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (5e-3, 2e-2), "bf16": (2e-2, 5e-2)}
 PEER_NAME = "torch.nn.functional.silu(A) * B"
+ENTRY_NAMES = ("swiglu", "silu_mul", "silu_and_mul", "swiglu_fg")
 
 
 def flops(dims: dict) -> float:

@@ -1,0 +1,349 @@
+"""`[reference]`: a variant checked against the repository's own reference callable (or, with
+check = "none", measured as `unchecked` and its output's digest compared across commits), end
+to end on the CPU through `run_commit` and `flopwatch compare` on a repository written here."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import git
+import numpy as np
+import pytest
+
+from pipeline import cli
+from pipeline.fleet import cluster
+from pipeline.history import compare as cmp
+from pipeline.project.config import load_config
+from pipeline.project.discovery import discover
+from pipeline.run.progress import Progress
+from pipeline.run.runflow import RunOptions, Session, run_commit
+from pipeline.store import Store
+
+OPS = '''\
+import torch
+
+
+def fast_scale(x, s):
+    return x * s
+
+
+def fast_scale_ref(x, s):
+    return x * s
+
+
+def wrong_scale(x, s):
+    return x * (s + 1e-2)
+
+
+def raising_ref(x, s):
+    raise ValueError("the reference is broken")
+
+
+def add_out(a, b, out):
+    torch.add(a, b, out=out)
+
+
+def take(x, idx):
+    return x[idx]
+'''
+
+SCALE = '''\
+name = "{name}"
+op = "{name}"
+backend = "python"
+dtypes = ["fp32"]
+
+[binding]
+kind = "python"
+entry = "../../ops.py:{entry}"
+
+[reference]
+call = "../../ops.py:{ref}"
+found = "convention"
+sizes = {{ N = 1000 }}
+inputs = [{{ name = "x", shape = ["N"] }}, {{ name = "s", value = 2.0 }}]
+flops = "N"
+'''
+
+ADD_OUT = '''\
+name = "add_out"
+op = "add_out"
+backend = "python"
+dtypes = ["fp32"]
+shapes = [{ R = 8 }]
+
+[binding]
+kind = "python"
+entry = "../../ops.py:add_out"
+
+[reference]
+call = "torch.add"
+sizes = { R = 4, C = 64 }
+inputs = [{ name = "a", shape = ["R", "C"] }, { name = "b", shape = ["R", "C"] },
+          { name = "out", shape = ["R", "C"], output = true }]
+'''
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def _commit(root: Path, subject: str) -> str:
+    repo = git.Repo(root) if (root / ".git").exists() else git.Repo.init(root, initial_branch="main")
+    repo.git.add(A=True)
+    return repo.index.commit(subject, author=git.Actor("Dev", "dev@example.com")).hexsha
+
+
+TAKE = '''\
+name = "take"
+op = "take"
+backend = "python"
+dtypes = ["fp32"]
+
+[binding]
+kind = "python"
+entry = "../../ops.py:take"
+
+[reference]
+call = "torch.take"
+sizes = { N = 100, M = 50 }
+inputs = [{ name = "x", shape = ["N"] }, { name = "idx", shape = ["M"], dtype = "int64", high = 100 }]
+'''
+
+# A package's function checked against another of its module (found there by convention).
+GELU = '''\
+name = "gelu_tanh"
+op = "gelu_tanh"
+backend = "python"
+dtypes = ["fp32", "bf16"]
+
+[binding]
+kind = "python"
+entry = "mypkg.acts:gelu_tanh"
+
+[reference]
+call = "mypkg.acts:gelu_tanh_ref"
+found = "convention"
+where = "src/mypkg/acts.py:9"
+sizes = { R = 16, C = 128 }
+inputs = [{ name = "x", shape = ["R", "C"] }]
+'''
+
+ACTS = '''\
+import torch
+
+
+def gelu_tanh(x):
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def gelu_tanh_ref(x):
+    return 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x ** 3)))
+'''
+
+
+def _checked_repo(root: Path) -> None:
+    _write(root, {
+        "flopwatch.toml": 'kernels = ["kernels"]\ninclude_dirs = ["src"]\n[defaults]\ntiming_budget_s = 0.1\n',
+        "kernels/take/variant.toml": TAKE,
+        "kernels/gelu_tanh/variant.toml": GELU,
+        "src/mypkg/__init__.py": "",
+        "src/mypkg/acts.py": ACTS,
+        "ops.py": OPS,
+        "kernels/scale/variant.toml": SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref"),
+        "kernels/scale_wrong/variant.toml": SCALE.format(name="scale_wrong", entry="wrong_scale",
+                                                         ref="fast_scale_ref"),
+        "kernels/scale_raises/variant.toml": SCALE.format(name="scale_raises", entry="fast_scale", ref="raising_ref"),
+        "kernels/add_out/variant.toml": ADD_OUT,
+    })
+
+
+@pytest.fixture(scope="module")
+def ref_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("reference")
+    _checked_repo(base / "repo")
+    _commit(base / "repo", "kernels and their references")
+    session = Session(Store(base / "results.db"), base, cluster.connect(None), Progress(enabled=False))
+    try:
+        outcome = run_commit(session, git.Repo(base / "repo"), "HEAD", RunOptions())
+    finally:
+        cluster.shutdown(session.cluster_info)
+    return {r.variant: r for r in outcome.results}
+
+
+def test_the_table_loads_as_written(tmp_path):
+    _checked_repo(tmp_path)
+    valid, invalid = discover(tmp_path, load_config(tmp_path))
+    assert not invalid
+    by_name = {v.name: v for v in valid}
+    scale = by_name["scale"]
+    assert scale.binding.returns and scale.repo_op["kind"] == "reference"  # returns implied
+    assert scale.shapes[0].dims == {"N": 1000} and "ops.py" in scale.extra_files
+    assert scale.repo_op["path"] == "ops.py" and "def fast_scale_ref" in scale.repo_op["source"]
+    gelu = by_name["gelu_tanh"]  # a package's module: its file in the checkout is what the op digest covers
+    assert gelu.repo_op["path"] == "src/mypkg/acts.py" and "gelu_tanh_ref" in gelu.repo_op["source"]
+    assert gelu.repo_op["peer_name"] == "mypkg.acts:gelu_tanh_ref (src/mypkg/acts.py:9)"
+    add = by_name["add_out"]
+    assert not add.binding.returns  # it writes into the output input
+    assert add.shapes[0].dims == {"R": 8, "C": 64}  # a size the shape leaves out comes from sizes
+
+
+@pytest.mark.slow
+def test_an_entry_matching_its_reference_is_ok(ref_run):
+    r = ref_run["scale"]
+    assert r.status == "ok", r.diagnostic
+    assert r.flops == 1000 and r.bytes_moved == 2 * 1000 * 4
+    assert r.correctness["rel_fro_err"] < 1e-6
+    peer = ref_run["peer.scale"]  # the reference, in the job's dtype, is the op's peer
+    assert peer.status == "ok", peer.diagnostic
+
+
+@pytest.mark.slow
+def test_an_entry_computing_something_else_is_incorrect(ref_run):
+    r = ref_run["scale_wrong"]
+    assert r.status == "incorrect" and "relative error" in r.diagnostic
+
+
+@pytest.mark.slow
+def test_a_reference_that_raises_is_invalid_and_named(ref_run):
+    r = ref_run["scale_raises"]
+    assert r.status == "invalid"
+    assert "reference '../../ops.py:raising_ref' (ops.py)" in r.diagnostic
+    assert "ValueError: the reference is broken" in r.diagnostic
+
+
+@pytest.mark.slow
+def test_an_entry_writing_into_its_output_argument_is_checked_on_it(ref_run):
+    r = ref_run["add_out"]
+    assert r.status == "ok", r.diagnostic
+    assert r.correctness["rel_fro_err"] < 1e-6 and r.correctness["checks"][0]["unwritten"] == 0
+
+
+@pytest.mark.slow
+def test_integer_inputs_and_package_references(ref_run):
+    take = ref_run["take"]
+    assert take.status == "ok", take.diagnostic
+    assert take.bytes_moved == (100 + 50) * 4 + 50 * 8  # floats read and written, the int64 indices read
+    gelu = ref_run["gelu_tanh"]  # one row per variant in ref_run: the last dtype's
+    assert gelu.status == "ok", gelu.diagnostic
+    peer = ref_run["peer.gelu_tanh"]  # the peer ships the package and imports it as the entry does
+    assert peer.status == "ok", peer.diagnostic
+
+
+def test_torch_functions_are_references():
+    from workers.bindings.python_entry import entry_parts
+
+    assert entry_parts("torch.add") == ("module", "torch", "add")
+    assert entry_parts("torch.nn.functional.gelu") == ("module", "torch", "nn.functional.gelu")
+    assert entry_parts("torch.nn.functional:gelu") == ("module", "torch.nn.functional", "gelu")
+    assert entry_parts("torch.ops.mylib.op") == ("torch_op", "torch.ops.mylib.op", "")
+
+
+# -- manifest errors ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, key, words", [
+    (('call = "../../ops.py:fast_scale_ref"\n', ""), "reference.call", "missing"),
+    (('sizes = { N = 1000 }', 'sizes = { NN = 1000 }'), "reference.inputs[0].shape", "did you mean 'NN'"),
+    (('{ name = "s", value = 2.0 }]', '{ name = "s", value = 2.0 }, { name = "o1", shape = ["N"], output = true },'
+                                      ' { name = "o2", shape = ["N"], output = true }]'),
+     "reference.inputs[3].output", "only one input is the output"),
+    (('call = "../../ops.py:fast_scale_ref"', 'call = "../../ops.py:fast_scale_rf"'), "reference.call",
+     "did you mean 'fast_scale_ref'"),
+    (('found = "convention"', 'found = "conventions"'), "reference.found", "did you mean 'convention'"),
+    (('op = "scale"', 'op = "gemm"'), "op", "built-in op"),
+])
+def test_a_wrong_table_is_invalid_with_its_key(tmp_path, change, key, words):
+    _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS,
+                      "kernels/scale/variant.toml": SCALE.format(name="scale", entry="fast_scale",
+                                                                 ref="fast_scale_ref").replace(*change)})
+    valid, (bad,) = discover(tmp_path, load_config(tmp_path))
+    assert bad.error.startswith(f"kernels/scale/variant.toml: {key}: "), bad.error
+    assert words in bad.error
+
+
+def test_variants_share_a_reference_op_only_with_the_same_table(tmp_path):
+    same = SCALE.format(name="scale2", entry="fast_scale", ref="fast_scale_ref").replace('op = "scale2"', 'op = "scale"')
+    other = same.replace('name = "scale2"', 'name = "scale3"').replace("N = 1000", "N = 999")
+    _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS,
+                      "kernels/scale/variant.toml": SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref"),
+                      "kernels/more/scale2/variant.toml": same.replace("../../ops.py", "../../../ops.py"),
+                      "kernels/scale3/variant.toml": other})
+    valid, (bad,) = discover(tmp_path, load_config(tmp_path))
+    assert sorted(v.name for v in valid) == ["scale", "scale2"]
+    assert bad.error.startswith("kernels/scale3/variant.toml: op: 'scale' is already the op of the [reference] "
+                                "table of kernels/more/scale2/variant.toml, which differs")
+
+
+# -- no reference: unchecked, and compare's "output changed" -----------------------------------
+
+UNCHECKED = '''\
+name = "{name}"
+op = "{name}"
+backend = "python"
+dtypes = ["fp32"]
+
+[binding]
+kind = "python"
+entry = "{name}.py:run"
+
+[reference]
+check = "none"
+sizes = {{ N = 256 }}
+inputs = [{{ name = "x", shape = ["N"] }}]
+'''
+
+
+@pytest.mark.slow
+def test_unchecked_outputs_are_compared_across_commits(tmp_path, capsys):
+    root = tmp_path / "repo"
+    _write(root, {
+        "flopwatch.toml": 'kernels = ["kernels"]\n[defaults]\ntiming_budget_s = 0.1\n',
+        "kernels/moves/variant.toml": UNCHECKED.format(name="moves"),
+        "kernels/moves/moves.py": "def run(x):\n    return x * 2\n",
+        "kernels/steady/variant.toml": UNCHECKED.format(name="steady"),
+        "kernels/steady/steady.py": "def run(x):\n    return x + x\n",
+    })
+    base = _commit(root, "two kernels without a reference")
+    _write(root, {"kernels/moves/moves.py": "def run(x):\n    return x * 2 + 1e-3\n",
+                  "kernels/steady/steady.py": "def run(x):\n    return x * 2  # same values, other code\n"})
+    head = _commit(root, "one output moves")
+    db = tmp_path / "r.db"
+    code = cli.main(["compare", base, head, "--repo", str(root), "--db", str(db), "--budget", "0.1",
+                     "--pair-budget", "0.1", "--no-report", "--threshold", "90%"])  # timing noise is not the subject
+    out = capsys.readouterr().out
+    # A changed output is reported, never a regression: only timing (noisy on a shared CPU) may fail it.
+    assert code == (1 if "**slower**" in out else 0), out
+    lines = {line.split("|")[2].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    assert "output changed (first 8 values: max difference 0.001)" in lines["moves"], out
+    assert "output changed" not in lines["steady"], out
+    import json
+    import sqlite3
+
+    stored = sqlite3.connect(db).execute("SELECT variant, status, correctness FROM results").fetchall()
+    assert {(v, s) for v, s, _ in stored} == {("moves", "unchecked"), ("steady", "unchecked")}
+    digest = json.loads(stored[0][2])["output"]
+    assert digest["shape"] == [256] and digest["dtype"] == "float32" and len(digest["sample"]) == 8
+
+
+def test_a_changed_output_is_reported_and_is_no_regression():
+    def row(sha: str, sample: float, seed: int) -> dict:
+        rng = np.random.default_rng(seed)
+        return {"variant": "k", "shape": "N=256", "dtype": "fp32", "device": "cpu:test", "status": "unchecked",
+                "samples": list(1e-3 * (1 + 0.01 * rng.standard_normal(30))), "flops": 256.0,
+                "correctness": {"output": {"sha256": sha, "shape": [256], "dtype": "float32",
+                                           "sample": [sample, 1.0]}}}
+
+    def report(base: dict, head: dict) -> cmp.Report:
+        rows = cmp.compare_sides(cmp.pool([base]), cmp.pool([head]), 0.5)
+        return cmp.Report("a" * 40, "base", "b" * 40, "head", 0.5, 1, tuple(rows))
+
+    moved = report(row("aa", 0.5, 1), row("bb", 0.75, 2))
+    assert moved.rows[0].kind == "same" and cmp.exit_status(moved) == 0  # unchecked is measured
+    assert "output changed (first 2 values: max difference 0.25)" in cmp.render_markdown(moved)
+    assert cmp.as_json(moved)["rows"][0]["output_changed"].startswith("output changed")
+    steady = report(row("aa", 0.5, 1), row("aa", 0.5, 2))
+    assert "output changed" not in cmp.render_markdown(steady)

@@ -1,0 +1,85 @@
+"""sparsemax: Y[m, :] = sparsemax(X[m, :]) = max(X - τ, 0) over the last dimension, the Euclidean
+projection of the row onto the probability simplex (Martins & Astudillo, 2016): τ is chosen so
+that the row sums to 1, and most entries are exactly 0 (Liger-Kernel's `liger_sparsemax`, dim -1).
+
+X and Y are [M, N] row-major in one dtype. Memory-bound: bytes = X read once, Y written once; no
+FLOPs are counted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+INPUTS = ("X",)
+OUTPUT = "Y"
+DIMS = ("M", "N")
+LAYOUTS = ("rows",)
+# Y is a small difference X - τ of scores near the row's maximum (3-4 for standard normal rows):
+# one bf16 ulp of a score there (1.6e-2) is a few % of Y, so torch eager in bf16, which sorts,
+# sums and subtracts in bf16, lands 2.3% off in norm at N = 4096; fp16's ulp is 8x finer; fp32
+# kernels (Liger computes in fp32) agree to 1e-6.
+TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (1e-2, 2e-2), "bf16": (5e-2, 5e-2)}
+PEER_NAME = "torch eager sparsemax (sort, cumsum, clamp; Liger's test)"
+ENTRY_NAMES = ("sparsemax",)
+
+
+def flops(dims: dict) -> float:
+    return 0.0
+
+
+def bytes_moved(dims: dict, itemsize: int) -> float:
+    return float(2 * itemsize * dims["M"] * dims["N"])
+
+
+def output_dtype(dtype: str) -> str:
+    return dtype
+
+
+def output_shape(dims: dict) -> tuple[int, int]:
+    return (dims["M"], dims["N"])
+
+
+def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
+    """Standard normal scores: a handful per row lie in the support, drawn on the generator's device."""
+    import torch
+
+    x = torch.randn(output_shape(dims), generator=generator, dtype=torch.float32, device=generator.device)
+    return {"X": x.to(dtype=dtype, device=device)}
+
+
+def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
+    import torch
+
+    x = inputs["X"].double()
+    # The support is the k largest scores with 1 + k·z_(k) > z_(1) + ... + z_(k) (z sorted
+    # descending); τ = (z_(1) + ... + z_(k) - 1) / k.
+    z = x.sort(dim=-1, descending=True).values
+    k = torch.arange(1, z.shape[-1] + 1, dtype=torch.float64, device=z.device)
+    partial = z.cumsum(dim=-1)
+    support = (1.0 + k * z > partial).sum(dim=-1, keepdim=True)
+    tau = (partial.gather(-1, support - 1) - 1.0) / support.double()
+    return (x - tau).clamp_min(0.0)
+
+
+def peer_returns(inputs: dict, layout: str):
+    """torch eager, as Liger's test and sparsemax packages write it (no torch function exists)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = inputs["X"]
+    z = torch.sort(x, dim=-1, descending=True).values
+    partial = torch.cumsum(z, dim=-1)
+    k = torch.arange(1, x.shape[-1] + 1, device=x.device, dtype=x.dtype)
+    support = (1 + k * z > partial).to(x.dtype)
+    tau = ((z * support).sum(dim=-1, keepdim=True) - 1) / support.sum(dim=-1, keepdim=True)
+    return torch.clamp(x - tau, min=0)
+
+
+def c_args(inputs: dict, out, dims: dict, alpha: float, beta: float, alpha_beta: bool) -> list:
+    """Arguments of the C entry point: (X, Y, M, N)."""
+    return [ctypes.c_void_p(inputs["X"].data_ptr()), ctypes.c_void_p(out.data_ptr()),
+            ctypes.c_int(dims["M"]), ctypes.c_int(dims["N"])]
+
+
+def tensor_args(inputs: dict, out) -> tuple:
+    return (inputs["X"], out)
