@@ -482,6 +482,9 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
         lines.append("returns = true")
     lines += ["", "[reference]"]
     call, ref_where = find_reference(op, repo)
+    # the first line says what it is checked against, as the other entries' drafts do
+    lines.insert(0, f"# reference: {call} (by name, {ref_where})" if call else
+                 "# reference: none found — measured as unchecked")
     if call:
         lines += [f'call = "{from_folder(folder, call.split(":")[0])}:{call.split(":")[1]}"', 'found = "convention"',
                   f'where = "{ref_where}"']
