@@ -51,7 +51,13 @@ def import_file(path: Path, name: str) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        # as Python's own import does: a half-run module is not kept, so the next caller (the
+        # reference after the peer) sees the file's own error, not a module missing its names
+        sys.modules.pop(name, None)
+        raise
     return module
 
 
