@@ -95,7 +95,8 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     work = out.parent / "torch-ext"
     work.mkdir(exist_ok=True)
     request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs,
-               "variant": variant.to_dict()}
+               # the entry imported once after the build (a [reference] op's peer has none)
+               "variant": variant.to_dict() if variant.backend == "torch" else None}
     (work / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
            # torch caches JIT builds per user; the build folder given here is the only one used
