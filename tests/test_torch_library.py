@@ -17,7 +17,7 @@ from pipeline.fleet import cluster
 from pipeline.onboarding import drafting_python
 from pipeline.project.config import load_config
 from pipeline.project.discovery import discover
-from pipeline.project.manifest import repository_files
+from pipeline.project.manifest import load_variant, repository_files
 from pipeline.run.progress import Progress
 from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
@@ -282,6 +282,12 @@ def test_drafts_one_variant_per_registered_operator(scalelib):
     # the same drafts from the module that wraps the ops; the raw kernel of the .cu is no draft
     again = python_plan(scalelib, ["scalelib/ops.py"], "flopwatch", set(), True)
     assert sorted(d.name for d in again.drafts) == ["myscale", "myscale_out"]
+    # each draft is a manifest that loads as written ([reference] op, the setup.py run)
+    for d in plan.drafts:
+        (scalelib / d.folder).mkdir(parents=True, exist_ok=True)
+        (scalelib / d.folder / "variant.toml").write_text(d.files["variant.toml"])
+        variant = load_variant(scalelib, scalelib / d.folder / "variant.toml", load_config(scalelib))
+        assert variant.extensions[0]["module"] == "scalelib._C" and variant.devices[0] == "cpu"
 
 
 def test_an_entry_that_cannot_be_imported_is_invalid_when_planned(scalelib):
