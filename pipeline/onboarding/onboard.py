@@ -330,6 +330,8 @@ def _one_per_entry(drafts: list, taken: set[str]) -> list:
     out = []
     for d in drafts:
         m = _ENTRY_LINE.search(d.files.get("variant.toml", ""))
+        if m and not (":" in m.group(1) or m.group(1).startswith("torch.ops.")):
+            m = None  # a pybind11 function's name: unique only with its module
         if m and not m.group(1).endswith((":Model", ":ModelNew")) and m.group(1) in seen:
             taken.discard(d.name)
             continue
