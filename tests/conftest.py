@@ -18,6 +18,10 @@ os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="flopwatch-ray-"))
 # Set, not defaulted: a developer's exported FLOPWATCH_RAY_REUSE=1 would otherwise leave such a
 # head behind, marked as the hostile suite's (a false failure of its last check).
 os.environ["FLOPWATCH_RAY_REUSE"] = "0"
+# Tests behave on the CI runner as on a developer's machine: under GITHUB_ACTIONS=true `bisect`
+# refuses commits off origin/<default branch>, which the tests' scratch repositories do not have.
+# A test of Actions behaviour sets it itself (test_bisect_ci.py, test_nightly_store.py).
+os.environ.pop("GITHUB_ACTIONS", None)
 
 
 @pytest.fixture(scope="session")

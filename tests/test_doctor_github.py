@@ -16,8 +16,8 @@ from github_recording import TOKEN, RecordedGitHub, recording
 from pipeline import cli
 
 REPO = "octo-org/kernels"
-CHECKS = ["fork PR approval", "runners gpu-pool", "runners gpu-pr", "environment nightly", "nightly secrets",
-          "pages source"]
+CHECKS = ["fork PR approval", "runners gpu-pool", "runners gpu-pr", "runners other", "environment nightly",
+          "nightly secrets", "pages source", "default branch"]
 
 
 def _doctor(capsys, monkeypatch, server, *extra, token=TOKEN, env_name="GITHUB_TOKEN"):
@@ -72,6 +72,8 @@ def test_a_misconfigured_repository_gets_each_wrong_setting_named(capsys, monkey
     assert "repository secret(s) RAY_AUTH_TOKEN, FLOPWATCH_STORE" in secrets
     assert "not in environment 'nightly': RAY_AUTH_TOKEN, FLOPWATCH_STORE" in secrets
     assert "GitHub Pages is not enabled (HTTP 404)" in lines["pages source"]
+    assert "cpu-1 in group 'Default'" in lines["runners other"] and "gpu-h100" not in lines["runners other"]
+    assert "force pushes allowed" in lines["default branch"] and "no approving review" in lines["default branch"]
 
 
 def test_one_wrong_setting_fails_alone(capsys, monkeypatch):
@@ -143,3 +145,135 @@ def test_the_program_takes_the_token_and_api_url_from_the_environment(tmp_path):
                               check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(done.stdout.splitlines()) == len(CHECKS) and TOKEN not in done.stdout + done.stderr
+
+
+def _only_wrong(capsys, monkeypatch, answers) -> tuple[str, str]:
+    """The single WRONG line of a run with exit 1 (what, detail); fails if any other line is WRONG."""
+    with RecordedGitHub(answers) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server, "--json")
+    rows = json.loads(out)
+    wrong = [r for r in rows if not r["ok"]]
+    assert [r["what"] for r in rows] == CHECKS and code == 1 and len(wrong) == 1, out
+    return wrong[0]["what"], wrong[0]["detail"]
+
+
+def _runner(name: str, *labels: str, ephemeral: bool = False) -> dict:
+    return {"id": 90, "name": name, "os": "linux", "status": "online", "busy": False, "ephemeral": ephemeral,
+            "labels": [{"id": i, "name": n, "type": "custom"} for i, n in enumerate(("self-hosted", *labels))]}
+
+
+def _add_runner(answers: dict, path: str, runner: dict) -> None:
+    body = answers.setdefault(path, {"status": 200, "body": {"total_count": 0, "runners": []}})["body"]
+    body["runners"].append(runner)
+    body["total_count"] = len(body["runners"])
+
+
+def test_a_label_in_another_case_is_the_same_label(capsys, monkeypatch):
+    """GitHub matches runs-on labels case-insensitively: a `GPU-Pool` runner in the unrestricted Default
+    group takes `gpu-pool` jobs from any workflow, and is judged on the gpu-pool line."""
+    answers = recording("settings_correct.json")
+    _add_runner(answers, "/orgs/octo-org/actions/runner-groups/1/runners", _runner("gpu-h100-c", "Linux", "GPU-Pool"))
+    what, detail = _only_wrong(capsys, monkeypatch, answers)
+    assert what == "runners gpu-pool" and "group 'Default' is not restricted to selected workflows" in detail
+
+
+@pytest.mark.parametrize("where", ["/orgs/octo-org/actions/runner-groups/1/runners", f"/repos/{REPO}/actions/runners"])
+def test_any_self_hosted_runner_a_fork_can_reach_is_wrong(capsys, monkeypatch, where):
+    """A fork's copy saying `runs-on: self-hosted` reaches a runner without a GPU label too: in the
+    unrestricted Default group, or registered on the repository itself."""
+    answers = recording("settings_correct.json")
+    _add_runner(answers, where, _runner("build-1", "Linux", "docker"))
+    what, detail = _only_wrong(capsys, monkeypatch, answers)
+    assert what == "runners other" and "build-1" in detail and "runs-on: self-hosted" in detail
+
+
+def test_a_runner_in_a_group_public_repositories_cannot_use_is_not_reachable(capsys, monkeypatch):
+    answers = recording("settings_correct.json")
+    answers["/orgs/octo-org/actions/runner-groups"]["body"]["runner_groups"][0]["allows_public_repositories"] = False
+    _add_runner(answers, "/orgs/octo-org/actions/runner-groups/1/runners", _runner("build-1", "Linux"))
+    with RecordedGitHub(answers) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    assert code == 0 and _lines(out)["runners other"].startswith("ok "), out
+
+
+PRIVATE_FORKS = f"/repos/{REPO}/actions/permissions/fork-pr-workflows-private-repos"
+PRIVATE_RIGHT = {"run_workflows_from_fork_pull_requests": True, "send_write_tokens_to_workflows": False,
+                 "send_secrets_and_variables": False, "require_approval_for_fork_pr_workflows": True}
+
+
+def _private(answers: dict, forks: dict) -> dict:
+    answers[f"/repos/{REPO}"]["body"].update(private=True, visibility="private")
+    # GitHub answers the public approval policy with 422 for a private repository
+    answers[f"/repos/{REPO}/actions/permissions/fork-pr-contributor-approval"] = {
+        "status": 422, "body": {"message": "Validation Failed", "status": "422"}}
+    answers[PRIVATE_FORKS] = {"status": 200, "body": forks}
+    return answers
+
+
+@pytest.mark.parametrize("forks", [PRIVATE_RIGHT, {**PRIVATE_RIGHT, "run_workflows_from_fork_pull_requests": False,
+                                                   "send_secrets_and_variables": True}])
+def test_a_private_repository_with_fork_runs_reviewed_and_read_only_or_off_passes(capsys, monkeypatch, forks):
+    with RecordedGitHub(_private(recording("settings_correct.json"), forks)) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    assert code == 0, out
+    assert PRIVATE_FORKS in server.paths()
+
+
+@pytest.mark.parametrize(("key", "value"), [("send_write_tokens_to_workflows", True),
+                                            ("send_secrets_and_variables", True),
+                                            ("require_approval_for_fork_pr_workflows", False)])
+def test_a_private_repositorys_fork_settings_are_read(capsys, monkeypatch, key, value):
+    answers = _private(recording("settings_correct.json"), {**PRIVATE_RIGHT, key: value})
+    what, detail = _only_wrong(capsys, monkeypatch, answers)
+    assert what == "fork PR approval" and detail.startswith(f"{key} {str(value).lower()}:"), detail
+
+
+RULES = f"/repos/{REPO}/rules/branches/main"
+PROTECTION = f"/repos/{REPO}/branches/main/protection"
+CLASSIC = {"url": f"https://api.github.com{PROTECTION}", "allow_force_pushes": {"enabled": False},
+           "required_pull_request_reviews": {"dismiss_stale_reviews": True, "require_code_owner_reviews": False,
+                                             "required_approving_review_count": 1},
+           "enforce_admins": {"enabled": True}, "allow_deletions": {"enabled": False}}
+
+
+def _drop_rule(answers: dict, kind: str) -> dict:
+    answers[RULES]["body"] = [r for r in answers[RULES]["body"] if r["type"] != kind]
+    return answers
+
+
+def test_a_classic_protection_rule_serves_as_well_as_a_ruleset(capsys, monkeypatch):
+    answers = recording("settings_correct.json")
+    answers[RULES]["body"] = []
+    answers[PROTECTION] = {"status": 200, "body": CLASSIC}
+    with RecordedGitHub(answers) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    assert code == 0 and _lines(out)["default branch"] == "ok main: force pushes blocked, an approving review required"
+
+
+@pytest.mark.parametrize(("fault", "said"), [
+    ("ruleset without non_fast_forward", "force pushes allowed"),
+    ("ruleset without pull_request", "no approving review required"),
+    ("ruleset pull_request with 0 approvals", "no approving review required"),
+    ("classic rule allowing force pushes", "force pushes allowed"),
+    ("classic rule without reviews", "no approving review required"),
+])
+def test_the_default_branch_must_block_force_pushes_and_require_a_review(capsys, monkeypatch, fault, said):
+    answers = recording("settings_correct.json")
+    if fault == "ruleset without non_fast_forward":
+        _drop_rule(answers, "non_fast_forward")
+    elif fault == "ruleset without pull_request":
+        _drop_rule(answers, "pull_request")
+    elif fault == "ruleset pull_request with 0 approvals":
+        next(r for r in answers[RULES]["body"] if r["type"] == "pull_request")["parameters"][
+            "required_approving_review_count"] = 0
+    else:
+        answers[RULES]["body"] = []
+        classic = json.loads(json.dumps(CLASSIC))
+        if fault == "classic rule allowing force pushes":
+            classic["allow_force_pushes"]["enabled"] = True
+        else:
+            del classic["required_pull_request_reviews"]
+        answers[PROTECTION] = {"status": 200, "body": classic}
+    what, detail = _only_wrong(capsys, monkeypatch, answers)
+    assert what == "default branch" and detail.startswith(f"main: {said}"), detail
+    assert ";" not in detail, detail  # the other half holds

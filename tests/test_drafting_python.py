@@ -52,7 +52,7 @@ def test_a_solution_is_drafted_against_its_problem(tmp_path):
     repo = _repo(tmp_path)
     out = _new(repo, "solutions/add_inline.py", "problems/linear.py")
     assert [d["variant"] for d in out["drafts"]] == ["add_inline", "linear"]
-    assert out["drafts"][0]["guessed"] == ["problem.file"]  # no twin, not in its folder: a marked guess
+    assert out["drafts"][0]["guessed"] == []  # `add_inline` answers `add` (problems/add.py): its stem, no guess
     add = _manifest(repo, "add_inline")
     assert add["problem"] == {"file": "../../problems/add.py"}
     assert add["backend"] == "torch" and add["binding"]["entry"] == "../../solutions/add_inline.py:ModelNew"

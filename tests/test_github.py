@@ -145,6 +145,35 @@ def test_a_marker_in_someone_elses_comment_is_left_alone(server):
     assert [m for m, _, _, _ in server.requests] == ["GET", "POST"]
 
 
+@pytest.mark.parametrize("body", [
+    f"{MARKER}\nall faster!",  # the PR's file begins with a marker of its own
+    f"all faster, approved by the maintainers\n{MARKER}\n## flopwatch",  # a line of its choosing before one
+    f"\r\n{MARKER}\r\nall faster!",
+    "",
+])
+def test_the_marker_is_the_comments_first_line_whatever_the_body(server, body):
+    """The body is the PR's to shape (the PR workflow posts the file its bench job uploaded):
+    whatever it holds, the bot's comment begins with the bot's marker line."""
+    first = upsert_comment(server.api, "acme/kernels", 7, body)
+    posted = server.comments[0]["body"]
+    assert posted.split("\n", 1)[0] == MARKER and posted == f"{MARKER}\n{body}"
+    again = upsert_comment(server.api, "acme/kernels", 7, "measured: same")
+    assert not again.created and again.id == first.id and len(server.comments) == 1
+
+
+def test_a_pr_title_branch_or_variant_name_cannot_move_the_marker(server):
+    """Names with a newline and a fake marker, rendered as `flopwatch compare --pr` renders them."""
+    from pipeline.history import compare as cmp
+
+    fake = f"fix\n{MARKER}\nall faster"
+    report = cmp.Report("a" * 40, fake, "b" * 40, f"feature/x\n{MARKER}", None, 3,
+                        (cmp.Row(f"gemm\n{MARKER}", "64x64x64", "float32", "cpu", "same", None, None),))
+    upsert_comment(server.api, "acme/kernels", 7, cmp.render_markdown(report))
+    lines = server.comments[0]["body"].splitlines()
+    assert lines[0] == MARKER and MARKER not in "\n".join(lines[1:])
+    assert lines[1] == "### flopwatch: no regressions"
+
+
 def test_a_body_over_githubs_limit_is_cut_and_says_so(server):
     upsert_comment(server.api, "acme/kernels", 3, "x" * 100_000)
     posted = server.comments[0]["body"]

@@ -425,3 +425,30 @@ def test_mine():
     m = _toml(drafts["my_loss"])
     assert m["reference"]["call"] == "../../tests/test_mine.py:loss_reference"
     assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "M"]}, {"name": "y", "shape": ["N", "M"]}]
+
+
+def test_a_parametrized_test_handing_its_sizes_to_a_helper():
+    test = '''import torch
+import pytest
+from mylib.act import my_scale
+
+
+def torch_scale(x):
+    return x * 2
+
+
+def _check(B, T, V, dtype):
+    x = torch.randn(B * T, V, dtype=dtype)
+    torch.testing.assert_close(my_scale(x), torch_scale(x))
+
+
+@pytest.mark.parametrize("B, T, V", [(2, 8, 512)])
+@pytest.mark.parametrize("dtype", [torch.float16])
+def test_scale(B, T, V, dtype):
+    _check(B, T, V, dtype)
+'''
+    files = {"mylib/__init__.py": "", "mylib/act.py": "def my_scale(x):\n    return x * 2\n", "tests/test_s.py": test}
+    drafts, _ = _drafts(files, "mylib/act.py")
+    m = _toml(drafts["my_scale"])
+    assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "V"]}]
+    assert m["reference"]["sizes"] == {"V": 512, "N": 16} and m["dtypes"] == ["fp16"]

@@ -274,6 +274,43 @@ def test_bisect_inputs():
     assert not inputs["shape"].get("required", False)
 
 
+def _default_branch_check(cwd, good: str, bad: str) -> subprocess.CompletedProcess:
+    """bisect.yml's check, run as the runner would in a full clone, the inputs through the environment."""
+    steps = load("bisect.yml")["jobs"]["bisect"]["steps"]
+    i = next(i for i, s in enumerate(steps) if "merge-base --is-ancestor" in s.get("run", ""))
+    assert i == 1 and "checkout" in steps[0]["uses"], "right after the checkout, before anything is installed"
+    assert steps[i]["env"] == {"GOOD": "${{ inputs.good }}", "BAD": "${{ inputs.bad }}",
+                               "DEFAULT_BRANCH": "${{ github.event.repository.default_branch }}"}
+    env = {"PATH": "/usr/bin:/bin", "GOOD": good, "BAD": bad, "DEFAULT_BRANCH": "main"}
+    return subprocess.run(["bash", "-e", "-c", steps[i]["run"]], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def test_bisect_builds_only_commits_of_the_default_branch(tmp_path):
+    """A bisect dispatched on main must not build a branch nobody reviewed (docs/ci.md)."""
+    def git(cwd, *args):
+        return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    git(tmp_path, "init", "-q", "-b", "main", "up")
+    git(tmp_path / "up", "commit", "-q", "--allow-empty", "-m", "one")
+    git(tmp_path / "up", "commit", "-q", "--allow-empty", "-m", "two")
+    git(tmp_path / "up", "checkout", "-q", "-b", "unreviewed")
+    git(tmp_path / "up", "commit", "-q", "--allow-empty", "-m", "evil")
+    git(tmp_path / "up", "tag", "v-evil")
+    git(tmp_path / "up", "checkout", "-q", "main")
+    git(tmp_path, "clone", "-q", "up", "clone")
+    clone = tmp_path / "clone"
+    evil = git(clone, "rev-parse", "origin/unreviewed")
+    assert _default_branch_check(clone, "HEAD~1", git(clone, "rev-parse", "origin/main")).returncode == 0
+    for good, bad in (("HEAD~1", evil), ("HEAD~1", "origin/unreviewed"), ("HEAD~1", "v-evil"), (evil, "HEAD"),
+                      ("HEAD~1", "--output=/tmp/x"), ("HEAD~1", "no-such-commit")):
+        done = _default_branch_check(clone, good, bad)
+        which = "good" if good == evil else "bad"
+        assert done.returncode == 1, (good, bad)
+        assert done.stdout.startswith(f"::error title=Not on the default branch::input {which} is not a commit "
+                                      f"of origin/main's history"), done.stdout + done.stderr
+
+
 def _flopwatch_step(workflow: dict, command: str) -> dict:
     steps = [s for job in workflow["jobs"].values() for s in job.get("steps", []) if command in s.get("run", "")]
     assert len(steps) == 1, command

@@ -180,14 +180,15 @@ def upsert_comment(api: Api, repo: str, number: int, body: str, marker: str = MA
     """Create flopwatch's comment on PR `number`, or update the one `author` (the bot) wrote
     with `marker`; a comment of anyone else is never edited, marker or not.
 
-    The marker is added to the body when missing so that the next call finds the comment.
-    When several carry the marker (e.g. a race between two runs), the oldest is updated.
+    The marker is always the comment's first line, so that the next call finds the comment.
+    It is prepended even when the body carries one already: the body is the PR's to shape (its
+    title, branch and kernel names, or the whole file in the PR workflow), so a marker of its own,
+    after a line of its choosing, must not stand in for the bot's. When several of the bot's
+    comments begin with the marker (e.g. a race between two runs), the oldest is updated.
     """
-    if marker not in body:
-        body = f"{marker}\n{body}"
-    body = bounded(body)
+    body = bounded(f"{marker}\n{body}")
     for comment in list_issue_comments(api, repo, number):
-        if (comment.get("user") or {}).get("login") == author and marker in (comment.get("body") or ""):
+        if (comment.get("user") or {}).get("login") == author and (comment.get("body") or "").startswith(marker):
             updated = request(api, "PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", {"body": body})
             return CommentResult(id=int(updated["id"]), html_url=updated.get("html_url", ""), created=False)
     created = request(api, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})

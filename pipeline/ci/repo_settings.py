@@ -6,19 +6,26 @@ What a fork's PR runs from its own copy of the workflows is stopped by settings,
 they are checked here, one `Check` each:
 
 - fork PR approval: every outside contributor's run waits for approval
-  (GET /repos/{o}/{r}/actions/permissions/fork-pr-contributor-approval, `approval_policy`);
+  (GET /repos/{o}/{r}/actions/permissions/fork-pr-contributor-approval, `approval_policy`); for a
+  private or internal repository, whose fork runs follow other settings, fork runs get no write
+  token and no secrets and wait for approval, or do not run at all
+  (GET /repos/{o}/{r}/actions/permissions/fork-pr-workflows-private-repos);
 - per self-hosted label (`RUNNER_LABELS`): the runners carrying it sit in organization runner
   groups restricted to exactly the workflows that name the label, at the default branch
   (GET /orgs/{org}/actions/runner-groups?visible_to_repository=…, `restricted_to_workflows`,
   `selected_workflows`, `allows_public_repositories`; each group's runners for their labels;
   GET /repos/{o}/{r}/actions/runners, where a repository's own runners could not be restricted);
-  the PR label's runners are ephemeral;
+  the PR label's runners are ephemeral; every other self-hosted runner the repository can use
+  sits in a group restricted to selected workflows (labels compared case-insensitively, as
+  GitHub matches `runs-on`);
 - the environment `nightly` may be used by the default branch only
   (GET /repos/{o}/{r}/environments, `deployment_branch_policy`, and its branch policies);
 - the nightly's secrets are secrets of that environment, not repository secrets nor
   organization secrets shared with the repository (GET /repos/{o}/{r}/environments/nightly/secrets,
   GET /repos/{o}/{r}/actions/secrets, GET /repos/{o}/{r}/actions/organization-secrets);
-- GitHub Pages is published by the workflow (GET /repos/{o}/{r}/pages, `build_type`).
+- GitHub Pages is published by the workflow (GET /repos/{o}/{r}/pages, `build_type`);
+- the default branch blocks force pushes and requires an approving review, by a ruleset
+  (GET /repos/{o}/{r}/rules/branches/{b}) or a classic rule (GET /repos/{o}/{r}/branches/{b}/protection).
 
 A repository that cannot be read at all (no token, 401, 404) raises `SettingsError`; a setting
 that cannot be read (403, 404) is a failed check that says which.
@@ -32,12 +39,16 @@ from dataclasses import dataclass
 from pipeline.ci.github import Api, GitHubError, request
 
 APPROVAL_POLICY = "all_external_contributors"
+# A private repository's fork PR settings as required (GET …/actions/permissions/fork-pr-workflows-private-repos).
+PRIVATE_FORK_SETTINGS = {"send_write_tokens_to_workflows": False, "send_secrets_and_variables": False,
+                         "require_approval_for_fork_pr_workflows": True}
 NIGHTLY_ENVIRONMENT = "nightly"
 NIGHTLY_SECRETS = ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "FLOPWATCH_STORE")
 # Each self-hosted label and the workflow files that may use its runners (tests/test_workflow_isolation.py
 # checks this against .github/workflows).
 RUNNER_LABELS = {"gpu-pool": ("nightly.yml", "bisect.yml"), "gpu-pr": ("pr-bench.yml",)}
 EPHEMERAL_LABELS = ("gpu-pr",)
+RUNNER_CHECKS = (*(f"runners {label}" for label in RUNNER_LABELS), "runners other")
 PER_PAGE = 100
 
 
@@ -81,8 +92,10 @@ def _all_pages(api: Api, path: str, key: str) -> list[dict]:
     return items
 
 
-def check_approval(api: Api, repo: str) -> Check:
+def check_approval(api: Api, repo: str, public: bool) -> Check:
     what = "fork PR approval"
+    if not public:
+        return _check_private_forks(api, repo)
     path = f"/repos/{repo}/actions/permissions/fork-pr-contributor-approval"
     fix = ("Settings → Actions → General → Approval for running fork pull request workflows from contributors: "
            "Require approval for all external contributors")
@@ -96,8 +109,35 @@ def check_approval(api: Api, repo: str) -> Check:
                               f"GitHub) runs workflows from their fork without approval", fix)
 
 
+def _check_private_forks(api: Api, repo: str) -> Check:
+    """A private (or internal) repository's fork PR runs follow their own settings, not the public approval
+    policy: they may be handed a write token and the secrets, and may run without approval."""
+    what = "fork PR approval"
+    path = f"/repos/{repo}/actions/permissions/fork-pr-workflows-private-repos"
+    fix = ("Settings → Actions → General → Fork pull request workflows in private repositories: untick Send write "
+           "tokens and Send secrets and variables, tick Require approval for fork pull request workflows (or untick "
+           "Run workflows from fork pull requests)")
+    try:
+        got = _get(api, path)
+    except GitHubError as exc:
+        return _unreadable(what, path, exc, fix)
+    if got.get("run_workflows_from_fork_pull_requests") is False:
+        return Check(what, True, "run_workflows_from_fork_pull_requests false: fork PRs run no workflow")
+    wrong = [f"{key} {str(got.get(key)).lower()}" for key, want in PRIVATE_FORK_SETTINGS.items()
+             if got.get(key) is not want]
+    if wrong:
+        return Check(what, False, f"{', '.join(wrong)}: a fork's PR runs its own workflows with more than a "
+                                  f"reviewed, read-only run", fix)
+    return Check(what, True, "fork PR runs wait for approval and get no write token, secrets or variables")
+
+
 def _labels(runner: dict) -> set[str]:
-    return {label.get("name", "") for label in runner.get("labels") or []}
+    # GitHub matches `runs-on` labels case-insensitively: a runner labelled GPU-Pool takes gpu-pool jobs.
+    return {label.get("name", "").lower() for label in runner.get("labels") or []}
+
+
+def _is_public(info: dict) -> bool:
+    return info.get("visibility") == "public" or info.get("private") is False
 
 
 def _allowed_workflows(repo: str, files: tuple[str, ...], branch: str) -> set[str]:
@@ -105,18 +145,19 @@ def _allowed_workflows(repo: str, files: tuple[str, ...], branch: str) -> set[st
 
 
 def check_runners(api: Api, repo: str, info: dict) -> list[Check]:
-    """One check per self-hosted label: where its runners are, and what may use them."""
+    """One check per self-hosted label: where its runners are, and what may use them; then one for every
+    other self-hosted runner the repository can reach."""
     org = (info.get("owner") or {}).get("login", "")
     branch = info.get("default_branch", "main")
-    public = info.get("visibility") == "public" or info.get("private") is False
+    public = _is_public(info)
     groups: list[tuple[dict, list[dict]]] = []
     problems: dict[str, list[str]] = {label: [] for label in RUNNER_LABELS}
     try:
         repo_runners = _all_pages(api, f"/repos/{repo}/actions/runners", "runners")
     except GitHubError as exc:
-        return [_unreadable(f"runners {label}", f"/repos/{repo}/actions/runners", exc,
+        return [_unreadable(what, f"/repos/{repo}/actions/runners", exc,
                             "use a token with the repository's administration permission (read)")
-                for label in RUNNER_LABELS]
+                for what in RUNNER_CHECKS]
     is_org = (info.get("owner") or {}).get("type") == "Organization"
     if is_org:
         name = repo.split("/", 1)[1]
@@ -126,9 +167,9 @@ def check_runners(api: Api, repo: str, info: dict) -> list[Check]:
                 runners = _all_pages(api, f"/orgs/{org}/actions/runner-groups/{group['id']}/runners", "runners")
                 groups.append((group, runners))
         except GitHubError as exc:
-            return [_unreadable(f"runners {label}", path, exc, "use a token that may read the organization's "
-                                                                 "runner groups (admin:org, or Self-hosted runners: read)")
-                    for label in RUNNER_LABELS]
+            return [_unreadable(what, path, exc, "use a token that may read the organization's runner groups "
+                                                 "(admin:org, or Self-hosted runners: read)")
+                    for what in RUNNER_CHECKS]
     checks = []
     for label, files in RUNNER_LABELS.items():
         allowed = _allowed_workflows(repo, files, branch)
@@ -171,7 +212,30 @@ def check_runners(api: Api, repo: str, info: dict) -> list[Check]:
         else:
             checks.append(Check(f"runners {label}", True, f"group(s) {names} limited to "
                                                          f"{', '.join(files)} at {branch}"))
+    checks.append(_check_other_runners(repo_runners, groups, public))
     return checks
+
+
+def _check_other_runners(repo_runners: list[dict], groups: list[tuple[dict, list[dict]]],
+                         public: bool) -> Check:
+    """A fork's copy of a workflow may say `runs-on: self-hosted` (or any label), which reaches every runner
+    the repository can use, not only the GPU ones: each must sit in a group restricted to workflows."""
+    what = RUNNER_CHECKS[-1]
+    gpu = set(RUNNER_LABELS)  # runners with these labels are judged on their own lines above
+    loose = [f"repository runner {r.get('name', '?')}" for r in repo_runners if not _labels(r) & gpu]
+    for group, runners in groups:
+        if group.get("restricted_to_workflows") or (public and not group.get("allows_public_repositories")):
+            continue  # only selected workflows, or no job of this (public) repository at all
+        loose += [f"{r.get('name', '?')} in group {group.get('name', group.get('id'))!r}"
+                  for r in runners if not _labels(r) & gpu]
+    if loose:
+        return Check(what, False, f"{', '.join(loose)}: any workflow of the repository, a fork's copy with "
+                                  f"`runs-on: self-hosted` included, may use them once its run is approved",
+                     "move them to a runner group whose Workflow access is Selected workflows (Organization "
+                     "settings → Actions → Runner groups), or out of the groups and repository this repository "
+                     "can use")
+    return Check(what, True, "every other self-hosted runner the repository can use is in a group restricted to "
+                             "selected workflows")
 
 
 def check_environment(api: Api, repo: str, branch: str) -> Check:
@@ -257,6 +321,45 @@ def check_pages(api: Api, repo: str) -> Check:
                               f"artifact", fix)
 
 
+def check_default_branch(api: Api, repo: str, branch: str) -> Check:
+    """The nightly environment, the runner groups' selected workflows and the driver all trust the default
+    branch; that trust holds only if no push rewrites it and no change lands unreviewed. A ruleset or a
+    classic protection rule may give either half."""
+    what = "default branch"
+    fix = (f"Settings → Rules → Rulesets → New branch ruleset for the default branch ({branch}): Block force "
+           f"pushes, Require a pull request before merging with at least 1 required approval")
+    ref = urllib.parse.quote(branch, safe="")
+    path = f"/repos/{repo}/rules/branches/{ref}"
+    try:
+        rules = _get(api, f"{path}?per_page={PER_PAGE}") or []
+    except GitHubError as exc:
+        return _unreadable(what, path, exc, fix)
+    no_force = any(r.get("type") == "non_fast_forward" for r in rules)
+    reviewed = any(r.get("type") == "pull_request" and _approvals(r.get("parameters")) for r in rules)
+    if not (no_force and reviewed):
+        path = f"/repos/{repo}/branches/{ref}/protection"
+        try:
+            protection = _get(api, path)
+        except GitHubError as exc:
+            if exc.status != 404 or "not protected" not in exc.message.lower():
+                return _unreadable(what, path, exc, fix)
+            protection = None  # GitHub's 404 "Branch not protected": no classic rule
+        if protection:
+            no_force |= not (protection.get("allow_force_pushes") or {}).get("enabled", False)
+            reviewed |= _approvals(protection.get("required_pull_request_reviews"))
+    problems = [why for ok, why in ((no_force, "force pushes allowed: a push may rewrite the history the nightly "
+                                                 "trusts"),
+                                    (reviewed, "no approving review required: a change may land on it unreviewed"))
+                if not ok]
+    if problems:
+        return Check(what, False, f"{branch}: {'; '.join(problems)}", fix)
+    return Check(what, True, f"{branch}: force pushes blocked, an approving review required")
+
+
+def _approvals(reviews: dict | None) -> bool:
+    return int((reviews or {}).get("required_approving_review_count") or 0) >= 1
+
+
 def check_repository(api: Api, repo: str) -> list[Check]:
     """Every check for `repo` ("owner/name"), in docs/ci.md's order."""
     if repo.count("/") != 1 or not all(repo.split("/")):
@@ -269,5 +372,6 @@ def check_repository(api: Api, repo: str) -> list[Check]:
                                 f"read it") from None
         raise SettingsError(f"reading repository {repo}: {exc}") from None
     branch = info.get("default_branch", "main")
-    return [check_approval(api, repo), *check_runners(api, repo, info), check_environment(api, repo, branch),
-            check_secrets(api, repo), check_pages(api, repo)]
+    return [check_approval(api, repo, _is_public(info)), *check_runners(api, repo, info),
+            check_environment(api, repo, branch), check_secrets(api, repo), check_pages(api, repo),
+            check_default_branch(api, repo, branch)]

@@ -107,6 +107,10 @@ def main(args) -> int:
         print("flopwatch bisect: error: give exactly one --variant", file=sys.stderr)
         return 2
     repo, work = workdir(args)
+    refused = checkout.off_default_branch(repo, {"--good": args.good, "--bad": args.bad})
+    if refused:
+        print(f"flopwatch bisect: error: {refused}", file=sys.stderr)
+        return 2
     options = run_options(args, "bisect")
     session = open_session(args, work)
     try:

@@ -12,7 +12,7 @@ from pipeline.run import driver_clock
 from pipeline.run.accounting import bound_lines, busy_line, flag_lines, lost_node_lines, run_wall_s
 from pipeline.commands.common import add_measure_options, add_points_option, open_session, run_options, site_path, workdir
 from pipeline.run.runflow import run_commit
-from pipeline.run.summary import exit_code, print_table, with_peer
+from pipeline.run.summary import all_skipped_line, exit_code, print_table, with_peer
 from workers.core import untrusted
 from workers.core.records import Result
 
@@ -85,7 +85,7 @@ def main(args) -> int:
             "rebuilt": outcome.rebuilt, "from_cache": outcome.from_cache, "resumed": outcome.resumed,
             "jobs_wall_s": run_wall_s(outcome.accounting), "bounds": outcome.bounds, "devices": outcome.accounting,
             "peer_check": outcome.peer_check, "lost_nodes": outcome.lost_nodes, "driver": clock.as_dict(),
-            "ray": session.ray_use(),
+            "ray": session.ray_use(), "all_skipped": all_skipped_line(rows, outcome.variants) or None,
             "results": [{k: v for k, v in r.items() if k not in ("samples_s", "stderr_tail")}
                         for r in with_peer([*rows, *stored])],
         }, default=str))
@@ -111,4 +111,7 @@ def main(args) -> int:
         console.print(driver_clock.line(clock.as_dict()), highlight=False, markup=False)
         if not args.no_report:
             console.print(f"report: {site_path(args, work) / 'index.html'}", highlight=False)
+        nothing_ran = all_skipped_line(rows, outcome.variants)
+        if nothing_ran:  # last, where a CI log's reader looks first; the exit status stays 0 (README)
+            console.print(nothing_ran, style="yellow", highlight=False, markup=False, soft_wrap=True)  # one line: grep-able
     return exit_code(rows)

@@ -471,12 +471,14 @@ def render_markdown(report: Report, page_url: str = "") -> str:
     """The comparison as a markdown table for a PR comment or a job summary."""
     n_slow = sum(r.kind == verdicts.SLOWER for r in report.rows)
     n_fail = sum(r.kind == NEWLY_FAILING for r in report.rows)
+    n_changed = sum(bool(r.output_changed) for r in report.rows)
     head = "regressions found" if report.regressions else "no regressions"
     lines = [f"### flopwatch: {head}",
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
              (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
-              f"{n_slow} slower, {n_fail} newly failing, {_series_count(report)}."), ""]
+              f"{n_slow} slower, {n_fail} newly failing, {_series_count(report)}"
+              + (f"; {n_changed} output(s) changed (no reference to check them)" if n_changed else "") + "."), ""]
     if report.skip_text:
         lines += [report.skip_text, ""]
     timed = [r for r in report.rows if not r.note]

@@ -206,14 +206,40 @@ def _draft(name: str, folder: str, lines: list[str], op: str, todo: list[str], g
     return drafting.Draft(name, folder, files, include_dir, op, tuple(todo), tuple(guessed))
 
 
-def problem_draft(rel: str, out_dir: str, taken: set[str]) -> drafting.Draft:
+# Code that only runs on an NVIDIA (or AMD) GPU: moved there by hand, or asking CUDA for something.
+_GPU_ONLY = re.compile(r"""\.cuda\(|device\s*=\s*['"]cuda|torch\.device\(\s*['"]cuda|torch\.cuda\.(?!is_available)""")
+
+
+def runs_on_cpu(*texts: str, specs: tuple = ()) -> bool:
+    """Whether Python code can run on the CPU as well as a GPU: no CUDA extension among
+    `specs` (a load_inline with only cpp_sources is C++), no Triton, no `.cuda()` or
+    `device="cuda"` (pure)."""
+    return not any(s.cuda for s in specs) and not any(uses_triton(t) or _GPU_ONLY.search(t) for t in texts)
+
+
+def devices_line(*texts: str, specs: tuple = ()) -> str:
+    """The draft's `devices`: the CPU too where the code runs there (a plain-torch Model, a C++
+    load_inline), so a draft made on a machine without a GPU runs where it was drafted."""
+    if runs_on_cpu(*texts, specs=specs):
+        return 'devices = ["cpu", "cuda"]  # no CUDA or Triton in the code: it runs on the CPU too'
+    return 'devices = ["cuda"]  # CUDA or Triton code: GPUs only'
+
+
+# The rule a problem's rows are judged by (`workers.ops.kernelbench`), written commented in the
+# drafts so that a user coming from KernelBench sees the choice.
+RULE_LINE = ('# rule = "fp64"  # how rows are judged: "fp64" (default: the Model in fp64, the problem\'s tolerances),\n'
+             '#   "kernelbench" (KernelBench today: allclose to the Model in the job\'s dtype, atol=rtol=1e-4 fp32,\n'
+             '#   1e-2 fp16/bf16) or "kernelbench-v0" (1e-2 for all)')
+
+
+def problem_draft(rel: str, out_dir: str, taken: set[str], text: str = "") -> drafting.Draft:
     """A KernelBench problem: its Model measured as the op's peer, with its own inputs."""
     name = _name(PurePosixPath(rel).stem, taken)
     folder = f"{out_dir}/{name}"
     lines = _lines_common(name, op_name(rel), "python", f"{rel} (a problem: class Model, get_inputs())")
-    lines += ['dtypes = ["fp32"]', 'devices = ["cuda"]  # the problem runs on the CPU too: add "cpu"',
+    lines += ['dtypes = ["fp32"]', devices_line(text),
               "peer = true  # the problem's Model: the reference every solution is compared with", "",
-              "[problem]", f'file = "{from_folder(folder, rel)}"', "", "[binding]", 'kind = "python"',
+              "[problem]", f'file = "{from_folder(folder, rel)}"', RULE_LINE, "", "[binding]", 'kind = "python"',
               f'entry = "{from_folder(folder, rel)}:Model"']
     return _draft(name, folder, lines, op_name(rel), [], [])
 
@@ -228,9 +254,10 @@ def solution_draft(rel: str, text: str, problem: str, guessed_problem: bool, rep
     kind = "triton" if backend == "triton" else "python"
     todo, guessed = [], []
     lines = _lines_common(name, op_name(problem), backend, f"{rel} (a solution: class ModelNew)")
-    lines += ['dtypes = ["fp32"]', 'devices = ["cuda"]', "", "[problem]",
-              f'file = "{from_folder(folder, problem)}"'
-              + (f"  {GUESS}: the problem this solution answers" if guessed_problem else "")]
+    # The problem's Model runs beside the solution (reference, peer): both must run on a device.
+    lines += ['dtypes = ["fp32"]', devices_line(text, repo.texts.get(problem, ""), specs=tuple(specs)), "",
+              "[problem]", f'file = "{from_folder(folder, problem)}"'
+              + (f"  {GUESS}: the problem this solution answers" if guessed_problem else ""), RULE_LINE]
     if guessed_problem:
         todo.append(f"problem.file: {problem} is a guess (no problem file named after {rel})")
         guessed.append("problem.file")
@@ -241,30 +268,135 @@ def solution_draft(rel: str, text: str, problem: str, guessed_problem: bool, rep
 
 
 def find_problem(rel: str, repo: Repo) -> tuple[str, bool]:
-    """The problem file a solution answers: `model_new_X.py` → `model_X.py` beside it; a
-    KernelBench run's `level_1_problem_23_...` → the level's `23_*.py`; else the only problem of
-    its folder, else any problem (a guess). ("", False) when the repository has none."""
+    """The problem file a solution answers, and whether that is a guess; ("", False) when the
+    repository has none. Solutions are often kept apart from the problems (a folder of
+    `<problem>_new.py`, a KernelBench run's `level_1_problem_23_sample_0_kernel.py`), so every
+    problem of the repository is a candidate, by name first:
+    - a shared stem: the problems whose stem the solution's starts with (`23_Softmax_new`,
+      `23_Softmax_solution`, `model_new_ex_add` → `model_ex_add`; case aside), the longest;
+    - else the level and number (`level1_23_*`, `level_1_problem_23_*`, `23_*` in a level
+      folder) → `23_*.py` in a `level1` folder;
+    - else the only problem of its own folder.
+    Where several still fit (one stem in two folders), those whose `Model` takes what ModelNew
+    takes: `get_init_inputs()`'s arity within ModelNew's constructor parameters, then the same
+    parameter names, then the nearest folder. Only what is left ambiguous, or nothing named, is
+    a guess."""
     path = PurePosixPath(rel)
-    problems = repo.problems
-    twin = str(path.with_name(path.name.replace("_new_", "_").replace("new_", "", 1)))
-    if twin in problems and twin != rel:
-        return twin, False
-    m = re.search(r"level_?(\d+)_problem_?(\d+)", path.stem)
+    problems = [p for p in repo.problems if p != rel]
+    if not problems:
+        return "", False
+    level, number = _level_number(path)
+    named = _by_stem(path.stem, problems)
+    if len(named) > 1 and level:
+        named = [p for p in named if _level_of(PurePosixPath(p)) == level] or named
+    if not named and number:
+        numbered = [p for p in problems if PurePosixPath(p).name.startswith(f"{number}_")]
+        # problems kept outside level folders: the number alone
+        named = [p for p in numbered if _level_of(PurePosixPath(p)) == level] if level else []
+        named = named or numbered
+    if not named:
+        same = [p for p in problems if PurePosixPath(p).parent == path.parent]
+        named = same if len(same) == 1 else []
+    if len(named) == 1:
+        return named[0], False
+    fits = _fitting(repo.texts.get(rel, ""), named or problems, repo)
+    if named and len(fits) > 1:  # one name in several folders (a copy for the few-shot prompts): the nearest
+        steps = {p: _folder_steps(PurePosixPath(p), path) for p in fits}
+        fits = [p for p in fits if steps[p] == min(steps.values())]
+    if len(fits) == 1 and named:
+        return fits[0], False
+    return min(fits or named or problems), True
+
+
+def _folder_steps(a: PurePosixPath, b: PurePosixPath) -> int:
+    """Folders up and down from one file's folder to the other's."""
+    common = 0
+    for x, y in zip(a.parts[:-1], b.parts[:-1]):
+        if x != y:
+            break
+        common += 1
+    return len(a.parts) + len(b.parts) - 2 - 2 * common
+
+
+_LEVEL = re.compile(r"level_?(\d+)", re.IGNORECASE)
+
+
+def _level_of(path: PurePosixPath) -> str:
+    """The KernelBench level of a file by its folders (`level1/`, `level_2/`), or ""."""
+    return next((m.group(1) for part in path.parts[:-1] if (m := _LEVEL.fullmatch(part))), "")
+
+
+def _level_number(path: PurePosixPath) -> tuple[str, str]:
+    """(level, problem number) a solution's name or folders give (`level_1_problem_23_…`,
+    `level1_23_…`, `23_…` in a level folder); "" for what they do not."""
+    stem = path.stem.lower()
+    m = re.match(r"(?:.*?_)?level_?(\d+)_(?:problem_?)?(\d+)(?:_|$)", stem)
     if m:
-        level, number = m.groups()
-        hit = next((p for p in problems if re.search(rf"level_?{level}/", p) and
-                    PurePosixPath(p).name.startswith(f"{number}_")), None)
-        if hit:
-            return hit, False
-    same = [p for p in problems if PurePosixPath(p).parent == path.parent]
-    if len(same) == 1:
-        return same[0], False
-    stem = PurePosixPath(twin).stem  # `model_ex_add_triton` answers `model_ex_add`: the longest prefix
-    prefixed = sorted((p for p in same if stem.startswith(PurePosixPath(p).stem)), key=lambda p: -len(p))
-    if prefixed:
-        return prefixed[0], False
-    pool = same or problems
-    return (min(pool), True) if pool else ("", False)
+        return m.group(1), m.group(2)
+    m = re.match(r"(\d+)_", stem)
+    return _level_of(path), (m.group(1) if m else "")
+
+
+def _by_stem(stem: str, problems: list[str]) -> list[str]:
+    """The problems whose stem the solution's stem starts with, at a word boundary, the longest
+    only: `23_Softmax_new` → `23_Softmax`; `model_new_ex_add_triton` → `model_ex_add`; a
+    `level1_` prefix aside (`level1_23_Softmax_v2` → `23_Softmax`)."""
+    keys = {stem.lower()}
+    keys.add(re.sub(r"(^|_)new_", r"\1", stem.lower(), count=1))
+    keys |= {re.sub(r"^level_?\d+_(?:problem_?)?", "", k) for k in keys}
+    hits: dict[str, int] = {}
+    for p in problems:
+        own = PurePosixPath(p).stem.lower()
+        if any(k == own or (k.startswith(own) and (own.endswith("_") or k[len(own)] in "_-.")) for k in keys):
+            hits[p] = len(own)
+    longest = max(hits.values(), default=0)
+    return sorted(p for p, n in hits.items() if n == longest)
+
+
+def _fitting(solution: str, problems: list[str], repo: Repo) -> list[str]:
+    """The problems whose `get_init_inputs()` ModelNew's constructor can take (its arity
+    within ModelNew's parameters), narrowed to those whose `Model.__init__` has ModelNew's
+    parameter names where any has; what cannot be read statically fits."""
+    new = _init_params(_tree(solution), "ModelNew")
+    if new is None:
+        return problems
+    fits = []
+    for p in problems:
+        tree = _tree(repo.texts.get(p, ""))
+        arity = _init_arity(tree)
+        if arity is None or new[1] <= arity <= new[2]:
+            fits.append(p)
+    same = [p for p in fits if new[0] is not None
+            and (m := _init_params(_tree(repo.texts.get(p, "")), MODEL)) and m[0] == new[0]]
+    return same or fits
+
+
+def _init_params(tree: ast.Module | None, cls: str) -> tuple[tuple[str, ...] | None, int, float] | None:
+    """(names, required count, most accepted) of `cls.__init__`'s parameters (names None with
+    *args); no `__init__`: none; None where it cannot be told (no such class, a base other
+    than nn.Module)."""
+    node = _classes(tree).get(cls) if tree else None
+    if node is None or any(ast.unparse(b).split(".")[-1] != "Module" for b in node.bases):
+        return None
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return (), 0, 0
+    args = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+    if init.args.vararg:  # takes any number: its names tell nothing
+        return None, len(args) - len(init.args.defaults), float("inf")
+    return tuple(args), len(args) - len(init.args.defaults), len(args)
+
+
+def _init_arity(tree: ast.Module | None) -> int | None:
+    """How many constructor arguments `get_init_inputs()` returns, from its return statements
+    (a list or tuple literal); None where that cannot be read."""
+    fn = _functions(tree).get("get_init_inputs") if tree else None
+    if fn is None:
+        return 0  # KernelBench builds the Model with no arguments then
+    sizes = {len(n.value.elts) for n in ast.walk(fn) if isinstance(n, ast.Return)
+             and isinstance(n.value, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in n.value.elts)}
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    return sizes.pop() if len(sizes) == 1 and len(returns) == 1 else None
 
 
 def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSpec]:
@@ -655,5 +787,5 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[lis
             return [], [f"{rel}: class ModelNew, but the repository has no problem file (class Model, get_inputs())"]
         return [solution_draft(rel, text, problem, guessed, repo, out_dir, taken)], []
     if is_problem(tree):
-        return [problem_draft(rel, out_dir, taken)], []
+        return [problem_draft(rel, out_dir, taken, text)], []
     return extension_drafts(rel, text, repo, out_dir, taken)

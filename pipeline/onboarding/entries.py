@@ -204,17 +204,17 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
         if inputs is not None and _lines_up(inputs, c):
             usable.append((c, inputs))
     if convention is not None and convention.kind == "convention":
-        chosen = ref_kind = convention
-        source = usable[0][1] if usable else _from_calls(params, required, same_as, calls)
+        chosen = convention  # its inputs: a test comparing with it, else any comparison or call
+        source = next((i for c, i in usable if c.other.split(".")[-1] == convention.name), None) \
+            or (usable[0][1] if usable else _from_calls(params, required, same_as, calls))
     elif usable:
         c, source = usable[0]
         shown = c.other if not c.other_local and c.other.startswith("torch.") else \
             ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
-        ref_kind = references.Reference("test", file=c.file, name=shown, line=c.line,
-                                        compared_by=c.compared_by, comparison=c)
-        chosen = ref_kind
+        chosen = references.Reference("test", file=c.file, name=shown, line=c.line, compared_by=c.compared_by,
+                                      comparison=c)
     else:
-        chosen = ref_kind = references.Reference("none", notes=tuple(notes))
+        chosen = references.Reference("none", notes=tuple(notes))
         source = _from_calls(params, required, same_as, calls)
     if source is None:
         source = _guessed_inputs(fn, params, required, out)
@@ -564,7 +564,8 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
         folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
         where = Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{drafting_python.from_folder(folder, rel)}:{fn.name}",
                               backend="triton" if triton else "python",
-                              devices=["cuda"] if _gpu_only(text) else ["cpu", "cuda"],
+                              devices=["cpu", "cuda"] if drafting_python.runs_on_cpu(text) and not _gpu_only(text)
+                              else ["cuda"],
                               include_dir=root if root not in (".", "") else "",
                               extension_from=_extension_loaded(rel, root, repo))
         if where.extension_from:

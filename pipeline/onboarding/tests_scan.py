@@ -144,7 +144,28 @@ class _TestFile:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, node)
         self.given = {fn.lineno: row for fn in self._functions() if (row := self._first_row(fn))}
+        self._pass_on()
         self.tensors = python_scan.script_tensors(path, text, self.given)
+
+    def _pass_on(self) -> None:
+        """A parametrized test handing its parameters to a helper of the file
+        (`_test_correctness_functional(B, T, V, scalar, dtype, atol, rtol)`): the helper's
+        parameters get the same row (from the first such call)."""
+        top = {n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for fn in self._functions():
+            row = self.given.get(fn.lineno)
+            if not row:
+                continue
+            for call in ast.walk(fn):
+                helper = top.get(_dotted(call.func)) if isinstance(call, ast.Call) else None
+                if helper is None or helper.lineno in self.given:
+                    continue
+                params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+                passed = {p: row[a.id] for p, a in zip(params, call.args) if isinstance(a, ast.Name) and a.id in row}
+                passed.update({k.arg: row[k.value.id] for k in call.keywords
+                               if k.arg in params and isinstance(k.value, ast.Name) and k.value.id in row})
+                if passed:
+                    self.given[helper.lineno] = passed
 
     def _functions(self) -> list[ast.FunctionDef]:
         return [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -4,6 +4,8 @@ never touching the checkout the user stands in."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
 import tarfile
 from dataclasses import dataclass
@@ -108,3 +110,31 @@ def first_parent_range(repo: git.Repo, good: str, bad: str) -> list[CommitInfo]:
             return [commit_info(repo, x.hexsha) for x in reversed(out)]
         out.append(c)
     raise CheckoutError(f"{good} is not a first-parent ancestor of {bad}")
+
+
+def off_default_branch(repo: git.Repo, revs: dict[str, str], env: dict | None = None) -> str | None:
+    """In GitHub Actions, why one of `revs` ({"--good": rev, ...}) may not be built, else None.
+
+    A CI job holds the nightly's secrets, store and machines, and a full clone holds every branch
+    and tag: a job dispatched on the default branch could otherwise build an unreviewed branch's
+    kernels. So every rev must be on the history of origin/<default branch> (the branch named in
+    the event payload), as `git merge-base --is-ancestor` says. Outside Actions anything goes."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") != "true":
+        return None
+    try:
+        event = json.loads(Path(env.get("GITHUB_EVENT_PATH", "")).read_text())
+        branch = event["repository"]["default_branch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "in GitHub Actions the default branch is read from $GITHUB_EVENT_PATH, which does not name it"
+    tip = f"refs/remotes/origin/{branch}"
+    try:
+        repo.git.rev_parse("--verify", "--quiet", f"{tip}^{{commit}}")
+    except git.GitCommandError:
+        return f"origin/{branch} is not in the clone: fetch it (actions/checkout with fetch-depth: 0)"
+    for option, rev in revs.items():
+        sha = commit_info(repo, rev).sha
+        if not repo.is_ancestor(sha, tip):
+            return (f"{option} {rev} ({sha[:12]}) is not on the history of the default branch origin/{branch}: "
+                    f"in CI only its commits are built")
+    return None

@@ -133,6 +133,10 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         for d in m.dtypes:
             if d not in repo_ops[m.op].tolerance:
                 raise ManifestError(rel, "dtypes", f"op {m.op!r} ({repo_ops[m.op].path}) has no TOLERANCE for {d}")
+    if m.problem is not None and problem_op.rule != "fp64" and m.tolerance.model_dump(exclude_none=True):
+        # KernelBench's rules have fixed tolerances: a [tolerance] would silently not apply.
+        raise ManifestError(rel, "tolerance", f"sets the fp64 check's limits, but [problem] rule = "
+                                              f"{problem_op.rule!r} judges by KernelBench's own: remove one")
     for inc in m.build.include_dirs:
         _check_node_include(rel, inc)
     if m.triton is not None and m.backend != "triton":
@@ -343,7 +347,7 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
                                        f"(e.g. {path.stem!r})")
     try:
         return parse_problem(path.relative_to(repo_root.resolve()).as_posix(), path.read_text(errors="replace"),
-                             m.op, m.problem.flops or "")
+                             m.op, m.problem.flops or "", m.problem.rule)
     except OpDefinitionError as exc:
         raise ManifestError(rel, "problem.file", str(exc)) from None
 

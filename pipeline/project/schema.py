@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from pipeline.project.defaults import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
 from workers.ops import DTYPES, OPS
+from workers.ops.kernelbench import FP64, RULES
 
 BACKENDS = ("cpp", "cuda", "hip", "python", "triton", "torch")
 BINDING_KINDS = ("c", "raw", "pybind11", "python", "triton")
@@ -125,6 +126,11 @@ class ProblemTable(_Table):
                                           "the variant folder; its integer globals are the sizes of a shape")
     flops: NonEmptyStr | None = Field(None, description="FLOPs of one call, an expression of those sizes "
                                                         "(e.g. 2*N*N*N); without it rows show time and speed-up")
+    rule: Literal[RULES] = Field(FP64, description='what a row is judged by: "fp64" (the Model in fp64, the '
+                                                   'problem\'s tolerances), "kernelbench" (KernelBench today: '
+                                                   'allclose to the Model in the job\'s dtype, atol=rtol=1e-4 fp32, '
+                                                   '1e-2 fp16/bf16) or "kernelbench-v0" (1e-2 for all); the others\' '
+                                                   'verdicts are kept, and shown where they differ')
 
 
 # One size of a [reference] input's shape: a size's name (a shape's dimension) or a fixed length.

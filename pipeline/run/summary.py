@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -93,3 +96,37 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
 def exit_code(rows: list[dict]) -> int:
     """1 when a variant failed or a result is missing (a lost node), else 0."""
     return 1 if any(r["status"] in status.FAILURES | status.INCOMPLETE for r in rows) else 0
+
+
+_NO_DEVICE = re.compile(r"no (\w+) device in the cluster")
+# Back ends whose code may well run on the CPU if the manifest allowed it (Python, a torch
+# extension): the fix there can be `devices`; CUDA, HIP and Triton code needs the device.
+_MAY_RUN_ON_CPU = ("python", "torch")
+_DEVICE_WORDS = {"cuda": "an NVIDIA GPU", "rocm": "an AMD GPU", "cpu": "a CPU slot"}
+
+
+def all_skipped_line(rows: list[dict], variants: dict) -> str:
+    """One line when every row of a run is `skipped` (nothing was measured, yet the run exits
+    0: a CPU CI runner builds and analyses GPU variants on purpose): why, and what runs them —
+    `devices` for code that may run on the CPU, else a node with the device. "" otherwise."""
+    if not rows or any(r["status"] != status.SKIPPED for r in rows):
+        return ""
+    missing = {r["variant"]: m.group(1) for r in rows if (m := _NO_DEVICE.match(r.get("diagnostic") or ""))}
+    if not missing:
+        reasons = sorted({r.get("diagnostic") or "" for r in rows})
+        return (f"every result was skipped: {reasons[0]}"
+                + (f" (and {len(reasons) - 1} other reason(s) in the table)" if len(reasons) > 1 else "")
+                + "; nothing was measured")
+    kinds = sorted(set(missing.values()))
+    v = [variants[n] for n in sorted(missing) if n in variants]
+    declared = sorted({d for x in v for d in x.devices}) or kinds
+    line = (f"every result was skipped: nothing here can run these variants (devices = {json.dumps(declared)} on a "
+            f"machine without {' or '.join(_DEVICE_WORDS.get(k, k) for k in kinds)})")
+    movable = [x for x in v if x.backend in _MAY_RUN_ON_CPU and "cpu" not in x.devices]
+    if movable:
+        where = f"{movable[0].folder}/variant.toml" + (f" (and {len(movable) - 1} more)" if len(movable) > 1 else "")
+        line += f"; set devices = {json.dumps(['cpu', *declared])} in {where} where the code runs on the CPU, or"
+    else:
+        line += ";"
+    return line + (f" run on a node with {' or '.join(_DEVICE_WORDS.get(k, k) for k in kinds)} (--ray-address "
+                   f"HOST:PORT joins a cluster that has one)")

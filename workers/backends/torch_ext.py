@@ -5,7 +5,9 @@ CppExtension, or its `load(...)` / `load_inline(...)` call, read statically by
 (`workers.torch_ext.build`): nvcc on a CUDA build of torch, hipcc after torch's hipify on a
 ROCm build, the host compiler for a C++ extension. The repository's Python files are shipped
 as the `python` back end ships them; CUDA kernels are analysed like the `cuda` back end's
-(registers, shared memory, spills from ptxas; the SASS histogram from cuobjdump)."""
+(registers, shared memory, spills from ptxas; the SASS histogram from cuobjdump), and, where
+the node has a HIP compiler, like the `hip` back end's for gfx942 after torch's hipify
+(`workers.torch_ext.gfx942`), whatever build of torch the node has."""
 
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from workers.backends.base import BuildOutput, Toolchain, first_errors
 from workers.backends.python import repository_root, ship_tree
 from workers.core.records import Variant
 from workers.isolation.sandbox import run_child
+from workers.rocm.toolchain import HipToolchain, find_hip_toolchain
+from workers.torch_ext import gfx942
 from workers.torch_ext.spec import ExtensionSpec
 
 # An extension build compiles several translation units with nvcc (minutes for a large one);
@@ -36,10 +41,15 @@ def toolchain() -> Toolchain | None:
         return None
     device, compiler = _device_compiler(torch, cpp_extension)
     ninja = "ninja" if cpp_extension.is_ninja_available() else "no ninja"
-    return Toolchain("torch", compiler or "c++", f"torch {torch.__version__} {device or 'cpu'} {ninja}",
+    # The gfx942 analysis is part of what a build produces: its compiler enters the ident, so a
+    # node that gains or changes it rebuilds instead of reusing builds without those rows.
+    hip = find_hip_toolchain()
+    amd = f"; {gfx942.ARCH} analysis {hip.kind} {hip.version}" if isinstance(hip, HipToolchain) else ""
+    return Toolchain("torch", compiler or "c++", f"torch {torch.__version__} {device or 'cpu'} {ninja}{amd}",
                      {"cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None),
                       "device_compiler": compiler, "cuobjdump": shutil.which("cuobjdump"),
-                      "demangler": shutil.which("cu++filt") or shutil.which("c++filt")})
+                      "demangler": shutil.which("cu++filt") or shutil.which("c++filt"),
+                      "gfx942_compiler": hip.compiler if isinstance(hip, HipToolchain) else None})
 
 
 def _device_compiler(torch, cpp_extension) -> tuple[str, str]:
@@ -88,10 +98,14 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     specs = [dict(s) for s in variant.extensions]
     roots = tuple(dict.fromkeys(s["package_dir"] for s in specs if s.get("kind") == "setup" and s.get("package_dir")))
     ship_tree(variant, src, out, include_dirs, extra_roots=roots)
+    full = specs  # the gfx942 analysis reads the CUDA sources a CPU node's build leaves out
     specs, note = cpu_part(specs, variant, tc)
     reason = skip_reason(specs, tc)
     if reason:
-        return BuildOutput(False, reason, skip_reason=reason)
+        # The node cannot build the module, but the gfx942 analysis needs no CUDA torch.
+        amd, notes = amd_analysis(variant, full, src, out, tc)
+        return BuildOutput(False, "\n".join([reason, *notes]), skip_reason=reason,
+                           analysis=_with_amd({}, amd, notes))
     work = out.parent / "torch-ext"
     work.mkdir(exist_ok=True)
     request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs,
@@ -118,7 +132,38 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     if result.get("import_error"):
         return BuildOutput(False, log, f"importing {variant.binding.entry} after the build failed: "
                                        f"{result['import_error']}")
-    return BuildOutput(True, log, analysis=analyse(log, out, result["built"], tc))
+    amd, notes = amd_analysis(variant, full, src, out, tc)
+    return BuildOutput(True, "\n".join([log, *notes]),
+                       analysis=_with_amd(analyse(log, out, result["built"], tc), amd, notes))
+
+
+def amd_analysis(variant: Variant, specs: list[dict], src: Path, out: Path, tc: Toolchain) -> tuple[dict, list[str]]:
+    """gfx942 rows of the CUDA extensions, and notes of what could not be analysed; nothing
+    where the node has no HIP compiler or the variant's arches leave gfx942 out."""
+    cuda = [s for s in specs if ExtensionSpec.from_dict(s).cuda]
+    if not cuda or not tc.detail.get("gfx942_compiler") or not gfx942.wanted(variant.arches):
+        return {}, []
+    found = find_hip_toolchain()
+    if not isinstance(found, HipToolchain):
+        return {}, [f"{gfx942.ARCH} analysis: {found.reason}"]
+    from torch.utils import cpp_extension
+
+    # torch's own include folders (never CUDA's: the code is HIP now) and Python's, which
+    # torch/extension.h includes
+    python = sysconfig.get_paths().get("include")
+    host = [*cpp_extension.include_paths(), *([python] if python else [])]
+    launch = {"*": {k: int(v) for k, v in variant.launch.items() if k in ("block_threads", "dynamic_lds_bytes")}}
+    return gfx942.analyse(cuda, repository_root(variant, src), out.parent / "torch-ext-gfx942", found, host, launch)
+
+
+def _with_amd(analysis: dict, amd: dict, notes: list[str]) -> dict:
+    """The NVIDIA rows (kernel name) and the gfx942 rows (`kernel@gfx942`) side by side; the
+    vendor stays the NVIDIA build's where there is one."""
+    if not amd and not notes:
+        return analysis
+    merged = {"vendor": analysis.get("vendor") or ("amd" if amd else ""),
+              "kernels": {**(analysis.get("kernels") or {}), **amd}}
+    return {**merged, **({"notes": notes} if notes else {})}
 
 
 def analyse(log: str, out: Path, built: dict, tc: Toolchain) -> dict:

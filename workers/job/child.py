@@ -28,7 +28,7 @@ from workers.isolation import device_lock
 from workers.job import handoff, triton_jit
 from workers.measure import correctness, device, fit
 from workers.measure.timing import TimingSettings, time_cpu, time_gpu
-from workers.ops import for_variant, get_op, torch_dtype
+from workers.ops import for_variant, get_op, kernelbench, torch_dtype
 from workers.ops.problem import flatten_outputs
 from workers.ops.repo import OpCodeError
 
@@ -106,6 +106,8 @@ def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict |
                                    variant.atol if variant.atol is not None else atol_default)
     if variant.alpha_beta:
         figures["unwritten"] = 0  # C was initialised, not poisoned: unwritten cannot be told
+    if getattr(op, "RULE", ""):  # a problem: KernelBench's verdicts beside the fp64 one, its rule's decides
+        kernelbench.judge(figures, op.same_precision(inputs), g.out, _dtype_name(dtype), op.RULE)
     figures["seed"] = armed.seed
     figures["out_shape"] = list(g.out.shape)
     if changed:
@@ -138,11 +140,12 @@ def check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int, p
 
 
 def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) -> tuple[dict, dict]:
-    """The check of an entry with no reference (`[reference] check = "none"`): one call on the
+    """The check of an entry with no reference (`[reference] check = "none"`): two calls on the
     inputs of a fixed seed (the same at every commit, so the output's digest can be compared
-    across commits), judged on what needs no reference — inputs unchanged, output fully written
-    and inside its bounds, finite — and a second call on the same inputs (a race). Returns the
-    figures and the output's digest (`workers.ops.reference.output_digest`)."""
+    across commits), the second judged on what needs no reference — inputs unchanged, output
+    fully written (into a poisoned, guarded buffer, or on a GPU a poisoned block for a returned
+    one) and inside its bounds, finite — and against the first (a race). Returns the figures
+    and the output's digest (`workers.ops.reference.output_digest`)."""
     from workers.ops.reference import DIGEST_SEED, output_digest
 
     dev = "cpu" if kind == "cpu" else "cuda"
@@ -150,9 +153,13 @@ def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) ->
     before = correctness.snapshot_inputs(inputs)
     figures = {"seed": DIGEST_SEED, "unchecked": True, "passed": False, "unwritten": 0}
     what = f"binding.entry {variant.binding.entry!r}"
-    returns = returns_output(call)
-    if returns:
+    if returns_output(call):
         try:
+            first = flatten_outputs(call(inputs, None), what)
+            _sync(kind)
+            if kind != "cpu":  # the second call's allocation most likely gets this poisoned block
+                torch.cuda.empty_cache()
+                correctness.poisoned_block(tuple(first.shape), first.dtype)
             g = correctness.returned_output(flatten_outputs(call(inputs, None), what))
         except OpCodeError as exc:
             return {**figures, "returned": f"{exc} (nothing to check it against: it must return its output)"}, {}
@@ -160,31 +167,23 @@ def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) ->
         out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
         g = correctness.guarded_output(op.output_shape(dims), out_dtype, dev)
         call(inputs, g.out)
+        _sync(kind)
+        first = g.out.clone()
+        correctness.reset(g)
+        call(inputs, g.out)
     _sync(kind)
     # The output against itself: guards, never-written and NaN/Inf elements are still found.
     found = correctness.evaluate(g, g.out.double(), float("inf"), float("inf"))
     changed = correctness.changed_inputs(inputs, before)
     problem = correctness.diagnose({**found, "inputs_changed": changed}, tuple(g.out.shape)) \
         if changed or not found["passed"] else ""
-    digest = output_digest(g.out)
-    if not problem:
-        first = g.out.clone()
-        if returns:
-            again = flatten_outputs(call(inputs, None), what)
-        else:
-            correctness.reset(g)
-            call(inputs, g.out)
-            again = g.out
-        _sync(kind)
-        moved = correctness.moved_elements(first, again.reshape(first.shape)) if again.numel() == first.numel() \
-            else first.numel()
-        figures["repeat_mismatch"] = moved
-        if moved:
-            problem = (f"output changed between two runs on the same inputs at {moved} element(s) (a race?)")
-    figures.update(passed=not problem, out_shape=list(g.out.shape), unwritten=found["unwritten"])
-    if problem:
-        figures["problem"] = problem
-    return figures, digest
+    same_size = first.numel() == g.out.numel()
+    moved = correctness.moved_elements(first.reshape(-1), g.out.reshape(-1)) if same_size else first.numel()
+    if moved and not problem:
+        problem = f"output changed between two runs on the same inputs at {moved} element(s) (a race?)"
+    figures.update(passed=not problem, out_shape=list(g.out.shape), unwritten=found["unwritten"],
+                   repeat_mismatch=moved, **({"problem": problem} if problem else {}))
+    return figures, output_digest(g.out)
 
 
 def returns_output(call) -> bool:
@@ -450,7 +449,7 @@ def run(spec: dict, release: bool = True) -> dict:
         # output must not move) is that loop's first against its last call; on the CPU also a
         # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
         # twice before timing.
-        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: one call and its digest
+        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: `unchecked_check`
         timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
         checks, previous, digest = [], None, {}
         # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
@@ -474,9 +473,10 @@ def run(spec: dict, release: bool = True) -> dict:
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if unchecked and not checks[0]["passed"]:
-        return {**result, "status": "incorrect", "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
+        return {**result, "status": status.INCORRECT,
+                "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
     if not all(c["passed"] for c in checks):
-        return _incorrect(result, checks, op, dims)
+        return _incorrect(result, checks, op, dims, spec["dtype"])
     dev = "cpu" if kind == "cpu" else "cuda"
     returns = returns_output(call)
     armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
@@ -545,12 +545,16 @@ def run(spec: dict, release: bool = True) -> dict:
                     f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
                     f"the first and the last launch of the timing loop differ"))
                 return result
-            return _incorrect(result, checks, op, dims)
+            return _incorrect(result, checks, op, dims, spec["dtype"])
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
     phases["ended_at"] = time.time()
-    result.update(status="unchecked" if unchecked else "ok", samples_s=timing.samples_s, timing=timing.summary())
+    result.update(status=status.UNCHECKED if unchecked else status.OK, samples_s=timing.samples_s,
+                  timing=timing.summary())
+    disagreed = kernelbench.note(checks, True, spec["dtype"])  # ok by its rule; another would fail it
+    if disagreed:
+        result["diagnostic"] = disagreed
     return result
 
 
@@ -564,14 +568,18 @@ def _returned_moved(first: list, last) -> int:
     return correctness.moved_elements(first[0].contiguous(), last.contiguous())
 
 
-def _incorrect(result: dict, checks: list[dict], op, dims: dict) -> dict:
-    """The result of a job whose check failed, with the first failing check's diagnosis."""
+def _incorrect(result: dict, checks: list[dict], op, dims: dict, dtype: str) -> dict:
+    """The result of a job whose check failed, with the first failing check's diagnosis (and,
+    for a problem, the KernelBench rules that would pass it)."""
     bad = next(c for c in checks if not c["passed"])
     result["status"] = "incorrect"
     shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
-    result["diagnostic"] = (f"seed {bad['seed']}: " + correctness.diagnose(bad, tuple(shape))
-                            + (f"; output changed between two runs on the same inputs at "
-                               f"{bad['repeat_mismatch']} element(s) (a race?)" if bad.get("repeat_mismatch") else ""))
+    found = kernelbench.failure(bad, dtype) or correctness.diagnose(bad, tuple(shape))
+    result["diagnostic"] = "; ".join(filter(None, (
+        f"seed {bad['seed']}: " + found,
+        f"output changed between two runs on the same inputs at {bad['repeat_mismatch']} element(s) (a race?)"
+        if bad.get("repeat_mismatch") else "",
+        kernelbench.note(checks, False, dtype))))
     return result
 
 

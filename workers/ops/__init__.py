@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from pathlib import Path
 from types import ModuleType
-
-import re
 
 from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm, gelu, geglu, gemm,
                          group_norm, jsd, kl_div, layer_norm, log_softmax, poly_norm, relu_squared, rms_norm, rope,

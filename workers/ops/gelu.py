@@ -54,7 +54,6 @@ def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, 
 
 def peer_returns(inputs: dict, layout: str):
     """torch's GELU with the tanh approximation, returning Y."""
-    import torch
     import torch.nn.functional as F
 
     x = inputs["X"]

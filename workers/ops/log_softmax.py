@@ -45,8 +45,6 @@ def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
-    import torch
-
     x = inputs["X"].double()
     return x - x.exp().sum(dim=-1, keepdim=True).log()
 
@@ -54,7 +52,6 @@ def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, 
 def peer_returns(inputs: dict, layout: str):
     """torch's log_softmax over the last dimension, returning Y."""
     import torch
-    import torch.nn.functional as F
 
     x = inputs["X"]
     return torch.log_softmax(x, dim=-1)

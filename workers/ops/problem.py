@@ -26,6 +26,7 @@ import types
 from dataclasses import dataclass, field
 
 from workers.core.records import Record
+from workers.ops import kernelbench
 from workers.ops.repo import OpCodeError, OpDefinitionError
 
 KIND = "problem"
@@ -55,6 +56,7 @@ class ProblemOp(Record):
     kind: str = KIND
     functions: tuple[str, ...] = ("peer",)
     peer_name: str = ""
+    rule: str = kernelbench.FP64  # the correctness rule a row's verdict follows (`workers.ops.kernelbench`)
 
     @property
     def INPUTS(self) -> tuple[str, ...]:
@@ -78,7 +80,10 @@ class ProblemOp(Record):
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256((self.source + "\0" + self.flops_expr).encode()).hexdigest()
+        # The rule moves the verdict, so it is part of the op; the default adds nothing, so the
+        # series measured before rules existed keep their identity.
+        rule = "" if self.rule == kernelbench.FP64 else "\0" + self.rule
+        return hashlib.sha256((self.source + "\0" + self.flops_expr + rule).encode()).hexdigest()
 
     @classmethod
     def from_dict(cls, data: dict) -> ProblemOp:
@@ -93,7 +98,7 @@ def is_problem(repo_op: dict | None) -> bool:
     return bool(repo_op) and repo_op.get("kind") == KIND
 
 
-def parse_problem(path: str, source: str, name: str, flops_expr: str = "") -> ProblemOp:
+def parse_problem(path: str, source: str, name: str, flops_expr: str = "", rule: str = kernelbench.FP64) -> ProblemOp:
     """Check a problem file without running it: `class Model` with a `forward`, a
     `get_inputs()`; its integer globals are the sizes."""
     try:
@@ -125,7 +130,7 @@ def parse_problem(path: str, source: str, name: str, flops_expr: str = "") -> Pr
     dims = tuple(sizes) or (NO_SIZES,)
     defaults = dict(sizes) or {NO_SIZES: 1}
     return ProblemOp(name=name, path=path, source=source, inputs=tuple(params) or ("x",), dims=dims,
-                     defaults=defaults, flops_expr=flops_expr, peer_name=f"{MODEL} of {path}")
+                     defaults=defaults, flops_expr=flops_expr, peer_name=f"{MODEL} of {path}", rule=rule)
 
 
 def _size_value(node: ast.expr, sizes: dict[str, int]) -> int | None:
@@ -254,6 +259,15 @@ class _Problem:
                      torch.float32)
         return self._model(device, dtype)(*inputs.values())
 
+    def same_precision(self, inputs: dict):
+        """The Model in the job's dtype on these inputs, flattened as the reference is: what
+        KernelBench compares a solution with (`workers.ops.kernelbench`)."""
+        import torch
+
+        with torch.no_grad():
+            out = self._guarded(f"{MODEL}.forward", self.peer_returns, inputs, "default")
+        return flatten_outputs(out, f"{self.spec.path}: {MODEL}.forward")
+
     def bytes_moved(self, dims: dict, itemsize: int) -> float:
         """Inputs read and output written by one call: measured by the reference once it ran;
         before, the inputs' sizes from `get_inputs()` on torch's meta device (nothing
@@ -288,7 +302,8 @@ class _Problem:
             SCALARS=(), TOLERANCE=TOLERANCE, PEER_NAME=self.spec.peer_name, REPO_PATH=self.spec.path,
             RETURNS=True, make_inputs=self.make_inputs, reference=self.reference, peer_returns=self.peer_returns,
             flops=self.flops, bytes_moved=self.bytes_moved, output_dtype=lambda dtype: dtype,
-            init_inputs=self.init_inputs, build_module=self.build, scalars=lambda dims: {})
+            init_inputs=self.init_inputs, build_module=self.build, scalars=lambda dims: {},
+            RULE=self.spec.rule, same_precision=self.same_precision)
 
 
 def flatten_outputs(out, what: str):

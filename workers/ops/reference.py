@@ -79,7 +79,8 @@ class ReferenceOp(Record):
         lies in the checkout). Not covered: what that file imports, and a reference of an
         installed package (torch's own functions) — those change with the toolchain."""
         # What is only shown (found, where) and where the manifest lies (folder) are not the op.
-        table = {k: v for k, v in self.to_dict().items() if k not in ("source", "peer_name", "found", "where", "folder")}
+        shown = ("source", "peer_name", "found", "where", "folder")
+        table = {k: v for k, v in self.to_dict().items() if k not in shown}
         if self.call.partition(":")[0].endswith(".py"):
             table["call"] = f"{self.path}:{self.call.partition(':')[2]}"  # as written from the repository's root
         return hashlib.sha256((json.dumps(table, sort_keys=True) + "\0" + self.source).encode()).hexdigest()
@@ -95,11 +96,6 @@ class ReferenceOp(Record):
 
 def is_reference(repo_op: dict | None) -> bool:
     return bool(repo_op) and repo_op.get("kind") == KIND
-
-
-def is_unchecked(repo_op: dict | None) -> bool:
-    """A variant whose `[reference]` says check = "none": measured, never checked."""
-    return is_reference(repo_op) and not repo_op.get("call")
 
 
 def size_of(dim, dims: dict) -> int:
@@ -119,6 +115,7 @@ class _Reference:
         self.spec, self.variant, self.artifact = spec, variant, artifact
         self.fn = None
         self.output = next((i for i in spec.inputs if i.get("output")), None)
+        self.dims: dict = dict(spec.sizes)
         self.work: tuple[int, int, int] | None = None  # as a problem's: float elements, other bytes, output elements
 
     def _what(self) -> str:
@@ -138,12 +135,15 @@ class _Reference:
             except FileNotFoundError:
                 if not (entry_parts(self.spec.call)[0] == "file" and self.spec.source):
                     raise
-                # No tree of the repository here (the op's built-in peer has no build): the
-                # file's text the record carries, run as a module of its own.
+                # No Python tree in this artifact (a compiled variant's): the file's text the
+                # record carries, run as a module of its own (its sibling imports cannot work).
                 module = types.ModuleType(f"flopwatch_reference_{abs(hash(self.spec.path))}")
                 module.__file__ = self.spec.path
                 exec(compile(self.spec.source, self.spec.path, "exec"), module.__dict__)  # noqa: S102 - sandboxed child
-                self.fn = getattr(module, entry_parts(self.spec.call)[2])
+                obj = module
+                for part in entry_parts(self.spec.call)[2].split("."):
+                    obj = getattr(obj, part)
+                self.fn = obj
         except Exception as exc:
             raise OpCodeError(f"{self._what()}: importing it raised {type(exc).__name__}: {exc}") from exc
         return self.fn
@@ -164,6 +164,7 @@ class _Reference:
         same values at every dtype), integers in [0, high), constants as written."""
         import torch
 
+        self.dims = dims  # the job's shape, for the reference's output (it is handed inputs only)
         out = {}
         for item in self.spec.inputs:
             if item.get("output"):
@@ -210,24 +211,13 @@ class _Reference:
                     out = self._run(self._args(inputs, dtype), "")
         out = flatten_outputs(out, self._what())
         if self.output is not None:
-            shape = self.output_shape(self._dims_of(inputs))
+            shape = self.output_shape(self.dims)
             if out.numel() == _numel(shape):
                 out = out.reshape(shape)
         tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
         self.work = (sum(t.numel() for t in tensors if t.is_floating_point()),
                      sum(t.numel() * t.element_size() for t in tensors if not t.is_floating_point()), out.numel())
         return out.double() if out.is_floating_point() else out
-
-    def _dims_of(self, inputs: dict) -> dict:
-        """The sizes, read back from the inputs' shapes (reference() is not handed the shape)."""
-        import torch
-
-        dims = {}
-        for item in self.spec.inputs:
-            t = inputs.get(item["name"])
-            if isinstance(t, torch.Tensor):
-                dims.update({d: n for d, n in zip(item.get("shape") or (), t.shape) if isinstance(d, str)})
-        return dims
 
     def peer_returns(self, inputs: dict, layout: str = "default"):
         return self._run(self._args(inputs), "")

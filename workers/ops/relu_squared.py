@@ -45,8 +45,6 @@ def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
-    import torch
-
     x = inputs["X"].double()
     return x.clamp_min(0.0).pow(2)
 

@@ -53,7 +53,6 @@ def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, 
 
 def peer_returns(inputs: dict, layout: str):
     """torch's silu, returning Y."""
-    import torch
     import torch.nn.functional as F
 
     x = inputs["X"]

@@ -64,7 +64,6 @@ def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, 
 def peer_returns(inputs: dict, layout: str):
     """torch eager, as Liger's test and sparsemax packages write it (no torch function exists)."""
     import torch
-    import torch.nn.functional as F
 
     x = inputs["X"]
     z = torch.sort(x, dim=-1, descending=True).values
