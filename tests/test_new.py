@@ -373,8 +373,9 @@ def test_sources_a_torch_extension_builds_are_drafted_as_its_module_functions(ec
     assert code == 0 and [(d["variant"], d["op"]) for d in out["drafts"]] == [("minimal_attn", "attention")]
     assert out["notes"] == [("torch_ext_attention/csrc/flash.cu, torch_ext_attention/csrc/main.cpp: a torch extension "
                              "built by torch_ext_attention/build.py:2 (torch.utils.cpp_extension): drafted as "
-                             'backend = "torch" variants of the functions its module exports ([[extensions]] from = '
-                             '"torch_ext_attention/build.py"), not as kernels of their own')]
+                             'backend = "torch" variants of the functions its module exports or the TORCH_LIBRARY '
+                             'operators it registers ([[extensions]] from = "torch_ext_attention/build.py"); its '
+                             "__global__ kernels are measured through them, not as kernels of their own")]
 
 
 def test_out_as_an_absolute_path_is_that_folder_and_one_outside_the_repository_is_refused(tmp_path, capsys):

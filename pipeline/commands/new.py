@@ -113,8 +113,9 @@ def _extension_lines(root: Path, files: list[Path], extensions: dict[str, str]) 
         if rel in extensions:
             by_origin.setdefault(extensions[rel], []).append(rel)
     return [f"{', '.join(sources)}: a torch extension built by {origin} (torch.utils.cpp_extension): drafted as "
-            f'backend = "torch" variants of the functions its module exports ([[extensions]] from = '
-            f'"{origin.rsplit(":", 1)[0]}"), not as kernels of their own'
+            f'backend = "torch" variants of the functions its module exports or the TORCH_LIBRARY operators it '
+            f'registers ([[extensions]] from = "{origin.rsplit(":", 1)[0]}"); its __global__ kernels are measured '
+            f"through them, not as kernels of their own"
             for origin, sources in by_origin.items()]
 
 

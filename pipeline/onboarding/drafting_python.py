@@ -24,10 +24,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from pipeline.onboarding import drafting, kernel_scan, python_scan
 from workers.ops import OPS
+from workers.torch_ext import setup_run
 from workers.torch_ext import spec as ext_spec
 
 GUESS = "# TODO (guess)"
@@ -37,10 +38,11 @@ _TENSOR_PARAM = re.compile(r"\b(?:torch::)?(?:Tensor|at::Tensor)\b")
 @dataclass(frozen=True)
 class Repo:
     """What the drafts read of the repository: every file's text by repository-relative path
-    (Python and C++ sources), and the set of its files."""
+    (Python and C++ sources), the set of its files, and where it lies."""
 
     texts: dict
     files: frozenset
+    root: Path | None = None  # the checkout, where a setup.py the static read gives up on is run
 
     @functools.cached_property
     def problems(self) -> list[str]:
@@ -399,8 +401,8 @@ def _init_arity(tree: ast.Module | None) -> int | None:
 
 def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSpec]:
     try:
-        return ext_spec.find_extensions(rel, text, repo.files)
-    except ext_spec.ExtensionReadError:
+        return setup_run.read_extensions(rel, text, repo.root, repo.files)
+    except (ext_spec.ExtensionReadError, setup_run.SetupRunError):
         return []
 
 
@@ -409,14 +411,234 @@ def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[s
     load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`); notes for
     what could not be read."""
     try:
-        specs = ext_spec.find_extensions(rel, text, repo.files)
+        specs = setup_run.read_extensions(rel, text, repo.root, repo.files)
     except ext_spec.ExtensionReadError as exc:
         return [], [f"{exc}"]
+    except setup_run.SetupRunError as exc:
+        return [], [f"{rel}: {exc}"]
     drafts: list[drafting.Draft] = []
     for spec in specs:
+        for op in library_ops(spec, repo):
+            drafts.append(library_op_draft(op, spec, repo, out_dir, taken))
         for fn in exported_functions(spec, repo):
             drafts.append(_extension_function_draft(rel, spec, fn, repo, out_dir, taken))
     return drafts, []
+
+
+# -- operators registered with TORCH_LIBRARY ----------------------------------------------------------
+
+_LIBRARY = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
+_LIBRARY_IMPL = re.compile(r"\bTORCH_LIBRARY_IMPL\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{")
+# Dispatch keys → flopwatch device kinds (a CUDA kernel runs on ROCm after torch's hipify, but
+# a draft names only what the repository says).
+_DISPATCH_DEVICES = {"CPU": "cpu", "CUDA": "cuda", "HIP": "rocm"}
+_SCALAR_TYPES = {"float": 0.5, "int": 2, "SymInt": 2, "bool": True, "Scalar": 0.5}
+
+
+@dataclass(frozen=True)
+class SchemaArg:
+    """One argument of an operator schema (`Tensor(a!) out`, `float c`)."""
+
+    name: str
+    type: str
+
+    @property
+    def tensor(self) -> bool:
+        return self.type.startswith("Tensor") and not self.type.startswith("Tensor[")
+
+    @property
+    def written(self) -> bool:
+        """`Tensor(a!)`: the operator writes this argument (an output it is handed)."""
+        return "!" in self.type
+
+
+@dataclass(frozen=True)
+class LibraryOp:
+    """An operator a TORCH_LIBRARY block defines: `ns::name(args) -> returns`, where it is
+    defined (`path:line`), and the device kinds of the TORCH_LIBRARY_IMPL blocks with a kernel
+    for it (a `def` with a function is a kernel for every device)."""
+
+    ns: str
+    name: str
+    args: tuple[SchemaArg, ...]
+    returns: str
+    origin: str
+    devices: tuple[str, ...]
+
+    @property
+    def qualname(self) -> str:
+        return f"torch.ops.{self.ns}.{self.name}"
+
+
+def parse_schema(schema: str) -> tuple[str, tuple[SchemaArg, ...], str] | None:
+    """`"mymuladd(Tensor a, Tensor b, float c) -> Tensor"` → (name, args, returns), or None
+    for a bare name (a schema torch infers from the C++ function). The overload is dropped."""
+    m = re.fullmatch(r"\s*([\w.]+)\s*\((.*)\)\s*->\s*(.+?)\s*", schema, re.DOTALL)
+    if not m:
+        return None
+    args = []
+    depth, part, parts = 0, "", []
+    for ch in m.group(2):
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if ch == "," and depth == 0:
+            parts.append(part)
+            part = ""
+        else:
+            part += ch
+    parts.append(part)
+    for raw in parts:
+        raw = raw.split("=", 1)[0].strip()
+        if not raw or raw == "*":  # `*` starts the keyword-only arguments
+            continue
+        type_, _, name = raw.rpartition(" ")
+        args.append(SchemaArg(name.strip(), type_.strip()))
+    return m.group(1).split(".")[0], tuple(args), m.group(3)
+
+
+def library_ops(spec: ext_spec.ExtensionSpec, repo: Repo) -> list[LibraryOp]:
+    """The operators the extension's sources define with TORCH_LIBRARY, with the devices their
+    TORCH_LIBRARY_IMPL blocks give kernels for."""
+    defined: list[tuple[str, str, tuple, str, str, bool]] = []
+    impls: dict[tuple[str, str], set[str]] = {}
+    for src in spec.sources:
+        text = kernel_scan.strip_comments(repo.texts.get(src) or _read(repo, src))
+        for m in _LIBRARY.finditer(text):
+            body = text[m.end():_block_end(text, m.end() - 1)]
+            for d in re.finditer(rf"\b{m.group(2)}\s*\.\s*def\s*\(\s*\"((?:[^\"\\]|\\.)*)\"\s*(,)?", body):
+                parsed = parse_schema(d.group(1))
+                if parsed:
+                    line = text.count("\n", 0, m.end() + d.start()) + 1
+                    defined.append((m.group(1), *parsed, f"{src}:{line}", bool(d.group(2))))
+        for m in _LIBRARY_IMPL.finditer(text):
+            body = text[m.end():_block_end(text, m.end() - 1)]
+            device = _DISPATCH_DEVICES.get(m.group(2))
+            for i in re.finditer(rf"\b{m.group(3)}\s*\.\s*impl\s*\(\s*\"([\w.]+)\"", body):
+                if device:
+                    impls.setdefault((m.group(1), i.group(1).split(".")[0]), set()).add(device)
+    out = []
+    for ns, name, args, returns, origin, with_function in defined:
+        devices = ("cpu", "cuda") if with_function else \
+            tuple(d for d in ("cpu", "cuda", "rocm") if d in impls.get((ns, name), ()))
+        out.append(LibraryOp(ns, name, args, returns, origin, devices))
+    return out
+
+
+def _read(repo: Repo, rel: str) -> str:
+    if repo.root is None or not (repo.root / rel).is_file():
+        return ""
+    return (repo.root / rel).read_text(errors="replace")
+
+
+def _block_end(text: str, brace: int) -> int:
+    end = kernel_scan._matching(text, brace, "{", "}")
+    return end if end > 0 else len(text)
+
+
+def wrapper_of(op: LibraryOp, package: str, repo: Repo) -> tuple[str, str, ast.FunctionDef | None]:
+    """(entry, where, function) of the package's Python function that calls `torch.ops.ns.op`
+    with the operator's arguments (extension-cpp's `extension_cpp.ops:mymuladd`), or ("", "",
+    None); the modules of `package` (the one the extension's module lies in) first."""
+    call = re.compile(rf"\btorch\.ops\.{op.ns}\.{op.name}\b")
+    found = [(rel, text, import_root(rel, repo.files)[1]) for rel, text in repo.texts.items()
+             if rel.endswith(".py") and call.search(text)]
+    for rel, text, dotted in sorted(found, key=lambda f: (f[2].split(".")[0] != package, f[0])):
+        if not dotted or (tree := _tree(text)) is None:
+            continue
+        for fn in tree.body:
+            if (isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
+                    and len(fn.args.args) == len(op.args) and call.search(ast.get_source_segment(text, fn) or "")):
+                return f"{dotted}:{fn.name}", f"{rel}:{fn.lineno}", fn
+    return "", "", None
+
+
+def find_reference(op: LibraryOp, repo: Repo) -> tuple[str, str]:
+    """(path, line) of a reference the repository keeps by name for the operator: `def
+    reference_muladd` for `mymuladd` (the conventions X_ref, ref_X, reference_X, X_reference,
+    torch_X, naive_X, with X the name or the name without a leading "my"), tests first."""
+    bases = {op.name, op.name.removeprefix("my")} - {""}
+    names = {p.format(b) for b in bases for p in ("{}_ref", "ref_{}", "reference_{}", "{}_reference",
+                                                   "torch_{}", "naive_{}")}
+    pattern = re.compile(rf"^def ({'|'.join(sorted(names))})\s*\(", re.MULTILINE)
+    ordered = sorted((r for r in repo.texts if r.endswith(".py")), key=lambda r: ("test" not in r, r))
+    for rel in ordered:
+        m = pattern.search(repo.texts[rel])
+        if m:
+            return f"{rel}:{m.group(1)}", f"{rel}:{repo.texts[rel].count(chr(10), 0, m.start()) + 1}"
+    return "", ""
+
+
+def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, out_dir: str,
+                     taken: set[str]) -> drafting.Draft:
+    """A TORCH_LIBRARY operator as its own op (contract: the `[reference]` table): called
+    through the package's wrapper where it has one, inputs from the schema, devices from the
+    TORCH_LIBRARY_IMPL blocks, checked against the repository's reference where one is found
+    by name, else measured unchecked. A wrapper is drafted as the repository's other Python
+    entries are (`pipeline.onboarding.entries`: the reference by convention or from the tests,
+    the tests' sizes), with the operator's devices and extension."""
+    entry, where, wrapper = wrapper_of(op, spec.module.split(".")[0], repo)
+    if wrapper is not None:
+        from pipeline.onboarding import entries, references
+
+        rel = where.rsplit(":", 1)[0]
+        root = import_root(rel, repo.files)[0]
+        tree = _tree(repo.texts[rel])
+        prefix = references.common_prefix([f.name for f in entries.public_functions(tree, repo.texts)[0]])
+        at = entries.Where(rel=rel, entry=entry, backend="torch", devices=list(op.devices) or ["cuda"],
+                           include_dir="", extension_from=spec.origin.rsplit(":", 1)[0])
+        drafted = entries.draft_entry(wrapper, prefix, at, repo.texts, entries.package_of(rel, root), out_dir, taken)
+        if "reference.inputs" not in drafted.guessed:
+            return drafted  # a test calls it: its inputs and sizes, and the reference it trusts
+        taken.discard(drafted.name)  # no test tells the inputs: the schema tells their kinds better
+    name = _name(op.name, taken)
+    folder = f"{out_dir}/{name}"
+    todo: list[str] = []
+    guessed: list[str] = []
+    written = [a for a in op.args if a.tensor and a.written]
+    returns = op.returns.strip() not in ("()", "") and not written
+    lines = _lines_common(name, op.name, "torch", f"{op.origin} (TORCH_LIBRARY({op.ns}) operator "
+                                                  f"{op.name}, built by {spec.origin})")
+    dtype = _pointer_dtype("\n".join(repo.texts.get(s) or _read(repo, s) for s in spec.sources)) or ""
+    if not dtype:
+        dtype = "fp32"
+        guessed.append("dtypes")
+        todo.append("dtypes: neither the kernels' pointer types nor the repository's scripts tell the dtype")
+    lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
+    devices = list(op.devices) or ["cuda"]
+    lines.append(f"devices = {json.dumps(devices)}  # the TORCH_LIBRARY_IMPL blocks with a kernel for {op.name}"
+                 if op.devices else f'devices = ["cuda"]  {GUESS}: no TORCH_LIBRARY_IMPL block names {op.name}')
+    if not op.devices:
+        guessed.append("devices")
+    lines += ["", "[binding]", 'kind = "python"',
+              f'entry = "{entry or op.qualname}"' + (f"  # {where}: calls {op.qualname}" if entry else "")]
+    if returns:
+        lines.append("returns = true")
+    lines += ["", "[reference]"]
+    call, ref_where = find_reference(op, repo)
+    # the first line says what it is checked against, as the other entries' drafts do
+    lines.insert(0, f"# reference: {call} (by name, {ref_where})" if call else
+                 "# reference: none found — measured as unchecked")
+    if call:
+        lines += [f'call = "{from_folder(folder, call.split(":")[0])}:{call.split(":")[1]}"', 'found = "convention"',
+                  f'where = "{ref_where}"']
+    else:
+        lines.append('check = "none"  # no reference found: measured as unchecked, its output kept per commit')
+    lines.append(f"sizes = {{ N = 4096 }}  {GUESS}: a 1-D size for every tensor argument")
+    guessed.append("reference.sizes")
+    todo.append(f"reference.sizes: the schema of {op.name} gives no sizes; every tensor is guessed 1-D of N")
+    inputs = []
+    for a in op.args:
+        if a.tensor:
+            inputs.append(f'  {{ name = "{a.name}", shape = ["N"]' + (", output = true" if a.written else "") + " },")
+        elif a.type.rstrip("?") in _SCALAR_TYPES:
+            value = _SCALAR_TYPES[a.type.rstrip("?")]
+            inputs.append(f'  {{ name = "{a.name}", value = {json.dumps(value)} }},  {GUESS}: a {a.type}')
+        else:
+            inputs.append(f'  {{ name = "{a.name}", value = 0 }},  {GUESS}: a {a.type} flopwatch cannot make')
+            todo.append(f"reference.inputs: {a.name} is a {a.type}")
+    lines += ["inputs = [", *inputs, "]"]
+    lines += ["", "[[extensions]]", f'from = "{from_folder(folder, spec.origin.rsplit(":", 1)[0])}"',
+              f'name = "{spec.module}"']
+    return _draft(name, folder, lines, op.name, todo, guessed)
 
 
 @dataclass(frozen=True)

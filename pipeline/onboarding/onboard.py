@@ -309,14 +309,36 @@ def python_plan(root: Path, py_files: list[str], out_dir: str, taken: set[str], 
     for rel in py_files:  # a file named on the command line is read even beyond the bounds
         if rel not in texts and (root / rel).is_file():
             texts[rel] = (root / rel).read_text(errors="replace")
-    repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir))
+    repo = drafting_python.Repo(texts, frozenset(texts) | _all_files(root, out_dir), root)
     drafts, notes, skipped = [], [], []
     for rel in py_files:
         wanted = functional if isinstance(functional, bool) else rel in functional
         found, said = entries.module_drafts(rel, repo, out_dir, taken, wanted, skipped)
         drafts += found
         notes += said
-    return Plan(drafts, notes, skipped)
+    return Plan(_one_per_entry(drafts, taken), notes, skipped)
+
+
+_ENTRY_LINE = re.compile(r'^entry = "([^"]+)"', re.MULTILINE)
+
+
+def _one_per_entry(drafts: list, taken: set[str]) -> list:
+    """The first draft of each binding entry: `init` reads a setup.py (its TORCH_LIBRARY
+    operators, called through the package's wrappers) and the package's ops.py (the same
+    wrappers as public functions); a later draft of the same entry is dropped, its name freed."""
+    seen: set[str] = set()
+    out = []
+    for d in drafts:
+        m = _ENTRY_LINE.search(d.files.get("variant.toml", ""))
+        if m and not (":" in m.group(1) or m.group(1).startswith("torch.ops.")):
+            m = None  # a pybind11 function's name: unique only with its module
+        if m and not m.group(1).endswith((":Model", ":ModelNew")) and m.group(1) in seen:
+            taken.discard(d.name)
+            continue
+        if m:
+            seen.add(m.group(1))
+        out.append(d)
+    return out
 
 
 # Modules `init` reads as a package's kernel entry points (`flopwatch new` reads any module named).
@@ -365,7 +387,7 @@ def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:
     builds it (setup.py's CUDAExtension / CppExtension, load(); load_inline's sources are text,
     not files): the files `plan` leaves to the torch extension drafter (`skip_files`). A call
     flopwatch cannot read (`workers.torch_ext.spec`) is passed over: its files are drafted here."""
-    from workers.torch_ext import spec
+    from workers.torch_ext import setup_run, spec
 
     scripts = repository_sources(root, out_dir, (".py",), MAX_SCRIPTS)
     candidates = [(f, f.read_text(errors="replace")) for f in scripts]
@@ -377,8 +399,8 @@ def torch_extension_sources(root: Path, out_dir: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for f, text in candidates:
         try:
-            specs = spec.find_extensions(f.relative_to(root).as_posix(), text, files)
-        except spec.ExtensionReadError:
+            specs = setup_run.read_extensions(f.relative_to(root).as_posix(), text, root, files)
+        except (spec.ExtensionReadError, setup_run.SetupRunError):
             continue
         for s in specs:
             for source in s.sources:

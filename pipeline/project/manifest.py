@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from pipeline.project.config import ProjectConfig
 from pipeline.project.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problems
 from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
-from workers.bindings.python_entry import PYTHON_SIDE, entry_parts
+from workers.bindings.python_entry import PYTHON_SIDE, REPOSITORY_ROOTS, entry_parts
 from workers.core import untrusted
 from workers.core.records import Binding, Shape, Variant
 from workers.ops import OPS
@@ -115,6 +115,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     extensions = _extensions(rel, repo_root, folder_rel, m)
     for spec in extensions:
         extra_files += [*spec["sources"], *spec["include_dirs"]]
+    if m.backend in PYTHON_SIDE and binding.kind != "pybind11":
+        extra_files += _entry_importable(rel, repo_root, folder_rel, binding.entry, config, m, extensions)
     if m.backend == "torch" and not extensions:
         raise ManifestError(rel, "extensions", "missing: a torch variant names the extension(s) it builds: "
                                                "[[extensions]] from = \"setup.py\" (or the file calling load())")
@@ -284,6 +286,57 @@ def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str, key: str = 
     return [] if path.is_relative_to(folder.resolve()) else [path.relative_to(repo_root.resolve()).as_posix()]
 
 
+def import_roots(repo_root: Path, folder_rel: str, config: ProjectConfig) -> list[str]:
+    """The folders a python-side entry imports from, repository-relative, in the job's order
+    (`workers.backends.python.ship_tree`): shared folders, the variant's, the root and src/."""
+    roots = [*config.include_dirs, folder_rel, *REPOSITORY_ROOTS]
+    return [r for r in dict.fromkeys(PurePosixPath(r).as_posix() for r in roots) if (repo_root / r).is_dir()]
+
+
+def _entry_importable(rel: str, repo_root: Path, folder_rel: str, entry: str, config: ProjectConfig,
+                      m: VariantManifest, extensions: list[dict]) -> list[str]:
+    """Whether the entry will import in a job, told now without running the repository's code:
+    a `pkg.module` entry is a file or package below an import root (its top package is then
+    shipped), or a module installed here (torch's own); a `torch.ops.ns.op` entry has a source
+    or extension that registers `ns`. Anything else would crash every job with
+    ModuleNotFoundError / "operator does not exist": it is invalid here, with the fix."""
+    kind, where, _ = entry_parts(entry)
+    if kind == "module":
+        parts = where.split(".")
+        for root in import_roots(repo_root, folder_rel, config):
+            base = repo_root / root
+            if (base.joinpath(*parts).with_suffix(".py").is_file() or (base.joinpath(*parts) / "__init__.py").is_file()
+                    or any(base.joinpath(*parts[:-1]).glob(f"{parts[-1]}.*.so"))):
+                top = (PurePosixPath(root) / parts[0]).as_posix()
+                return [top if (base / parts[0]).is_dir() else f"{top}.py"]
+        import importlib.util
+
+        try:
+            if importlib.util.find_spec(parts[0]) is not None:  # finds the top package without importing it
+                return []
+        except (ImportError, ValueError):
+            pass
+        holders = sorted(p.parent.parent.relative_to(repo_root).as_posix() or "." for p in repo_root.rglob(f"{parts[0]}/__init__.py")
+                         if ".git" not in p.parts and ".flopwatch" not in p.parts)
+        fix = (f"add the folder holding package {parts[0]} ({holders[0]}) to include_dirs in flopwatch.toml"
+               if holders else f"no package {parts[0]} in the repository or installed here: check the name")
+        raise ManifestError(rel, "binding.entry", f"{where} cannot be imported: not under the import roots "
+                                                  f"{import_roots(repo_root, folder_rel, config)}; {fix}")
+    if kind == "torch_op":
+        ns = where.split(".")[2]
+        registers = re.compile(rf"TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*{re.escape(ns)}\s*,|[\"']{re.escape(ns)}(?:::|[\"'])")
+        files = [*(repo_root / folder_rel / src for src in m.sources),
+                 *(repo_root / f for spec in extensions for f in spec["sources"])]
+        texts = [f.read_text(errors="replace") for f in files if f.is_file()]
+        texts += [t for spec in extensions for t in (*spec.get("cpp_sources", ()), *spec.get("cuda_sources", ()))]
+        if not any(registers.search(t) for t in texts):
+            raise ManifestError(rel, "binding.entry", f"{where}: nothing of the variant registers namespace {ns!r} "
+                                                      f"(TORCH_LIBRARY({ns}, m) or torch.library): name the extension "
+                                                      f"that does ([[extensions]] from = \"setup.py\") or the .py file "
+                                                      f"that does in sources")
+    return []
+
+
 def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
     """The problem file of `[problem]`, read without running it (`workers.ops.problem`)."""
     from workers.ops.problem import parse_problem
@@ -407,9 +460,11 @@ def _module_file(repo_root: Path, module: str, roots: list[str]) -> str:
 
 
 def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) -> list[dict]:
-    """`[[extensions]]`: each table's file read statically (`workers.torch_ext.spec`)."""
+    """`[[extensions]]`: each table's file read statically (`workers.torch_ext.spec`), or a
+    setup.py that cannot be read so run to record its extensions (`workers.torch_ext.setup_run`)."""
     if not m.extensions:
         return []
+    from workers.torch_ext import setup_run
     from workers.torch_ext import spec as ext_spec
 
     files = repository_files(repo_root)
@@ -430,13 +485,15 @@ def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) 
             raise ManifestError(rel, key, f"file {table.from_!r} does not exist")
         origin = path.relative_to(repo_root.resolve()).as_posix()
         try:
-            specs = ext_spec.find_extensions(origin, path.read_text(errors="replace"), files)
+            # static read first; a setup.py it cannot read is run in a sandboxed child
+            specs = setup_run.read_extensions(origin, path.read_text(errors="replace"), repo_root, files)
             if not specs:
                 raise ManifestError(rel, key, f"{origin} makes no torch.utils.cpp_extension load(), load_inline(), "
                                               "CUDAExtension() or CppExtension() call")
             picked = [ext_spec.select(specs, table.name, origin)] if table.name else specs
-        except ext_spec.ExtensionReadError as exc:
-            raise ManifestError(rel, key, str(exc)) from None
+        except (ext_spec.ExtensionReadError, setup_run.SetupRunError) as exc:
+            raise ManifestError(rel, key, exc if isinstance(exc, ext_spec.ExtensionReadError)
+                                else f"{origin}: {exc}") from None
         found += [s.to_dict() for s in picked]
     return found
 

@@ -38,6 +38,9 @@ def builtin_peers(variants: list[Variant]) -> list[Variant]:
         added.append(Variant(
             name=name, op=op, backend=BACKEND, folder=ships.folder if ships else "", sources=(),
             extra_files=tuple(dict.fromkeys(f for v in of_op for f in v.extra_files)) if ships else (),
+            # a reference that imports the repository's package (extension-cpp's test module
+            # imports extension_cpp, which loads its built _C) needs the variants' extensions
+            extensions=ships.extensions if ships else (),
             binding=Binding("builtin", "peer", returns=_returns(op, repo_op)),
             dtypes=dtypes, shapes=(), layout=_layout(of_op), peer=True, devices=tuple(kinds),
             description=f"built-in peer: {peer_name(op, repo_op)}", repo_op=repo_op))

@@ -24,6 +24,16 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
         # shipped as a python variant's are, and it is imported the same way.
         from workers.backends.python import ship_tree
 
-        ship_tree(variant, src, out, include_dirs)
+        if variant.extensions:  # built as the variants' are, so the reference imports their package
+            from workers.backends import torch_ext
+
+            tc_ext = torch_ext.toolchain()
+            if tc_ext is None:
+                return BuildOutput(False, "", "torch is not importable here: the reference's extensions cannot be built")
+            built = torch_ext.build(variant, src, out, tc_ext, include_dirs)
+            if not built.ok:
+                return built
+        else:
+            ship_tree(variant, src, out, include_dirs)
     (out / "peer.txt").write_text(f"built-in peer of op {variant.op}: {variant.description}\n")
     return BuildOutput(True, f"built-in peer of {variant.op}: nothing to compile")

@@ -60,6 +60,26 @@ def _device_compiler(torch, cpp_extension) -> tuple[str, str]:
     return "", ""
 
 
+def cpu_part(specs: list[dict], variant: Variant, tc: Toolchain) -> tuple[list[dict], str]:
+    """On a node whose torch has neither CUDA nor ROCm, a variant that runs on the CPU too
+    builds what this node can: a setup.py extension's C++ sources without its CUDA ones (the
+    `CppExtension` branch its setup.py takes without a GPU; extension-cpp's CPU kernels live in
+    the .cpp that registers the ops). The specs to build and a note for the log (pure)."""
+    if "cpu" not in variant.devices or tc.detail.get("cuda") or tc.detail.get("hip"):
+        return specs, ""
+    out, dropped = [], []
+    for s in specs:
+        cuda = [f for f in s.get("sources") or () if f.endswith((".cu", ".cuh"))]
+        rest = [f for f in s.get("sources") or () if f not in cuda]
+        if s.get("kind") == "setup" and ExtensionSpec.from_dict(s).cuda and rest:
+            s = {**s, "sources": rest, "with_cuda": False}
+            dropped += cuda
+        out.append(s)
+    note = (f"flopwatch: this node's torch has no CUDA: built the C++ sources only, without {dropped}\n"
+            if dropped else "")
+    return out, note
+
+
 def skip_reason(specs: list[dict], tc: Toolchain) -> str:
     """Why this node cannot build these extensions, if it cannot (pure): a CUDA extension needs
     a CUDA or ROCm build of torch and that build's compiler."""
@@ -78,22 +98,26 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     specs = [dict(s) for s in variant.extensions]
     roots = tuple(dict.fromkeys(s["package_dir"] for s in specs if s.get("kind") == "setup" and s.get("package_dir")))
     ship_tree(variant, src, out, include_dirs, extra_roots=roots)
+    full = specs  # the gfx942 analysis reads the CUDA sources a CPU node's build leaves out
+    specs, note = cpu_part(specs, variant, tc)
     reason = skip_reason(specs, tc)
     if reason:
         # The node cannot build the module, but the gfx942 analysis needs no CUDA torch.
-        amd, notes = amd_analysis(variant, specs, src, out, tc)
+        amd, notes = amd_analysis(variant, full, src, out, tc)
         return BuildOutput(False, "\n".join([reason, *notes]), skip_reason=reason,
                            analysis=_with_amd({}, amd, notes))
     work = out.parent / "torch-ext"
     work.mkdir(exist_ok=True)
-    request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs}
+    request = {"root": str(repository_root(variant, src)), "out": str(out), "specs": specs,
+               # the entry imported once after the build (a [reference] op's peer has none)
+               "variant": variant.to_dict() if variant.backend == "torch" else None}
     (work / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
            # torch caches JIT builds per user; the build folder given here is the only one used
            "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
     outcome = run_child([sys.executable, "-m", "workers.torch_ext.build", "request.json", "result.json"],
                         EXTENSION_TIMEOUT_S, work, env)
-    log = (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
+    log = note + (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
     result_file = work / "result.json"
     if outcome.timed_out or not result_file.exists():
         how = "timed out" if outcome.timed_out else f"exited with {outcome.returncode or outcome.signal_name}"
@@ -105,7 +129,10 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     if result["failed"]:
         name, error = next(iter(result["failed"].items()))
         return BuildOutput(False, log, f"extension {name!r} failed to build:\n{first_errors(log) or error}")
-    amd, notes = amd_analysis(variant, specs, src, out, tc)
+    if result.get("import_error"):
+        return BuildOutput(False, log, f"importing {variant.binding.entry} after the build failed: "
+                                       f"{result['import_error']}")
+    amd, notes = amd_analysis(variant, full, src, out, tc)
     return BuildOutput(True, "\n".join([log, *notes]),
                        analysis=_with_amd(analyse(log, out, result["built"], tc), amd, notes))
 

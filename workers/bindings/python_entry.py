@@ -28,6 +28,10 @@ from workers.toolkit.artifact_index import INDEX, TREE, read_index
 # Back ends whose entries are Python (a function, an nn.Module class, a torch.library op, which
 # may launch Triton kernels) and whose artifact is the shipped repository tree.
 PYTHON_SIDE = ("python", "triton", "torch")
+# Import roots every python-side variant has beyond flopwatch.toml's shared folders, as a
+# checkout imports its own packages (repository-relative; the planner checks entries against
+# the same list: `pipeline.project.manifest`).
+REPOSITORY_ROOTS = (".", "src")
 
 
 def write_index(out: Path, folder: str, roots: list[str], extensions: dict | None = None) -> None:
@@ -48,7 +52,13 @@ def import_file(path: Path, name: str) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        # as Python's own import does: a half-run module is not kept, so the next caller (the
+        # reference after the peer) sees the file's own error, not a module missing its names
+        sys.modules.pop(name, None)
+        raise
     return module
 
 
@@ -79,15 +89,17 @@ def resolve(variant: Variant, artifact: Path, entry: str = "", key: str = "bindi
     if not (artifact / INDEX).exists():
         index["folder"] = ""
     _add_import_roots(tree, index)
-    if index.get("extensions") or index.get("calls_cpp_extension"):
-        from workers.torch_ext import runtime
+    from workers.torch_ext import runtime
 
+    if index.get("extensions") or index.get("calls_cpp_extension"):
         runtime.install(artifact, index.get("extensions") or {})
     kind, where, attr = entry_parts(entry)
     if kind == "torch_op":
         for src in variant.sources:  # the files that register the op with torch.library
             if src.endswith(".py"):
                 _import_file(tree, repo_path(index["folder"], src), variant.name)
+        for name in index.get("extensions") or {}:  # TORCH_LIBRARY registers when its library loads
+            runtime.import_extension(artifact, name)
         import torch
 
         _, _, ns, name = where.split(".")

@@ -328,9 +328,24 @@ class _no_tf32:
         import torch
 
         self.saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        with _mutable_flags():
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
 
     def __exit__(self, *exc):
         import torch
 
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = self.saved
+        with _mutable_flags():
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = self.saved
+
+
+def _mutable_flags():
+    """Where the repository's code imported torch's test utilities (extension-cpp's test module,
+    holding its reference, imports torch.testing._internal.common_utils), torch refuses to set
+    cudnn flags outside its `flags()` context (`disable_global_flags`); this is torch's own way
+    to allow it, a no-op context where torch has none."""
+    import contextlib
+
+    import torch
+
+    allow = getattr(torch.backends, "__allow_nonbracketed_mutation", None)
+    return allow() if allow is not None else contextlib.nullcontext()

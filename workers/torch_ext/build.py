@@ -10,7 +10,8 @@ this process's stdout (ninja's, with `verbose=True`), which the caller keeps as 
 CUDA builds add `--resource-usage` so ptxas reports registers and shared memory per kernel.
 
 Request: {"root": unpacked repository files, "out": the artifact folder, "specs": [ExtensionSpec
-dicts]}. Result: {"built": {name: {"path", "module", "is_python_module"}}, "failed": {name: error}}.
+dicts], "variant": the Variant as a dict (its entry is imported once after the build)}. Result:
+{"built": {name: {"path", "module", "is_python_module"}}, "failed": {name: error}, "import_error"}.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import sysconfig
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from workers.torch_ext.spec import ExtensionSpec
 
@@ -66,10 +68,25 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
                                            cuda_sources=list(spec.get("cuda_sources") or ()) or None,
                                            functions=list(spec.get("functions") or ()) or None, **common)
     else:
-        loaded = cpp_extension.load(name, [str(root / s) for s in spec.get("sources") or ()], **common)
+        sources = [str(root / s) for s in spec.get("sources") or ()]
+        try:
+            loaded = cpp_extension.load(name, sources, **common)
+        except ImportError as exc:
+            if "module export function" not in str(exc) or not common["is_python_module"]:
+                raise
+            # A library with no PyInit_ (only TORCH_LIBRARY operators, as a py_limited_api
+            # build may be): loaded into torch.ops instead; ninja finds it up to date.
+            print(f"flopwatch: {name} defines no Python module: loaded with torch.ops.load_library", flush=True)
+            common["is_python_module"] = False
+            spec = {**spec, "is_python_module": False}
+            loaded = cpp_extension.load(name, sources, **common)
     sys.stdout.flush()
     path = Path(loaded.__file__) if hasattr(loaded, "__file__") else Path(str(loaded))
     module = spec.get("module") or name
+    if "." in module:
+        # The library is loaded now; the entry's import below must get this one, not dlopen the
+        # copy made for the package (a second copy registers its TORCH_LIBRARY twice: abort).
+        sys.modules[module] = loaded if isinstance(loaded, ModuleType) else _library_module(module, path)
     if spec["kind"] == "setup" and "." in module:
         # Where `setup.py build_ext --inplace` puts it: inside its package, below the import root.
         package = Path(spec.get("package_dir") or "", *module.split(".")[:-1])
@@ -79,6 +96,12 @@ def build_one(spec: dict, root: Path, out: Path) -> dict:
         path = target
     return {"path": path.relative_to(out).as_posix(), "module": module,
             "is_python_module": bool(spec.get("is_python_module", True)), "cuda": _has_cuda(spec)}
+
+
+def _library_module(name: str, path: Path) -> ModuleType:
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    return module
 
 
 def main(argv: list[str]) -> int:
@@ -92,8 +115,36 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             traceback.print_exc()
             result["failed"][spec["name"]] = f"{type(exc).__name__}: {exc}"
+    if request.get("variant") and not result["failed"]:
+        result["import_error"] = import_entry(request["variant"], out, result["built"])
     Path(argv[2]).write_text(json.dumps(result))
     return 0
+
+
+def import_entry(variant: dict, out: Path, built: dict) -> str:
+    """Import the variant's entry once, as its jobs will (the repository's package importing
+    its prebuilt modules): an entry that only fails at import fails the build, with the
+    traceback's last line, instead of every job. "" when it imports."""
+    from workers.bindings.python_entry import resolve
+    from workers.core.records import Variant
+    from workers.toolkit.artifact_index import INDEX
+
+    index = json.loads((out / INDEX).read_text())
+    (out / INDEX).write_text(json.dumps({**index, "extensions": built}))
+    v = Variant.from_dict(variant)
+    if v.binding.kind == "pybind11":
+        return ""  # the extension module itself, imported above
+    from workers.torch_ext.runtime import UndeclaredExtension
+
+    try:
+        resolve(v, out)
+    except UndeclaredExtension:
+        return ""  # the manifest's fault, not the build's: each job says `invalid` with the line to add
+    except Exception as exc:  # noqa: BLE001 - the repository's import-time code
+        traceback.print_exc()
+        sys.stdout.flush()
+        return f"{type(exc).__name__}: {exc}".strip().splitlines()[-1]
+    return ""
 
 
 if __name__ == "__main__":
