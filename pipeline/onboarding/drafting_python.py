@@ -406,10 +406,12 @@ def _extensions_in(rel: str, text: str, repo: Repo) -> list[ext_spec.ExtensionSp
         return []
 
 
-def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[str],
+                     draft_wrapper=None) -> tuple[list[drafting.Draft], list[str]]:
     """One `backend = "torch"` draft per function each extension built in `rel` exports (a
-    load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`); notes for
-    what could not be read."""
+    load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`) and per
+    TORCH_LIBRARY operator it registers (`library_op_draft`, `draft_wrapper`); notes for what
+    could not be read."""
     try:
         specs = setup_run.read_extensions(rel, text, repo.root, repo.files)
     except ext_spec.ExtensionReadError as exc:
@@ -419,7 +421,7 @@ def extension_drafts(rel: str, text: str, repo: Repo, out_dir: str, taken: set[s
     drafts: list[drafting.Draft] = []
     for spec in specs:
         for op in library_ops(spec, repo):
-            drafts.append(library_op_draft(op, spec, repo, out_dir, taken))
+            drafts.append(library_op_draft(op, spec, repo, out_dir, taken, draft_wrapper))
         for fn in exported_functions(spec, repo):
             drafts.append(_extension_function_draft(rel, spec, fn, repo, out_dir, taken))
     return drafts, []
@@ -568,27 +570,20 @@ def find_reference(op: LibraryOp, repo: Repo) -> tuple[str, str]:
 
 
 def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, out_dir: str,
-                     taken: set[str]) -> drafting.Draft:
+                     taken: set[str], draft_wrapper=None) -> drafting.Draft:
     """A TORCH_LIBRARY operator as its own op (contract: the `[reference]` table): called
     through the package's wrapper where it has one, inputs from the schema, devices from the
     TORCH_LIBRARY_IMPL blocks, checked against the repository's reference where one is found
     by name, else measured unchecked. A wrapper is drafted as the repository's other Python
-    entries are (`pipeline.onboarding.entries`: the reference by convention or from the tests,
-    the tests' sizes), with the operator's devices and extension."""
+    entries are, by `draft_wrapper(op, spec, entry, where, wrapper, repo, out_dir, taken)`
+    (`pipeline.onboarding.entries.draft_library_wrapper`: the reference by convention or from
+    the tests, the tests' sizes; handed in, as that module builds on this one), which returns
+    None where no test tells the wrapper's inputs: the schema tells their kinds better."""
     entry, where, wrapper = wrapper_of(op, spec.module.split(".")[0], repo)
-    if wrapper is not None:
-        from pipeline.onboarding import entries, references
-
-        rel = where.rsplit(":", 1)[0]
-        root = import_root(rel, repo.files)[0]
-        tree = _tree(repo.texts[rel])
-        prefix = references.common_prefix([f.name for f in entries.public_functions(tree, repo.texts)[0]])
-        at = entries.Where(rel=rel, entry=entry, backend="torch", devices=list(op.devices) or ["cuda"],
-                           include_dir="", extension_from=spec.origin.rsplit(":", 1)[0])
-        drafted = entries.draft_entry(wrapper, prefix, at, repo.texts, entries.package_of(rel, root), out_dir, taken)
-        if "reference.inputs" not in drafted.guessed:
-            return drafted  # a test calls it: its inputs and sizes, and the reference it trusts
-        taken.discard(drafted.name)  # no test tells the inputs: the schema tells their kinds better
+    if wrapper is not None and draft_wrapper is not None:
+        drafted = draft_wrapper(op, spec, entry, where, wrapper, repo, out_dir, taken)
+        if drafted is not None:
+            return drafted
     name = _name(op.name, taken)
     folder = f"{out_dir}/{name}"
     todo: list[str] = []
@@ -773,7 +768,8 @@ def _name(base: str, taken: set[str]) -> str:
 
 # -- one file ----------------------------------------------------------------------------------------
 
-def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[list[drafting.Draft], list[str]]:
+def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str],
+               draft_wrapper=None) -> tuple[list[drafting.Draft], list[str]]:
     """The drafts of one Python file — a problem, a solution, the extensions it builds — and
     notes on what was not drafted. A module's public functions are `pipeline.onboarding.entries`'
     (`entries.module_drafts` asks here first)."""
@@ -788,4 +784,4 @@ def drafts_for(rel: str, repo: Repo, out_dir: str, taken: set[str]) -> tuple[lis
         return [solution_draft(rel, text, problem, guessed, repo, out_dir, taken)], []
     if is_problem(tree):
         return [problem_draft(rel, out_dir, taken, text)], []
-    return extension_drafts(rel, text, repo, out_dir, taken)
+    return extension_drafts(rel, text, repo, out_dir, taken, draft_wrapper)

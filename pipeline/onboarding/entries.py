@@ -525,11 +525,29 @@ def module_drafts(rel: str, repo: drafting_python.Repo, out_dir: str, taken: set
                   skipped: list | None = None) -> tuple[list[drafting.Draft], list[str]]:
     """The drafts of one Python file: its problem, solution or extensions
     (`drafting_python.drafts_for`), else (`functional`) every public function as an entry."""
-    drafts, notes = drafting_python.drafts_for(rel, repo, out_dir, taken)
+    drafts, notes = drafting_python.drafts_for(rel, repo, out_dir, taken, draft_library_wrapper)
     text = repo.texts.get(rel, "")
     if drafts or notes or not functional:
         return drafts, notes
     return function_drafts(rel, text, repo, out_dir, taken, skipped)
+
+
+def draft_library_wrapper(op, spec, entry: str, where: str, wrapper: ast.FunctionDef, repo: drafting_python.Repo,
+                          out_dir: str, taken: set[str]) -> drafting.Draft | None:
+    """A TORCH_LIBRARY operator's Python wrapper drafted as the repository's other entries are
+    (`drafting_python.library_op_draft` asks): with the reference and inputs of a test that
+    calls it, the operator's devices and extension; None where no test tells its inputs."""
+    rel = where.rsplit(":", 1)[0]
+    root = drafting_python.import_root(rel, repo.files)[0]
+    tree = drafting_python._tree(repo.texts[rel])
+    prefix = references.common_prefix([f.name for f in public_functions(tree, repo.texts)[0]])
+    at = Where(rel=rel, entry=entry, backend="torch", devices=list(op.devices) or ["cuda"],
+               include_dir="", extension_from=spec.origin.rsplit(":", 1)[0])
+    drafted = draft_entry(wrapper, prefix, at, repo.texts, package_of(rel, root), out_dir, taken)
+    if "reference.inputs" not in drafted.guessed:
+        return drafted  # a test calls it: its inputs and sizes, and the reference it trusts
+    taken.discard(drafted.name)
+    return None
 
 
 def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: str, taken: set[str],

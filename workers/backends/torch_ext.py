@@ -115,7 +115,7 @@ def build(variant: Variant, src: Path, out: Path, tc: Toolchain, include_dirs: l
     env = {**os.environ, "PYTHONPATH": _project_root() + os.pathsep + os.environ.get("PYTHONPATH", ""),
            # torch caches JIT builds per user; the build folder given here is the only one used
            "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
-    outcome = run_child([sys.executable, "-m", "workers.torch_ext.build", "request.json", "result.json"],
+    outcome = run_child([sys.executable, "-m", "workers.backends.torch_ext_child", "request.json", "result.json"],
                         EXTENSION_TIMEOUT_S, work, env)
     log = note + (work / "stdout.txt").read_text(errors="replace") + (work / "stderr.txt").read_text(errors="replace")
     result_file = work / "result.json"

@@ -1,2 +1,2 @@
 """Torch C++/CUDA extensions as their repositories build them: read statically, built once per node.
-May import: workers.core, workers.toolkit."""
+May import: workers.core, workers.isolation, workers.toolkit."""

@@ -1,5 +1,5 @@
 """Build a variant's torch extensions with torch's own machinery, in a child process:
-`python -m workers.torch_ext.build REQUEST.json RESULT.json`.
+(`python -m workers.backends.torch_ext_child`, which also imports the entry once afterwards).
 
 Each extension is built by the call its repository makes (`torch.utils.cpp_extension.load`, or
 `load_inline` with the same strings), with the flags read from that call or from setup.py, in
@@ -104,8 +104,9 @@ def _library_module(name: str, path: Path) -> ModuleType:
     return module
 
 
-def main(argv: list[str]) -> int:
-    request = json.loads(Path(argv[1]).read_text())
+def build_all(request: dict) -> dict:
+    """Every extension of the request built (and loaded) in this process: {"built": {name:
+    where it lies}, "failed": {name: the error}}."""
     root, out = Path(request["root"]), Path(request["out"])
     result: dict = {"built": {}, "failed": {}}
     for spec in request["specs"]:
@@ -115,36 +116,12 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             traceback.print_exc()
             result["failed"][spec["name"]] = f"{type(exc).__name__}: {exc}"
-    if request.get("variant") and not result["failed"]:
-        result["import_error"] = import_entry(request["variant"], out, result["built"])
-    Path(argv[2]).write_text(json.dumps(result))
+    return result
+
+
+def main(argv: list[str]) -> int:
+    Path(argv[2]).write_text(json.dumps(build_all(json.loads(Path(argv[1]).read_text()))))
     return 0
-
-
-def import_entry(variant: dict, out: Path, built: dict) -> str:
-    """Import the variant's entry once, as its jobs will (the repository's package importing
-    its prebuilt modules): an entry that only fails at import fails the build, with the
-    traceback's last line, instead of every job. "" when it imports."""
-    from workers.bindings.python_entry import resolve
-    from workers.core.records import Variant
-    from workers.toolkit.artifact_index import INDEX
-
-    index = json.loads((out / INDEX).read_text())
-    (out / INDEX).write_text(json.dumps({**index, "extensions": built}))
-    v = Variant.from_dict(variant)
-    if v.binding.kind == "pybind11":
-        return ""  # the extension module itself, imported above
-    from workers.torch_ext.runtime import UndeclaredExtension
-
-    try:
-        resolve(v, out)
-    except UndeclaredExtension:
-        return ""  # the manifest's fault, not the build's: each job says `invalid` with the line to add
-    except Exception as exc:  # noqa: BLE001 - the repository's import-time code
-        traceback.print_exc()
-        sys.stdout.flush()
-        return f"{type(exc).__name__}: {exc}".strip().splitlines()[-1]
-    return ""
 
 
 if __name__ == "__main__":
