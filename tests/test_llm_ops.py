@@ -1,4 +1,4 @@
-"""The built-in ops of LLM blocks (layer_norm ... poly_norm): on small CPU shapes in fp32 and bf16,
+"""The built-in ops of LLM blocks (layer_norm ... modulated_rms_norm): on small CPU shapes in fp32 and bf16,
 each fp64 reference agrees with the op's torch peer within the op's tolerance and rejects a
 wrong output; shapes, dtypes and work counts are as documented; entries written with
 Liger-Kernel's functional signatures, called as flopwatch calls a returning entry (inputs in
@@ -20,9 +20,11 @@ from workers.ops import OPS, op_for_entry_name, op_source_digest, torch_dtype
 from workers.ops.problem import flatten_outputs
 
 NEW_OPS = ("layer_norm", "group_norm", "gelu", "geglu", "relu_squared", "silu", "dyt", "cross_entropy", "kl_div",
-           "jsd", "tvd", "rope", "fused_add_rms_norm", "log_softmax", "sparsemax", "poly_norm")
+           "jsd", "tvd", "rope", "fused_add_rms_norm", "log_softmax", "sparsemax", "poly_norm",
+           "fused_linear_cross_entropy", "fused_linear_jsd", "modulated_rms_norm")
+LINEAR_OPS = ("fused_linear_cross_entropy", "fused_linear_jsd")  # the loss heads: H is the hidden size
 # Small shapes; N = 300 and V = 500 are not powers of two (kernels mask their last block).
-SIZES = {"M": 8, "N": 300, "V": 500, "C": 6, "G": 3, "B": 2, "H": 4, "HKV": 2, "S": 12, "D": 16}
+SIZES = {"M": 8, "N": 300, "V": 500, "C": 6, "G": 3, "B": 2, "H": 4, "HKV": 2, "S": 12, "D": 16, "T": 5}
 DTYPES = ("fp32", "bf16")
 
 
@@ -30,6 +32,8 @@ def dims_of(name: str) -> dict:
     dims = {d: SIZES[d] for d in OPS[name].DIMS}
     if name == "group_norm":
         dims["N"] = 20
+    if name in LINEAR_OPS:
+        dims["H"] = 96
     return dims
 
 
@@ -100,6 +104,24 @@ def test_references_follow_the_math_at_hand_checked_points():
     assert torch.equal(OPS["relu_squared"].reference({"X": torch.tensor([[-2.0, 3.0]])}, "rows"),
                        torch.tensor([[0.0, 9.0]], dtype=torch.float64))
     assert float(OPS["gelu"].reference({"X": torch.tensor([[1.0]])}, "rows")) == pytest.approx(0.8411919906, abs=1e-9)
+    # the fused heads are cross_entropy and jsd of the logits input @ weight.T
+    x, w, t = torch.randn(5, 3), torch.randn(7, 3), torch.tensor([0, 6, 2, 2, 1])
+    loss = OPS["fused_linear_cross_entropy"].reference({"input": x, "weight": w, "target": t}, "rows")
+    assert float(loss) == pytest.approx(float(F.cross_entropy(x.double() @ w.double().T, t)), abs=1e-12)
+    x2, w2 = torch.randn(5, 3), torch.randn(7, 3)
+    jsd = OPS["fused_linear_jsd"].reference({"student_input": x, "student_weight": w, "teacher_input": x2,
+                                             "teacher_weight": w2}, "rows")
+    by_jsd = OPS["jsd"].reference({"input": (x.double() @ w.double().T).log_softmax(-1),
+                                   "target": (x2.double() @ w2.double().T).log_softmax(-1)}, "rows")
+    assert float(jsd) == pytest.approx(float(by_jsd), abs=1e-12) and float(jsd) > 0
+    same = OPS["fused_linear_jsd"].reference({"student_input": x, "student_weight": w, "teacher_input": x,
+                                              "teacher_weight": w}, "rows")
+    assert abs(float(same)) < 1e-12
+    # modulated rms_norm of a row [3, 4] (rms √12.5) with W = 1, scale 1, shift 0.5: 2·x/rms + 0.5
+    y = OPS["modulated_rms_norm"].reference({"X": torch.tensor([[[3.0, 4.0]]]), "W": torch.ones(2),
+                                             "scale": torch.ones(1, 2), "shift": torch.full((1, 2), 0.5)}, "rows")
+    expected = 2 * torch.tensor([3.0, 4.0], dtype=torch.float64) / (12.5 + 1e-6) ** 0.5 + 0.5
+    assert torch.allclose(y, expected[None, None])
 
 
 def test_work_is_counted_by_hand_for_one_shape():
@@ -116,21 +138,33 @@ def test_work_is_counted_by_hand_for_one_shape():
     assert OPS["jsd"].bytes_moved({"M": m, "V": 100}, 2) == 2 * (2 * m * 100 + 1)
     assert OPS["fused_add_rms_norm"].bytes_moved({"M": m, "N": n}, 2) == 2 * (4 * m * n + n)  # X, R in; Y, S out
     assert OPS["poly_norm"].bytes_moved({"M": m, "N": n}, 4) == 4 * (2 * m * n + 4)
+    # X read, Y written, W [N], scale and shift [B, N]
+    assert OPS["modulated_rms_norm"].bytes_moved({"B": 2, "T": 3, "N": n}, 2) == 2 * (2 * 2 * 3 * n + n + 2 * 2 * n)
+    # the heads: one M×H by H×V product each (2·M·H·V), hidden states and weights read once, int64
+    # targets read, one fp32 loss written
+    head = {"M": m, "H": 16, "V": 100}
+    assert OPS["fused_linear_cross_entropy"].flops(head) == 2 * m * 16 * 100
+    assert OPS["fused_linear_cross_entropy"].bytes_moved(head, 2) == 2 * (m * 16 + 100 * 16) + 8 * m + 4
+    assert OPS["fused_linear_jsd"].flops(head) == 2 * 2 * m * 16 * 100  # student's and teacher's heads
+    assert OPS["fused_linear_jsd"].bytes_moved(head, 2) == 2 * 2 * (m * 16 + 100 * 16) + 4
     rope = {"B": 2, "H": 4, "HKV": 2, "S": 3, "D": 8}
     q, k = 2 * 4 * 3 * 8, 2 * 2 * 3 * 8
     assert OPS["rope"].output_shape(rope) == (q + k,)
     assert OPS["rope"].bytes_moved(rope, 2) == 2 * (2 * q + 2 * k + 2 * 3 * 8)  # q, k in and out; cos, sin
-    assert all(OPS[name].flops(dims_of(name)) == 0 for name in NEW_OPS)  # memory-bound, as rms_norm
+    # memory-bound, as rms_norm, but for the loss heads
+    assert all(OPS[name].flops(dims_of(name)) == 0 for name in NEW_OPS if name not in LINEAR_OPS)
 
 
 def test_output_dtypes_and_scalars_follow_liger():
     assert OPS["kl_div"].output_dtype("bf16") == "fp32" and OPS["tvd"].output_dtype("bf16") == "fp32"
     assert OPS["cross_entropy"].output_dtype("bf16") == "bf16" and OPS["jsd"].output_dtype("fp16") == "fp16"
+    # the fused heads return the fp32 sum they accumulate, whatever the input dtype
+    assert all(OPS[name].output_dtype("bf16") == "fp32" for name in LINEAR_OPS)
     _, inputs = draw("cross_entropy", "bf16")
     assert inputs["target"].dtype == torch.int64 and 0 <= int(inputs["target"].min()) <= int(inputs["target"].max()) < 500
     assert OPS["group_norm"].scalars({"M": 2, "C": 6, "N": 5, "G": 3}) == {"num_channels": 6, "num_groups": 3, "eps": 1e-6}
     assert tuple(OPS["group_norm"].scalars({"M": 2, "C": 6, "N": 5, "G": 3})) == OPS["group_norm"].SCALARS
-    for name in ("layer_norm", "fused_add_rms_norm", "poly_norm"):
+    for name in ("layer_norm", "fused_add_rms_norm", "poly_norm", "modulated_rms_norm"):
         assert OPS[name].SCALARS == ("eps",)
 
 
@@ -191,9 +225,32 @@ def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
     return W[0] * norm(X**3) + W[1] * norm(X**2) + W[2] * norm(X) + B
 
 
+def liger_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight=None, ignore_index=-100,  # noqa: A002
+                                     lse_square_scale=0.0, label_smoothing=0.0, reduction="mean", softcap=None,
+                                     return_z_loss=False, accum_dtype=None, use_token_scaling=False,
+                                     return_token_accuracy=False, return_predicted_tokens=False):
+    return F.cross_entropy((input @ weight.T).float(), target, ignore_index=ignore_index, reduction=reduction)
+
+
+def liger_fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight, shift_labels=None,
+                           jsd_beta=0.5, ignore_index=-100, temperature=1.0, accum_dtype=None):
+    log_q = ((student_input @ student_weight.T).float() / temperature).log_softmax(-1)
+    log_p = ((teacher_input @ teacher_weight.T).float() / temperature).log_softmax(-1)
+    mix = jsd_beta * log_p.exp() + (1 - jsd_beta) * log_q.exp()
+    per_element = jsd_beta * log_p.exp() * log_p + (1 - jsd_beta) * log_q.exp() * log_q - mix * mix.log()
+    return per_element.sum() / log_q.shape[0]  # Liger's kernel's form: Σ β·P·log P + (1-β)·Q·log Q - Mx·log Mx
+
+
+def liger_modulated_rms_norm(X, W, scale, shift=None, eps=1e-6, offset=0.0, casting_mode="llama", in_place=True):
+    y = F.rms_norm(X, (X.shape[-1],), W, eps) * (1 + scale[:, None, :])
+    return y if shift is None else y + shift[:, None, :]
+
+
 LIGER = {f.__name__.removeprefix("liger_"): f for f in (liger_layer_norm, liger_group_norm, liger_dyt,
                                                          liger_cross_entropy, liger_kl_div, liger_rope,
-                                                         liger_fused_add_rms_norm, liger_poly_norm)}
+                                                         liger_fused_add_rms_norm, liger_poly_norm,
+                                                         liger_fused_linear_cross_entropy, liger_fused_linear_jsd,
+                                                         liger_modulated_rms_norm)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -234,6 +291,12 @@ def test_a_tuple_entry_with_one_output_wrong_fails_the_check():
     ("liger_tvd", "tvd"), ("liger_rope", "rope"), ("liger_rotary_pos_emb", "rope"), ("liger_dyt", "dyt"),
     ("liger_relu_squared", "relu_squared"), ("liger_sparsemax", "sparsemax"), ("liger_poly_norm", "poly_norm"),
     ("cuda_gelu", "gelu"), ("silu", "silu"), ("matmul", "gemm"), ("flash_attn_func", "attention"),
+    # a weight in the name's op: the fused loss heads, not cross_entropy or jsd
+    ("liger_fused_linear_cross_entropy", "fused_linear_cross_entropy"),
+    ("LigerFusedLinearCrossEntropyFunction", "fused_linear_cross_entropy"),
+    ("fused_linear_cross_entropy", "fused_linear_cross_entropy"), ("linear_cross_entropy", "fused_linear_cross_entropy"),
+    ("liger_fused_linear_jsd", "fused_linear_jsd"), ("LigerFusedLinearJSDFunction", "fused_linear_jsd"),
+    ("liger_modulated_rms_norm", "modulated_rms_norm"), ("LigerModulatedRMSNormFunction", "modulated_rms_norm"),
 ])
 def test_entry_names_map_to_their_op(entry, op):
     assert op_for_entry_name(entry) == op
@@ -242,7 +305,6 @@ def test_entry_names_map_to_their_op(entry, op):
 @pytest.mark.parametrize("entry", [
     "torch_softmax", "naive_layer_norm", "softmax_ref", "rms_norm_reference",  # references, not entries
     "rms_norm_bwd", "layer_norm_backward",  # not the forward op
-    "liger_fused_linear_cross_entropy", "liger_fused_linear_jsd", "liger_modulated_rms_norm",  # other inputs
     "liger_qwen2vl_mrope", "liger_fused_neighborhood_attention", "geglu_exact", "flash_attn_varlen_func", "helper", "",
 ])
 def test_names_that_are_no_builtin_op(entry):
@@ -267,7 +329,8 @@ def test_drafts_know_every_ops_default_sizes_and_tensor_axes():
         for tensor, axes in TENSOR_DIMS.get(op, {}).items():
             assert tensor.split(":")[0] in (*module.INPUTS, module.OUTPUT) and set(axes) <= {*module.DIMS, "n"}, op
     # drawn inputs have the axes the table gives them
-    for op in ("layer_norm", "group_norm", "cross_entropy", "rope", "dyt"):
+    for op in ("layer_norm", "group_norm", "cross_entropy", "rope", "dyt", "fused_linear_cross_entropy",
+               "fused_linear_jsd", "modulated_rms_norm"):
         _, inputs = draw(op, "fp32")
         for tensor, axes in TENSOR_DIMS[op].items():
             if tensor in inputs:

@@ -93,6 +93,10 @@ DEFAULT_SHAPES.update({op: [[4096, 4096]] for op in ("layer_norm", "fused_add_rm
                                                       "geglu", "silu", "relu_squared", "log_softmax", "sparsemax")})
 DEFAULT_SHAPES.update({op: [[4096, 32000]] for op in ("cross_entropy", "kl_div", "jsd", "tvd")})
 DEFAULT_SHAPES.update({"group_norm": [[16, 48, 8192, 12]], "rope": [[4, 32, 8, 2048, 128]]})
+# The loss heads at M = 4096 tokens of a Llama-class model (H 4096, V 32000); modulated_rms_norm
+# as a DiT/Flux block's (4 samples of 1024 tokens, hidden 4096: 4096 rows, as rms_norm's).
+DEFAULT_SHAPES.update({op: [[4096, 4096, 32000]] for op in ("fused_linear_cross_entropy", "fused_linear_jsd")})
+DEFAULT_SHAPES["modulated_rms_norm"] = [[4, 1024, 4096]]
 TENSOR_DIMS.update({op: _ROWS for op in ("gelu", "silu", "relu_squared", "log_softmax", "sparsemax", "poly_norm")})
 TENSOR_DIMS.update({
     "layer_norm": {**_ROWS, "W": ("N",), "B": ("N",)},
@@ -103,6 +107,11 @@ TENSOR_DIMS.update({
     "cross_entropy": {"input": ("M", "V"), "target": ("M",)},
     **{op: {"input": ("M", "V"), "target": ("M", "V")} for op in ("kl_div", "jsd", "tvd")},
     "rope": {"q": ("B", "H", "S", "D"), "k": ("B", "HKV", "S", "D")},
+    "fused_linear_cross_entropy": {"input": ("M", "H"), "weight": ("V", "H"), "target": ("M",)},
+    "fused_linear_jsd": {"student_input": ("M", "H"), "student_weight": ("V", "H"), "teacher_input": ("M", "H"),
+                         "teacher_weight": ("V", "H")},
+    "modulated_rms_norm": {"X": ("B", "T", "N"), "Y": ("B", "T", "N"), "W": ("N",), "scale": ("B", "N"),
+                           "shift": ("B", "N")},
 })
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 # sizeof() of the element types launch expressions use (dynamic shared memory in bytes).

@@ -15,9 +15,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm, gelu, geglu, gemm,
-                         group_norm, jsd, kl_div, layer_norm, log_softmax, poly_norm, relu_squared, rms_norm, rope,
-                         silu, softmax, sparsemax, swiglu, tvd)
+from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm,
+                         fused_linear_cross_entropy, fused_linear_jsd, gelu, geglu, gemm, group_norm, jsd, kl_div,
+                         layer_norm, log_softmax, modulated_rms_norm, poly_norm, relu_squared, rms_norm, rope, silu,
+                         softmax, sparsemax, swiglu, tvd)
 from workers.ops.repo import RepoOp
 
 OPS: dict[str, ModuleType] = {
@@ -33,6 +34,7 @@ OPS: dict[str, ModuleType] = {
     "layer_norm": layer_norm,
     "group_norm": group_norm,
     "fused_add_rms_norm": fused_add_rms_norm,
+    "modulated_rms_norm": modulated_rms_norm,
     "poly_norm": poly_norm,
     "dyt": dyt,
     "gelu": gelu,
@@ -42,8 +44,10 @@ OPS: dict[str, ModuleType] = {
     "log_softmax": log_softmax,
     "sparsemax": sparsemax,
     "cross_entropy": cross_entropy,
+    "fused_linear_cross_entropy": fused_linear_cross_entropy,
     "kl_div": kl_div,
     "jsd": jsd,
+    "fused_linear_jsd": fused_linear_jsd,
     "tvd": tvd,
     "rope": rope,
 }
@@ -90,10 +94,11 @@ def op_for_entry_name(name: str) -> str | None:
     """The built-in op a repository's entry computes, judged by its name: the op with an
     `ENTRY_NAMES` member equal to the name once the words above are stripped (as words, in any
     number from either end; CamelCase read as words; `layer_norm` and `layernorm` alike). The
-    longest match wins (`liger_fused_add_rms_norm` is fused_add_rms_norm, not rms_norm). None
-    for a reference (`torch_softmax`, `naive_gelu`, `softmax_ref`), a backward kernel
-    (`rms_norm_bwd`) or a name that is no op's (`liger_fused_linear_cross_entropy` takes a weight:
-    not cross_entropy)."""
+    longest match wins (`liger_fused_add_rms_norm` is fused_add_rms_norm, not rms_norm;
+    `liger_fused_linear_cross_entropy`, which takes the head's weight, is
+    fused_linear_cross_entropy, not cross_entropy). None for a reference (`torch_softmax`,
+    `naive_gelu`, `softmax_ref`), a backward kernel (`rms_norm_bwd`) or a name that is no op's
+    (`liger_qwen2vl_mrope`)."""
     snake = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name))
     words = [w for w in snake.lower().split("_") if w]
     if not words or words[0] in _REFERENCE_WORDS or words[-1] in _REFERENCE_WORDS[2:] \
