@@ -264,6 +264,19 @@ def test_schema_strings_are_parsed():
     assert drafting_python.parse_schema("bare_name") is None
 
 
+def test_an_operator_named_and_shaped_as_a_built_in_op_is_checked_against_it():
+    def op(schema: str) -> drafting_python.LibraryOp:
+        name, args, returns = drafting_python.parse_schema(schema)
+        return drafting_python.LibraryOp("extension_cpp", name, args, returns, "muladd.cpp:1", ("cpu",))
+
+    builtin = drafting_python._builtin_for_operator
+    assert builtin(op("mymul(Tensor a, Tensor b) -> Tensor"), True) == "mul"  # extension-cpp's mymul
+    assert builtin(op("myadd(Tensor a, Tensor b) -> Tensor"), True) == "add"
+    assert builtin(op("mymul(Tensor a, Tensor b, float c) -> Tensor"), True) == ""  # a scalar mul has not
+    assert builtin(op("mymuladd(Tensor a, Tensor b, float c) -> Tensor"), True) == ""  # no such op
+    assert builtin(op("mymul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()"), False) == ""  # writes, returns nothing
+
+
 def test_drafts_one_variant_per_registered_operator(scalelib):
     from pipeline.onboarding.onboard import python_plan
 

@@ -607,6 +607,17 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
               f'entry = "{entry or op.qualname}"' + (f"  # {where}: calls {op.qualname}" if entry else "")]
     if returns:
         lines.append("returns = true")
+    builtin = _builtin_for_operator(op, returns)
+    if builtin:
+        # A built-in op first, as for every entry: its fp64 reference, its peer, its sizes.
+        lines[lines.index(f'op = "{op.name}"')] = f'op = "{builtin}"'  # `_lines_common`'s op line
+        lines.insert(0, f"# reference: built-in op {builtin} (by its name and its {len(OPS[builtin].INPUTS)} tensors)")
+        lines.insert(lines.index("[binding]") - 1, f"shapes = {json.dumps(drafting.DEFAULT_SHAPES[builtin])}  "
+                                                    f"{GUESS}: sizes {list(OPS[builtin].DIMS)}")
+        guessed.append("shapes")
+        lines += ["", "[[extensions]]", f'from = "{from_folder(folder, spec.origin.rsplit(":", 1)[0])}"',
+                  f'name = "{spec.module}"']
+        return _draft(name, folder, lines, builtin, todo, guessed)
     lines += ["", "[reference]"]
     call, ref_where = find_reference(op, repo)
     # the first line says what it is checked against, as the other entries' drafts do
@@ -634,6 +645,19 @@ def library_op_draft(op: LibraryOp, spec: ext_spec.ExtensionSpec, repo: Repo, ou
     lines += ["", "[[extensions]]", f'from = "{from_folder(folder, spec.origin.rsplit(":", 1)[0])}"',
               f'name = "{spec.module}"']
     return _draft(name, folder, lines, op.name, todo, guessed)
+
+
+def _builtin_for_operator(op: LibraryOp, returns: bool) -> str:
+    """The built-in op a TORCH_LIBRARY operator computes, by its name (`mymul` is mul) and its
+    schema: as many tensors as the op's inputs, nothing else, one tensor returned."""
+    from workers.ops import op_for_entry_name
+
+    builtin = op_for_entry_name(op.name)
+    if not builtin or not returns or builtin not in drafting.DEFAULT_SHAPES:
+        return ""
+    tensors = [a for a in op.args if a.tensor]
+    fits = len(tensors) == len(op.args) == len(OPS[builtin].INPUTS) and not getattr(OPS[builtin], "SCALARS", ())
+    return builtin if fits else ""
 
 
 @dataclass(frozen=True)

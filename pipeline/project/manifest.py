@@ -87,6 +87,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         problem_op = _reference(rel, repo_root, folder_rel, m, config)
         if problem_op.path and not (repo_root / problem_op.path).resolve().is_relative_to(folder.resolve()):
             extra_files.append(problem_op.path)
+        if problem_op.path:
+            extra_files += _packages_imported(repo_root / problem_op.path, repo_root, folder_rel, config)
     ops = {**OPS, **(repo_ops or {}), **({m.op: problem_op} if problem_op is not None else {})}
     op = _op(rel, m.op, ops)
     if not m.sources and m.backend not in PYTHON_SIDE:
@@ -291,6 +293,26 @@ def import_roots(repo_root: Path, folder_rel: str, config: ProjectConfig) -> lis
     (`workers.backends.python.ship_tree`): shared folders, the variant's, the root and src/."""
     roots = [*config.include_dirs, folder_rel, *REPOSITORY_ROOTS]
     return [r for r in dict.fromkeys(PurePosixPath(r).as_posix() for r in roots) if (repo_root / r).is_dir()]
+
+
+def _packages_imported(path: Path, repo_root: Path, folder_rel: str, config: ProjectConfig) -> list[str]:
+    """The repository's own top packages a Python file imports (`from test.utils import ...` in
+    a test that holds the reference: Liger-Kernel's `test/`), found below the import roots
+    without running anything: they travel with the variant, so the file imports in a job as it
+    does in the repository."""
+    try:
+        tree = ast.parse(path.read_text(errors="replace"))
+    except (OSError, SyntaxError):
+        return []
+    tops = {alias.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
+    tops |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    shipped = []
+    for top in sorted(tops):
+        for root in import_roots(repo_root, folder_rel, config):
+            if (repo_root / root / top / "__init__.py").is_file():
+                shipped.append((PurePosixPath(root) / top).as_posix())
+                break
+    return shipped
 
 
 def _entry_importable(rel: str, repo_root: Path, folder_rel: str, entry: str, config: ProjectConfig,

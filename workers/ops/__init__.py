@@ -15,10 +15,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm,
+from workers.ops import (add, attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm,
                          fused_linear_cross_entropy, fused_linear_jsd, gelu, geglu, gemm, group_norm, jsd, kl_div,
-                         layer_norm, log_softmax, modulated_rms_norm, poly_norm, relu_squared, rms_norm, rope, silu,
-                         softmax, sparsemax, swiglu, tvd)
+                         layer_norm, log_softmax, modulated_rms_norm, mul, poly_norm, relu_squared, rms_norm, rope,
+                         silu, softmax, sparsemax, swiglu, tvd)
 from workers.ops.repo import RepoOp
 
 OPS: dict[str, ModuleType] = {
@@ -29,6 +29,9 @@ OPS: dict[str, ModuleType] = {
     "softmax": softmax,
     "rms_norm": rms_norm,
     "swiglu": swiglu,
+    # Elementwise arithmetic (FlagGems' add and mul; the first kernel of every extension tutorial).
+    "add": add,
+    "mul": mul,
     # The ops of LLM blocks that Liger-Kernel, Unsloth, FlagGems and KernelBench cover; inputs in
     # the order of Liger's functional entries (`liger_<op>(*inputs, *scalars)`).
     "layer_norm": layer_norm,
@@ -101,6 +104,9 @@ def op_for_entry_name(name: str) -> str | None:
     (`liger_qwen2vl_mrope`)."""
     snake = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name))
     words = [w for w in snake.lower().split("_") if w]
+    if words and len(words[0]) > 2 and words[0].startswith("my"):
+        # PyTorch's extension tutorials name operators mymul, myadd_out: "my" glued on
+        words = ["my", words[0][2:], *words[1:]]
     if not words or words[0] in _REFERENCE_WORDS or words[-1] in _REFERENCE_WORDS[2:] \
             or any(w in _BACKWARD_WORDS for w in words):
         return None
