@@ -96,7 +96,8 @@ def apply_edits(repo: Path, spec: Onboarding) -> list[str]:
     return done
 
 
-def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_already: bool) -> dict:
+def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_already: bool,
+            variants: tuple[str, ...] = ()) -> dict:
     repo = OUT / spec.name
     if repo.exists():
         shutil.rmtree(repo)
@@ -115,6 +116,8 @@ def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_alread
     args = ["run", "--json", "--db", str(OUT / f"{spec.name}.db"), "--site", str(OUT / f"{spec.name}-site")]
     if budget:
         args += ["--budget", str(budget)]
+    for name in variants:  # only these drafts (and their ops' peers)
+        args += ["--variant", name]
     ran = cli(repo, *args, log=f"{spec.name}-run.log", out=OUT, label=f"[{spec.name}] ")
     summary = json.loads(ran.stdout) if ran.stdout.strip() else {"results": []}
     (OUT / f"{spec.name}-run.json").write_text(json.dumps(summary, indent=1))
@@ -173,6 +176,8 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="onboard only these repositories")
     parser.add_argument("--budget", type=float, help="timing budget per job (default: flopwatch's)")
     parser.add_argument("--drafted", action="store_true", help="the checkouts hold their drafts already: run them")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="run only these drafts of the repository named with --only (repeatable)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     outcomes = {}
@@ -180,7 +185,8 @@ def main() -> int:
         source = Path(args.repos) / spec.name
         if (args.only and spec.name not in args.only) or not source.is_dir():
             continue
-        outcomes[spec.name] = onboard(source, spec, args.budget, args.drafted)
+        outcomes[spec.name] = onboard(source, spec, args.budget, args.drafted,
+                                      tuple(args.variant) if spec.name == (args.only or [""])[0] else ())
     ok = True
     for spec in REPOS:
         if spec.name in outcomes:
