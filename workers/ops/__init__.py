@@ -192,4 +192,8 @@ def _op_files(path: Path) -> list[Path]:
         if isinstance(node, ast.ImportFrom) and node.module == "workers.ops":
             files += [path.parent / f"{alias.name}.py" for alias in node.names
                       if (path.parent / f"{alias.name}.py").is_file()]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("workers.ops."):
+            # `from workers.ops.rows import ...`: the contract an op shares with its kind
+            shared = path.parent / f"{node.module.split('.')[2]}.py"
+            files += [shared] if shared.is_file() else []
     return sorted(set(files))

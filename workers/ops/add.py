@@ -43,8 +43,8 @@ def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
-    A, B = inputs["A"].double(), inputs["B"].double()
-    return A + B
+    a, b = inputs["A"].double(), inputs["B"].double()
+    return a + b
 
 
 def peer_returns(inputs: dict, layout: str):

@@ -1,63 +1,26 @@
 """mul: Y = A · B elementwise (FlagGems' `mul`, pytorch/extension-cpp's `mymul`).
 
-A, B and Y are vectors of N elements in one dtype (a kernel for tensors of any shape reads
-them as one vector, as elementwise kernels do: `numel()` elements). Memory-bound: bytes = A
-and B read once, Y written once; no FLOPs are counted.
+The contract is add's (`workers/ops/add.py`): A, B and Y vectors of N elements in one dtype,
+bytes = A and B read once, Y written once, no FLOPs counted.
 """
 
 from __future__ import annotations
 
-import ctypes
+from workers.ops.add import (DIMS, INPUTS, LAYOUTS, OUTPUT, bytes_moved, c_args, flops,  # noqa: F401 - add's
+                             make_inputs, output_dtype, output_shape, tensor_args)  # contract: A, B [N] -> Y [N]
 
-INPUTS = ("A", "B")
-OUTPUT = "Y"
-DIMS = ("N",)
-LAYOUTS = ("rows",)
 # one rounding of the product: an fp32 kernel equals torch bit for bit, fp16/bf16 round it once.
 TOLERANCE = {"fp32": (1e-6, 1e-6), "fp16": (2e-3, 1e-2), "bf16": (1e-2, 5e-2)}
 PEER_NAME = "torch.mul(A, B)"
 ENTRY_NAMES = ("mul", "elementwise_mul", "vector_mul", "vec_mul", "mul_tensor")
 
 
-def flops(dims: dict) -> float:
-    return 0.0
-
-
-def bytes_moved(dims: dict, itemsize: int) -> float:
-    return float(3 * itemsize * dims["N"])
-
-
-def output_dtype(dtype: str) -> str:
-    return dtype
-
-
-def output_shape(dims: dict) -> tuple[int]:
-    return (dims["N"],)
-
-
-def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
-    import torch
-
-    return {name: torch.randn(output_shape(dims), generator=generator, dtype=torch.float32, device=generator.device)
-            .to(dtype=dtype, device=device) for name in INPUTS}
-
-
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
-    A, B = inputs["A"].double(), inputs["B"].double()
-    return A * B
+    a, b = inputs["A"].double(), inputs["B"].double()
+    return a * b
 
 
 def peer_returns(inputs: dict, layout: str):
     import torch
 
     return torch.mul(inputs["A"], inputs["B"])
-
-
-def c_args(inputs: dict, out, dims: dict, alpha: float, beta: float, alpha_beta: bool) -> list:
-    """Arguments of the C entry point: (A, B, Y, N)."""
-    return [ctypes.c_void_p(inputs["A"].data_ptr()), ctypes.c_void_p(inputs["B"].data_ptr()),
-            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(dims["N"])]
-
-
-def tensor_args(inputs: dict, out) -> tuple:
-    return (inputs["A"], inputs["B"], out)

@@ -8,12 +8,9 @@ FLOPs are counted.
 
 from __future__ import annotations
 
-import ctypes
+from workers.ops.rows import (DIMS, INPUTS, LAYOUTS, OUTPUT, bytes_moved, c_args, flops,  # noqa: F401 - the
+                              make_inputs, output_dtype, output_shape, tensor_args)  # contract of workers/ops/rows.py
 
-INPUTS = ("X",)
-OUTPUT = "Y"
-DIMS = ("M", "N")
-LAYOUTS = ("rows",)
 # Y is a small difference X - τ of scores near the row's maximum (3-4 for standard normal rows):
 # one bf16 ulp of a score there (1.6e-2) is a few % of Y, so torch eager in bf16, which sorts,
 # sums and subtracts in bf16, lands 2.3% off in norm at N = 4096; fp16's ulp is 8x finer; fp32
@@ -21,30 +18,6 @@ LAYOUTS = ("rows",)
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (1e-2, 2e-2), "bf16": (5e-2, 5e-2)}
 PEER_NAME = "torch eager sparsemax (sort, cumsum, clamp; Liger's test)"
 ENTRY_NAMES = ("sparsemax",)
-
-
-def flops(dims: dict) -> float:
-    return 0.0
-
-
-def bytes_moved(dims: dict, itemsize: int) -> float:
-    return float(2 * itemsize * dims["M"] * dims["N"])
-
-
-def output_dtype(dtype: str) -> str:
-    return dtype
-
-
-def output_shape(dims: dict) -> tuple[int, int]:
-    return (dims["M"], dims["N"])
-
-
-def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
-    """Standard normal scores: a handful per row lie in the support, drawn on the generator's device."""
-    import torch
-
-    x = torch.randn(output_shape(dims), generator=generator, dtype=torch.float32, device=generator.device)
-    return {"X": x.to(dtype=dtype, device=device)}
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
@@ -72,13 +45,3 @@ def peer_returns(inputs: dict, layout: str):
     support = (1 + k * z > partial).to(x.dtype)
     tau = ((z * support).sum(dim=-1, keepdim=True) - 1) / support.sum(dim=-1, keepdim=True)
     return torch.clamp(x - tau, min=0)
-
-
-def c_args(inputs: dict, out, dims: dict, alpha: float, beta: float, alpha_beta: bool) -> list:
-    """Arguments of the C entry point: (X, Y, M, N)."""
-    return [ctypes.c_void_p(inputs["X"].data_ptr()), ctypes.c_void_p(out.data_ptr()),
-            ctypes.c_int(dims["M"]), ctypes.c_int(dims["N"])]
-
-
-def tensor_args(inputs: dict, out) -> tuple:
-    return (inputs["X"], out)
