@@ -21,7 +21,7 @@ from workers.ops.problem import flatten_outputs
 
 NEW_OPS = ("layer_norm", "group_norm", "gelu", "geglu", "relu_squared", "silu", "dyt", "cross_entropy", "kl_div",
            "jsd", "tvd", "rope", "fused_add_rms_norm", "log_softmax", "sparsemax", "poly_norm",
-           "fused_linear_cross_entropy", "fused_linear_jsd", "modulated_rms_norm", "add", "mul")
+           "fused_linear_cross_entropy", "fused_linear_jsd", "modulated_rms_norm", "elementwise_add", "elementwise_mul")
 LINEAR_OPS = ("fused_linear_cross_entropy", "fused_linear_jsd")  # the loss heads: H is the hidden size
 # Small shapes; N = 300 and V = 500 are not powers of two (kernels mask their last block).
 SIZES = {"M": 8, "N": 300, "V": 500, "C": 6, "G": 3, "B": 2, "H": 4, "HKV": 2, "S": 12, "D": 16, "T": 5}
@@ -125,7 +125,7 @@ def test_references_follow_the_math_at_hand_checked_points():
 
 
 def test_elementwise_arithmetic_is_exact_in_fp32_and_counts_three_vectors():
-    for name, fn in (("add", torch.add), ("mul", torch.mul)):
+    for name, fn in (("elementwise_add", torch.add), ("elementwise_mul", torch.mul)):
         op = OPS[name]
         a, b = torch.tensor([1.5, -2.0, 3.0]), torch.tensor([0.5, 4.0, -1.0])
         assert torch.equal(op.reference({"A": a, "B": b}, "rows"), fn(a, b).double())
@@ -306,7 +306,7 @@ def test_a_tuple_entry_with_one_output_wrong_fails_the_check():
     ("liger_fused_linear_jsd", "fused_linear_jsd"), ("LigerFusedLinearJSDFunction", "fused_linear_jsd"),
     ("liger_modulated_rms_norm", "modulated_rms_norm"), ("LigerModulatedRMSNormFunction", "modulated_rms_norm"),
     # elementwise arithmetic, as pytorch/extension-cpp's TORCH_LIBRARY operators are named
-    ("mymul", "mul"), ("my_mul", "mul"), ("vector_add", "add"), ("elementwise_add", "add"),
+    ("mymul", "elementwise_mul"), ("my_mul", "elementwise_mul"), ("vector_add", "elementwise_add"), ("add", "elementwise_add"),
 ])
 def test_entry_names_map_to_their_op(entry, op):
     assert op_for_entry_name(entry) == op

@@ -270,8 +270,8 @@ def test_an_operator_named_and_shaped_as_a_built_in_op_is_checked_against_it():
         return drafting_python.LibraryOp("extension_cpp", name, args, returns, "muladd.cpp:1", ("cpu",))
 
     builtin = drafting_python._builtin_for_operator
-    assert builtin(op("mymul(Tensor a, Tensor b) -> Tensor"), True) == "mul"  # extension-cpp's mymul
-    assert builtin(op("myadd(Tensor a, Tensor b) -> Tensor"), True) == "add"
+    assert builtin(op("mymul(Tensor a, Tensor b) -> Tensor"), True) == "elementwise_mul"  # extension-cpp's mymul
+    assert builtin(op("myadd(Tensor a, Tensor b) -> Tensor"), True) == "elementwise_add"
     assert builtin(op("mymul(Tensor a, Tensor b, float c) -> Tensor"), True) == ""  # a scalar mul has not
     assert builtin(op("mymuladd(Tensor a, Tensor b, float c) -> Tensor"), True) == ""  # no such op
     assert builtin(op("mymul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()"), False) == ""  # writes, returns nothing

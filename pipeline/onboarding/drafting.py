@@ -98,8 +98,8 @@ DEFAULT_SHAPES.update({"group_norm": [[16, 48, 8192, 12]], "rope": [[4, 32, 8, 2
 DEFAULT_SHAPES.update({op: [[4096, 4096, 32000]] for op in ("fused_linear_cross_entropy", "fused_linear_jsd")})
 DEFAULT_SHAPES["modulated_rms_norm"] = [[4, 1024, 4096]]
 # Elementwise arithmetic: one vector of 2^24 elements (64 MiB in fp32), long enough to time.
-DEFAULT_SHAPES.update({op: [[1 << 24]] for op in ("add", "mul")})
-TENSOR_DIMS.update({op: {"A": ("N",), "B": ("N",), "Y": ("N",)} for op in ("add", "mul")})
+DEFAULT_SHAPES.update({op: [[1 << 24]] for op in ("elementwise_add", "elementwise_mul")})
+TENSOR_DIMS.update({op: {"A": ("N",), "B": ("N",), "Y": ("N",)} for op in ("elementwise_add", "elementwise_mul")})
 TENSOR_DIMS.update({op: _ROWS for op in ("gelu", "silu", "relu_squared", "log_softmax", "sparsemax", "poly_norm")})
 TENSOR_DIMS.update({
     "layer_norm": {**_ROWS, "W": ("N",), "B": ("N",)},

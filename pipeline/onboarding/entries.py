@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import drafting, drafting_python, references, tests_scan
+from pipeline.onboarding import drafting, drafting_python, python_scan, references, tests_scan
 from pipeline.project.schema import REFERENCE_INT_DTYPES
 from workers.ops import OPS
 
@@ -152,7 +152,7 @@ def not_an_entry(fn: ast.FunctionDef) -> str:
 
 
 def returns_value(fn: ast.FunctionDef) -> bool:
-    return bool(tests_scan._own_returns(fn))
+    return bool(python_scan.own_returns(fn))
 
 
 def output_param(fn: ast.FunctionDef) -> str:
@@ -346,8 +346,6 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
     """The op's sizes and dtype from a test's call of the entry: each tensor argument's
     dimensions read as the op's axes for that input (`drafting.TENSOR_DIMS`), a row-wise op's
     leading dimensions folded into its rows. ([], "", []) when no call gives every axis."""
-    from pipeline.onboarding import python_scan
-
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     op = ref.op
     axes = drafting.TENSOR_DIMS.get(op, {})

@@ -712,7 +712,7 @@ class _Reader:
         inner = _Frame(function, env)
         out = []
         if function not in self.returns_of:
-            self.returns_of[function] = _own_returns(function)
+            self.returns_of[function] = own_returns(function)
         for ret in self.returns_of[function]:
             out += self.values(ret.value, inner)
         return out
@@ -1230,8 +1230,8 @@ def _default(function: ast.AST, name: str) -> ast.AST | None:
     return None
 
 
-def _own_returns(function: ast.AST) -> list[ast.Return]:
-    """The function's return statements, not those of functions nested in it."""
+def own_returns(function: ast.AST) -> list[ast.Return]:
+    """The function's return statements with a value, not those of functions nested in it."""
     found, stack = [], list(function.body)
     while stack:
         node = stack.pop()

@@ -521,22 +521,11 @@ def _spread(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0)
     if isinstance(node, ast.Call):
         helper = f.helper(fn, node)
         if helper is not None:
-            returned = [r.value for r in _own_returns(helper)]
+            returned = [r.value for r in python_scan.own_returns(helper)]
             if len(returned) == 1:
                 return _spread(f, helper, returned[0], 10 ** 9, depth + 1)
     return []
 
-
-def _own_returns(function: ast.AST) -> list[ast.Return]:
-    """The function's return statements with a value, not those of functions nested in it."""
-    found, stack = [], list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return) and node.value is not None:
-            found.append(node)
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack += list(ast.iter_child_nodes(node))
-    return found
 
 
 def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) -> Arg:

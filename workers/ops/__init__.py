@@ -15,10 +15,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from workers.ops import (add, attention, attention_causal, copy, cross_entropy, dyt, fused_add_rms_norm,
-                         fused_linear_cross_entropy, fused_linear_jsd, gelu, geglu, gemm, group_norm, jsd, kl_div,
-                         layer_norm, log_softmax, modulated_rms_norm, mul, poly_norm, relu_squared, rms_norm, rope,
-                         silu, softmax, sparsemax, swiglu, tvd)
+from workers.ops import (attention, attention_causal, copy, cross_entropy, dyt, elementwise_add, elementwise_mul,
+                         fused_add_rms_norm, fused_linear_cross_entropy, fused_linear_jsd, gelu, geglu, gemm,
+                         group_norm, jsd, kl_div, layer_norm, log_softmax, modulated_rms_norm, poly_norm, relu_squared,
+                         rms_norm, rope, silu, softmax, sparsemax, swiglu, tvd)
 from workers.ops.repo import RepoOp
 
 OPS: dict[str, ModuleType] = {
@@ -30,8 +30,8 @@ OPS: dict[str, ModuleType] = {
     "rms_norm": rms_norm,
     "swiglu": swiglu,
     # Elementwise arithmetic (FlagGems' add and mul; the first kernel of every extension tutorial).
-    "add": add,
-    "mul": mul,
+    "elementwise_add": elementwise_add,
+    "elementwise_mul": elementwise_mul,
     # The ops of LLM blocks that Liger-Kernel, Unsloth, FlagGems and KernelBench cover; inputs in
     # the order of Liger's functional entries (`liger_<op>(*inputs, *scalars)`).
     "layer_norm": layer_norm,

@@ -1,4 +1,4 @@
-"""add: Y = A + B elementwise (FlagGems' `add`, KernelBench's elementwise additions, the first kernel of every CUDA tutorial).
+"""elementwise_add: Y = A + B elementwise (FlagGems' `add`, KernelBench's elementwise additions, the first kernel of every CUDA tutorial).
 
 A, B and Y are vectors of N elements in one dtype (a kernel for tensors of any shape reads
 them as one vector, as elementwise kernels do: `numel()` elements). Memory-bound: bytes = A
@@ -16,7 +16,7 @@ LAYOUTS = ("rows",)
 # one rounding of the sum: an fp32 kernel equals torch bit for bit, fp16/bf16 round the sum once.
 TOLERANCE = {"fp32": (1e-6, 1e-6), "fp16": (2e-3, 1e-2), "bf16": (1e-2, 5e-2)}
 PEER_NAME = "torch.add(A, B)"
-ENTRY_NAMES = ("add", "elementwise_add", "vector_add", "vec_add", "add_tensor")
+ENTRY_NAMES = ("elementwise_add", "add", "vector_add", "vec_add", "add_tensor")
 
 
 def flops(dims: dict) -> float:
