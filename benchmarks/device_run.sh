@@ -33,6 +33,9 @@
 # ecosystem_drafted  the same with the drafts already in the checkouts
 # ecosystem_refs  the same for Liger-Kernel and extension-cpp only (every entry with the reference flopwatch finds)
 # ecosystem_refs_test  extension-cpp whole, and the Liger-Kernel entries whose references live in its tests
+# ecosystem_liger_repository  extension-cpp whole, and the Liger-Kernel drafts whose reference is the
+#             repository's own (its tests' functions and statements) or none
+# ecosystem_liger_builtin  the Liger-Kernel drafts checked against a built-in op (the two together: every entry)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
@@ -113,6 +116,10 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ecosystem_refs_test) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp
                               --variant liger_attn_res --variant liger_mhc_coeffs --variant liger_fused_neighborhood_attention
                               --variant liger_rms_norm) ;;
+    ecosystem_liger_repository) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
+                                     --only extension-cpp --reference repository) ;;
+    ecosystem_liger_builtin) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
+                                  --reference builtin) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;

@@ -97,7 +97,7 @@ def apply_edits(repo: Path, spec: Onboarding) -> list[str]:
 
 
 def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_already: bool,
-            variants: tuple[str, ...] = ()) -> dict:
+            variants: tuple[str, ...] = (), reference: str = "") -> dict:
     repo = OUT / spec.name
     if repo.exists():
         shutil.rmtree(repo)
@@ -116,6 +116,9 @@ def onboard(source: Path, spec: Onboarding, budget: float | None, drafted_alread
     args = ["run", "--json", "--db", str(OUT / f"{spec.name}.db"), "--site", str(OUT / f"{spec.name}-site")]
     if budget:
         args += ["--budget", str(budget)]
+    if reference:  # only the drafts checked against a built-in op, or only the others
+        variants = tuple(d["variant"] for d in drafts.get("drafts", [])
+                         if (d.get("reference") or "").startswith("built-in") == (reference == "builtin"))
     for name in variants:  # only these drafts (and their ops' peers)
         args += ["--variant", name]
     ran = cli(repo, *args, log=f"{spec.name}-run.log", out=OUT, label=f"[{spec.name}] ")
@@ -178,6 +181,9 @@ def main() -> int:
     parser.add_argument("--drafted", action="store_true", help="the checkouts hold their drafts already: run them")
     parser.add_argument("--variant", action="append", default=[],
                         help="run only these drafts of the repository named with --only (repeatable)")
+    parser.add_argument("--reference", choices=("builtin", "repository"), default="",
+                        help="run only the drafts (of the repository named first with --only) whose reference is "
+                             "a built-in op, or only those whose reference is the repository's own (or none)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     outcomes = {}
@@ -186,7 +192,8 @@ def main() -> int:
         if (args.only and spec.name not in args.only) or not source.is_dir():
             continue
         outcomes[spec.name] = onboard(source, spec, args.budget, args.drafted,
-                                      tuple(args.variant) if spec.name == (args.only or [""])[0] else ())
+                                      *((tuple(args.variant), args.reference) if spec.name == (args.only or [""])[0]
+                                        else ((), "")))
     ok = True
     for spec in REPOS:
         if spec.name in outcomes:

@@ -13,14 +13,16 @@ kept per commit. The draft's first line names the reference it took.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import drafting, drafting_python, python_scan, references, tests_scan
-from pipeline.project.schema import REFERENCE_INT_DTYPES
+from pipeline.onboarding import drafting, drafting_python, python_scan, references, test_slices, tests_scan
+from pipeline.project.schema import REFERENCE_FLOAT_DTYPES, REFERENCE_INT_DTYPES
 from workers.ops import OPS
+from workers.ops.problem import TOLERANCE
 
 GUESS = "# TODO (guess)"
 # Parameter names of scalars, not tensors (a guess for entries no test calls).
@@ -204,21 +206,40 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
         if inputs is not None and _lines_up(inputs, c):
             usable.append((c, inputs))
     if convention is not None and convention.kind == "convention":
-        chosen = convention  # its inputs: a test comparing with it, else any comparison or call
-        source = next((i for c, i in usable if c.other.split(".")[-1] == convention.name), None) \
-            or (usable[0][1] if usable else _from_calls(params, required, same_as, calls))
+        # its inputs (and the keywords it is given): a test comparing with it, else any comparison or call
+        compared = next(((c, i) for c, i in usable if c.other.split(".")[-1] == convention.name), None)
+        chosen = dataclasses.replace(convention, comparison=compared[0]) if compared else convention
+        source = compared[1] if compared else \
+            (usable[0][1] if usable else _from_calls(params, required, same_as, calls))
     elif usable:
         c, source = usable[0]
         shown = c.other if not c.other_local and c.other.startswith("torch.") else \
             ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
         chosen = references.Reference("test", file=c.file, name=shown, line=c.line, compared_by=c.compared_by,
                                       comparison=c)
+    elif (sliced := _sliced(fn, prefix, params, required, same_as, repo_texts)) is not None:
+        chosen, source = sliced
     else:
         chosen = references.Reference("none", notes=tuple(notes))
         source = _from_calls(params, required, same_as, calls)
     if source is None:
         source = _guessed_inputs(fn, params, required, out)
     return _reference_draft(fn, chosen, source, where, name, folder, returns, out)
+
+
+def _sliced(fn, prefix, params, required, same_as, repo_texts):
+    """(the reference made of a test's own statements, the inputs of its entry call), from the
+    first test comparing the entry with a value it computes whose slice can be written."""
+    for s in references.sliced_from_tests(fn.name, prefix, repo_texts, same_as, params):
+        c = s.comparison
+        inputs = _inputs_of(params, required, same_as, c.entry_call, c.entry_args, c.entry_kwargs, None)
+        if inputs is None:
+            continue
+        text = s.source(inputs.names, fn.name)
+        if text is not None:
+            return references.Reference("test", file=c.file, name=f"its own statements, in {test_slices.REFERENCE_FILE}", line=c.line,
+                                        compared_by=c.compared_by, comparison=c, sliced=text), inputs
+    return None
 
 
 def _from_calls(params, required, same_as, calls: list[tests_scan.Calls]):
@@ -416,6 +437,8 @@ def _call_text(ref: references.Reference, folder: str) -> str:
     if ref.kind == "convention":
         return f"{ref.module}:{ref.name}" if ref.module else f"{from_folder(folder, ref.file)}:{ref.name}"
     c = ref.comparison
+    if ref.sliced:
+        return f"{test_slices.REFERENCE_FILE}:{test_slices.REFERENCE_FUNCTION}"
     if c.other_local:
         return f"{from_folder(folder, c.file)}:{c.other}"
     module, _, last = c.other.rpartition(".")
@@ -442,6 +465,9 @@ def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Wher
         guessed.append("dtypes")
     lines += _devices(where)
     lines += _binding(where, returns)
+    entry_kwargs, reference_kwargs = _keywords(fn, ref, inputs)
+    if entry_kwargs:
+        lines.append(f"kwargs = {_inline(entry_kwargs)}  # as the test calls it")
     lines += _extensions(where, folder)
     lines += ["", "[reference]"]
     if ref.kind == "none":
@@ -452,14 +478,53 @@ def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Wher
         lines.append(f'call = "{_call_text(ref, folder)}"')
         lines.append(f'found = "{ref.kind}"')
         lines.append(f'where = "{ref.file}:{ref.line}"')
+        if reference_kwargs:
+            lines.append(f"kwargs = {_inline(reference_kwargs)}  # as the test calls it")
     if sizes:
         lines.append("sizes = { " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + " }"
                      + (f"  {GUESS}" if "reference.inputs" in guessed else ""))
     lines.append("inputs = [" + (f"  {GUESS}" if "reference.inputs" in guessed else ""))
     lines += [f"  {r}," for r in rows]
     lines.append("]")
-    return drafting.Draft(name, folder, {"variant.toml": "\n".join(lines) + "\n"}, where.include_dir, op,
-                          tuple(todo), tuple(guessed))
+    lines += _tolerance(ref, dtype or ("bf16" if where.backend == "triton" else "fp32"))
+    files = {"variant.toml": "\n".join(lines) + "\n"}
+    if ref.sliced:
+        files[test_slices.REFERENCE_FILE] = ref.sliced
+    return drafting.Draft(name, folder, files, where.include_dir, op, tuple(todo), tuple(guessed))
+
+
+def _keywords(fn, ref: references.Reference, inputs: _Inputs) -> tuple[dict, dict]:
+    """The constant keyword arguments the comparing test passes beyond the inputs: the entry's
+    (`allow_fp32=...`, `**cfg`), which the job passes too (binding.kwargs), and a named
+    reference's (`mhc_coeffs_ref(..., **cfg)`: reference.kwargs)."""
+    c = ref.comparison
+    if c is None:
+        return {}, {}
+    accepted = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+
+    def constants(kwargs: dict, allowed) -> dict:
+        return {k: a.value for k, a in kwargs.items() if k not in inputs.names and allowed(k)
+                and isinstance(a.value, (bool, int, float, str)) and not a.tensor}
+
+    entry = constants(c.entry_kwargs, lambda k: k in accepted or fn.args.kwarg is not None)
+    other = {} if ref.sliced else constants(c.other_kwargs, lambda k: True)
+    return entry, other
+
+
+def _tolerance(ref: references.Reference, dtype: str) -> list[str]:
+    """The comparing test's rtol where it allows more than flopwatch's default for the dtype: the
+    repository trusts its kernel to that bound (Liger's fp32 attention, 5e-3 with TF32 dots)."""
+    c = ref.comparison
+    rtol = (c.tolerance if c is not None else {}).get("rtol")
+    default = TOLERANCE.get(dtype, (None,))[0]
+    if rtol is None or default is None or rtol <= default:
+        return []
+    return ["", "[tolerance]", f"rtol = {rtol!r}  # the test's own rtol ({c.compared_by}, {c.file}:{c.line}); "
+                               f"flopwatch's {dtype} default is {default!r}"]
+
+
+def _inline(values: dict) -> str:
+    return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
 def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
@@ -488,6 +553,8 @@ def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
                     by_value[d] = size
                 shape.append(by_value[d])
             fields = [f'name = "{n}"', f"shape = {json.dumps(shape)}"]
+            if a.dtype in REFERENCE_FLOAT_DTYPES and dtypes and a.dtype != dtypes[0]:
+                fields.append(f'dtype = "{a.dtype}"')  # the test makes it so, whatever the others' dtype
             if a.dtype in REFERENCE_INT_DTYPES:
                 fields.append(f'dtype = "{a.dtype}"')
                 if a.dtype != "bool":

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import drafting, drafting_python, tests_scan
+from pipeline.onboarding import drafting, drafting_python, test_slices, tests_scan
 from workers.ops import OPS
 
 # Words around an op's name that say how it is built, not what it computes: `rms_norm_fwd`,
@@ -58,6 +58,7 @@ class Reference:
     compared_by: str = ""
     comparison: tests_scan.Comparison | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sliced: str = ""  # the module text of a reference made of the test's own statements (test_slices)
 
     def label(self) -> str:
         """The draft's first line says which reference it took, in these words."""
@@ -323,6 +324,26 @@ def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equi
             if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
             found.append(c)
+    return found
+
+
+def sliced_from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equivalent],
+                      params: list[str]) -> list[test_slices.Sliced]:
+    """The tests' comparisons of the entry with a value they compute themselves (an expression,
+    a module they build): `pipeline.onboarding.test_slices`. Test files named after the entry first."""
+    callees = [e.callee for e in same_as]
+
+    def positional_of(callee: str) -> tuple[str, ...]:
+        return next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0]).positional
+
+    named = stems(name, prefix)
+    tests = sorted((p for p in texts if tests_scan.is_test_file(p) and any(re.search(rf"\b{re.escape(c[-1])}\b", texts[p])
+                                                                             for c in callees)),
+                   key=lambda p: (not any(PurePosixPath(p).stem in (f"test_{s}", f"{s}_test") for s in named), p))
+    found = []
+    for path in tests:
+        found += test_slices.from_test_file(path, texts[path], callees, callees[1:], _origins(same_as), params,
+                                            positional_of)
     return found
 
 

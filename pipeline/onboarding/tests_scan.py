@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -87,6 +88,7 @@ class Comparison:
     other_args: tuple[Arg, ...]
     other_kwargs: dict
     output_index: int | None = None
+    tolerance: dict = field(default_factory=dict)  # the comparison's own rtol / atol, where constants
 
 
 @dataclass(frozen=True)
@@ -192,9 +194,7 @@ class _TestFile:
                 names = [e.value for e in names_node.elts if isinstance(e, ast.Constant)]
             else:
                 continue
-            if isinstance(rows, ast.Name):  # rows kept in a module constant (`MHC_SHAPES = [...]`)
-                rows = next((n.value for n in self.tree.body if isinstance(n, ast.Assign)
-                             and any(isinstance(t, ast.Name) and t.id == rows.id for t in n.targets)), rows)
+            rows = self._rows(rows)
             if not isinstance(rows, (ast.List, ast.Tuple)) or not rows.elts:
                 continue
             row = rows.elts[0]
@@ -206,6 +206,21 @@ class _TestFile:
                 values = [row]
             out.update({n: v for n, v in zip(names, values)})
         return out
+
+    def _rows(self, rows: ast.AST, depth: int = 0) -> ast.AST:
+        """A parametrize row list as written: a literal, a module constant (`MHC_SHAPES = [...]`),
+        or a sum of such (`MHC_DTYPE_TOLS + [(torch.float32, ...)]`)."""
+        if depth > 4:
+            return rows
+        if isinstance(rows, ast.Name):
+            bound = next((n.value for n in self.tree.body if isinstance(n, ast.Assign)
+                          and any(isinstance(t, ast.Name) and t.id == rows.id for t in n.targets)), None)
+            return self._rows(bound, depth + 1) if bound is not None else rows
+        if isinstance(rows, ast.BinOp) and isinstance(rows.op, ast.Add):
+            left, right = self._rows(rows.left, depth + 1), self._rows(rows.right, depth + 1)
+            if isinstance(left, (ast.List, ast.Tuple)) and isinstance(right, (ast.List, ast.Tuple)):
+                return ast.List(elts=[*left.elts, *right.elts], ctx=ast.Load())
+        return rows
 
     def row_value(self, fn: ast.AST, name: str):
         """The constant pytest passes `fn`'s parameter `name` (None when not one)."""
@@ -262,13 +277,36 @@ class _TestFile:
             current = self.parent.get(current)
         return current or self.tree
 
+    def truth(self, fn: ast.AST, test: ast.AST) -> bool | None:
+        """An `if` test on a parametrize flag (`if bias:`, `if not bias:`) for the first row;
+        None where the test is something else."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.truth(fn, test.operand)
+            return None if inner is None else not inner
+        if isinstance(test, ast.Name):
+            value = self.row_value(fn, test.id)
+            return bool(value) if isinstance(value, (bool, int)) else None
+        return None
+
+    def taken(self, fn: ast.AST, node: ast.AST) -> bool:
+        """Whether `node` lies on the path the first parametrize row takes through `fn`'s `if`s
+        (`bias1 = bias.clone()` under `if bias:`, not the `bias1 = None` of its `else`)."""
+        child, current = node, self.parent.get(node)
+        while current is not None and current is not fn:
+            if isinstance(current, ast.If) and child is not current.test:
+                truth = self.truth(fn, current.test)
+                if truth is not None and (child in current.body) != truth:
+                    return False
+            child, current = current, self.parent.get(current)
+        return True
+
     def assigned(self, fn: ast.AST, name: str, before: int) -> tuple[ast.AST, int | None] | None:
         """The expression `name` was last bound to in `fn` before line `before` (and its index
         when bound by unpacking a tuple), or, for a loop variable, ("iter", the iterable)."""
         best = None
         for node in ast.walk(fn):
             line = getattr(node, "lineno", None)
-            if line is None or line >= before:
+            if line is None or line >= before or not self.taken(fn, node):
                 continue
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -343,9 +381,20 @@ def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list
             o_args, o_kw = _args(f, fn, other_call)
             out.append(Comparison(path, node.lineno, getattr(fn, "name", ""), _dotted(node.func).split(".")[-1],
                                   entry_name, q, local,
-                                  e_args, e_kw, o_args, o_kw, out_index))
+                                  e_args, e_kw, o_args, o_kw, out_index, tolerance(f, fn, node)))
             break
     return sorted(out, key=lambda c: c.line)
+
+
+def tolerance(f: _TestFile, fn: ast.AST, compare: ast.Call) -> dict:
+    """rtol / atol a comparison passes, as numbers (`rtol=rtol` read from the parametrize row)."""
+    out = {}
+    for k in compare.keywords:
+        if k.arg in ("rtol", "atol"):
+            value = _arg(f, fn, k.value, compare.lineno).value
+            if type(value) in (int, float):
+                out[k.arg] = float(value)
+    return out
 
 
 def entry_calls(path: str, text: str, callees: list[tuple[str, ...]], origins: dict | None = None) -> list[Calls]:
@@ -473,8 +522,30 @@ def _args(f: _TestFile, fn: ast.AST, call: ast.Call) -> tuple[tuple[Arg, ...], d
             args += max(read, key=_elements)
         else:
             args.append(_arg(f, fn, a, call.lineno))
-    kwargs = {k.arg: _arg(f, fn, k.value, call.lineno) for k in call.keywords if k.arg}
+    kwargs = {}
+    for k in call.keywords:
+        if k.arg:
+            kwargs[k.arg] = _arg(f, fn, k.value, call.lineno)
+        else:  # `**cfg` with `cfg = dict(tmax=8, rms_eps=1e-6)`: its keywords, as far as they are read
+            for key, value in _spread_keywords(f, fn, k.value, call.lineno):
+                kwargs.setdefault(key, _arg(f, fn, value, call.lineno))
     return tuple(args), kwargs
+
+
+def _spread_keywords(f: _TestFile, fn: ast.AST, node: ast.AST, line: int) -> list[tuple[str, ast.AST]]:
+    """The keywords `**node` passes where the test writes them: a dict literal or `dict(...)`,
+    directly or through a name bound to one."""
+    if isinstance(node, ast.Name):
+        bound = f.assigned(fn, node.id, line)
+        if bound is None or bound[1] is not None or isinstance(bound[0], ast.Starred):
+            return []
+        node = bound[0]
+    if isinstance(node, ast.Dict):
+        return [(k.value, v) for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if isinstance(node, ast.Call) and _dotted(node.func) == "dict" and not node.args:
+        return [(k.arg, k.value) for k in node.keywords if k.arg]
+    return []
 
 
 def _elements(row: list[Arg]) -> int:
@@ -541,6 +612,13 @@ def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) ->
         inner = _arg(f, fn, stripped.left, line, depth + 1)
         if inner.tensor:
             return Arg(text, shape=inner.shape, sizes=inner.sizes, dtype=inner.dtype, tensor=True)
+    if isinstance(stripped, ast.BinOp) and type(stripped.op) in _ARITHMETIC:  # padding=K // 2 with K from the row
+        left, right = (_arg(f, fn, side, line, depth + 1) for side in (stripped.left, stripped.right))
+        if all(type(v.value) in (int, float) for v in (left, right)):
+            try:
+                return Arg(text, value=_ARITHMETIC[type(stripped.op)](left.value, right.value))
+            except (ArithmeticError, ValueError):
+                pass
     if isinstance(stripped, ast.Name):
         made = _made(f, fn, stripped.id, line)
         if made is not None:
@@ -573,6 +651,10 @@ def _arg(f: _TestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) ->
             if shape:
                 return Arg(text, shape=shape, dtype="fp32", tensor=True)
     return Arg(text)
+
+
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+               ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 
 
 def _module_constant(f: _TestFile, name: str):

@@ -137,6 +137,8 @@ class ProblemTable(_Table):
 # One size of a [reference] input's shape: a size's name (a shape's dimension) or a fixed length.
 ShapeSize = _by_kind("size", "a size name or a positive integer", (PositiveInt, "<int>"), (NonEmptyStr, "<str>"))
 REFERENCE_INT_DTYPES = ("int64", "int32", "bool")
+# A floating input the test makes in a dtype of its own (fp32 coefficients beside fp16 data).
+REFERENCE_FLOAT_DTYPES = ("fp32", "fp16", "bf16", "fp64")
 
 
 class ReferenceInput(_Table):
@@ -146,8 +148,9 @@ class ReferenceInput(_Table):
     name: NonEmptyStr = Field(description="the argument's name (binding.args may order the entry's arguments by it)")
     shape: list[ShapeSize] = Field([], description='sizes in order: size names ("B") or fixed lengths; [] with '
                                                    "no value: a 0-d tensor")
-    dtype: Literal[REFERENCE_INT_DTYPES] | None = Field(None, description="int64 | int32 | bool (drawn in [0, high)); "
-                                                                          "default: the job's floating dtype, randn")
+    dtype: Literal[REFERENCE_INT_DTYPES + REFERENCE_FLOAT_DTYPES] | None = Field(
+        None, description="int64 | int32 | bool (drawn in [0, high)); fp32 | fp16 | bf16 | fp64: randn in that dtype "
+                          "whatever the job's; default: the job's floating dtype, randn")
     high: PositiveInt | None = Field(None, description="integers: the exclusive upper bound of their values "
                                                        "(default 2 for bool, else 100)")
     value: Constexpr | None = Field(None, description="a constant argument: number, boolean or string (no shape)")

@@ -1,0 +1,404 @@
+"""A test's own statements as the reference, where it computes the expected value inline.
+
+Many tests compare an entry with an expression or with a module the test builds, not with a
+function one could import:
+
+    x_in = liger_mhc_pre(x1, h_pre1)                              # the entry
+    x2 = x1.detach().clone().requires_grad_(True)
+    x_in_ref = (x2.float() * h_pre2.unsqueeze(-1)).sum(dim=-2)    # the expected value, inline
+    assert_verbose_allclose(x_in.float(), x_in_ref, rtol=tol, atol=tol)
+
+or `ref = TorchMultiTokenAttention(C_in=C_in, ...)`, `ref.weight.copy_(weight)`, `out2 = ref(scores2)`.
+The reference is then the backward slice of the compared value: the statements of the test
+before the comparison that it depends on, stopping at the tensors the entry is also given
+(`x2` is a copy of `x1`, the entry's first argument). `flopwatch new` writes that slice as a
+function of the entry's inputs into the draft (`reference.py`), so the check runs the test's own
+arithmetic and the draft says where it came from. Sizes and flags pytest fills from the first
+`@pytest.mark.parametrize` row are read from the inputs' shapes where they name a dimension
+(`C_in = scores.shape[1]`), so a changed size stays consistent; a dtype or device parameter is
+the inputs' own. Names of the test module (its classes and helpers) are imported from it.
+
+Nothing is run while drafting; the slice is refused (None) where it would need the entry's own
+output, `self`, a loop around the comparison, or a name it cannot bind.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from pipeline.onboarding import tests_scan
+
+REFERENCE_FILE = "reference.py"
+REFERENCE_FUNCTION = "reference"
+# Calls whose only effect a reference does not need.
+_SKIPPED_METHODS = ("backward", "zero_", "retain_grad", "register_hook")
+_DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double")
+
+
+@dataclass
+class Sliced:
+    """One comparison of the entry with a value the test computes: the record the draft's
+    inputs are read from (`comparison`, its `other` being the slice) and what the generated
+    function needs."""
+
+    comparison: tests_scan.Comparison
+    by_param: dict  # entry parameter → the test's expression passed for it
+    outputs: list  # per output of the entry (one, or each element of a tuple it returns): the compared value
+    statements: list  # (statement, the `with` statements around it), in the test's order
+    needed: set  # names the statements and outputs read that the test binds before them
+    module: str  # the test module, dotted from the repository's root
+    stops: dict  # a test name → the entry parameter whose tensor it holds (a copy of the entry's argument)
+    positional: list  # the entry parameter each positional argument of the call is ("" for none)
+    file: tests_scan._TestFile = field(repr=False, default=None)
+    fn: ast.AST = field(repr=False, default=None)
+
+    def source(self, names: list[str], entry: str) -> str | None:
+        """The module text of `reference(<names>)`: the test's statements as a function of the
+        entry's inputs `names` (in the order the job passes them). None where a name the
+        statements read is neither an input, a parametrize value, nor importable."""
+        return _Writer(self, names, entry).text()
+
+
+def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: list[tuple[str, ...]],
+                   origins: dict, params: list[str], positional_of) -> list[Sliced]:
+    """Every comparison of an entry call in the file whose other side the test computes itself.
+    `positional_of(callee)`: the entry parameter each positional argument of that callee is
+    (`references.Equivalent.positional`); keywords are taken by name."""
+    f = tests_scan._read(path, text)
+    if f.tree is None:
+        return []
+    aliases = tests_scan._aliases(f, callees)
+    by_call: dict[ast.Call, dict] = {}
+    for node in ast.walk(f.tree):
+        if not (isinstance(node, ast.Call) and tests_scan._dotted(node.func).split(".")[-1] in tests_scan.COMPARE):
+            continue
+        sides = list(node.args[:2])
+        if len(sides) != 2:
+            continue
+        fn = f.scope(node)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for mine, theirs in ((sides[0], sides[1]), (sides[1], sides[0])):
+            found = _entry_output(f, fn, mine, node.lineno, callees, aliases, origins)
+            if found is None:
+                continue
+            call, index = found
+            entry = by_call.setdefault(call, {"fn": fn, "compare": node, "sides": {}})
+            entry["sides"].setdefault(index, (tests_scan._strip(theirs), node))
+            break
+    out = []
+    for call, seen in by_call.items():
+        sliced = _slice(f, seen["fn"], call, seen["sides"], callees, same, aliases, params, positional_of, path)
+        if sliced is not None:
+            out.append(sliced)
+    return sorted(out, key=lambda s: s.comparison.line)
+
+
+def _entry_output(f, fn, side, line, callees, aliases, origins):
+    """(the entry call, the element of its result) that a compared side is, or None: `y` bound
+    by `y = entry(...)` (element None), `a` of `a, b = entry(...)` (element 0)."""
+    side = tests_scan._strip(side)
+    if isinstance(side, ast.Call) and tests_scan._is(tests_scan._callee(f, side.func, aliases), callees, f, origins):
+        return side, None
+    if not isinstance(side, ast.Name):
+        return None
+    bound = f.assigned(fn, side.id, line)
+    if bound is None:
+        return None
+    value, index = bound
+    value = tests_scan._strip(value)
+    if isinstance(value, ast.Call) and tests_scan._is(tests_scan._callee(f, value.func, aliases), callees, f, origins):
+        return value, index
+    return None
+
+
+# -- the slice -------------------------------------------------------------------------------------
+
+def _slice(f, fn, call: ast.Call, sides: dict, callees, same, aliases, params, positional_of, path) -> Sliced | None:
+    targets = _targets_of(fn, call)
+    if targets is None:
+        return None
+    if isinstance(targets, ast.Tuple):
+        if set(sides) != set(range(len(targets.elts))):
+            return None  # every element the entry returns is compared, or the reference returns less
+        order = list(range(len(targets.elts)))
+    else:
+        if None not in sides:
+            return None
+        order = [None]
+    flat = list(_flatten(f, fn, fn.body, ()))
+    compare_nodes = {sides[i][1] for i in order}
+    last = max(n.lineno for n in compare_nodes)
+    at = next((k for k, (s, _) in enumerate(flat) if s.lineno <= last <= s.end_lineno), None)
+    if at is None or not all(any(s.lineno <= n.lineno <= s.end_lineno and isinstance(s, ast.Expr) for s, _ in flat)
+                             for n in compare_nodes):
+        return None  # a comparison inside a loop or a branch the first row does not take
+    callee = tests_scan._callee(f, call.func, aliases)
+    positional = positional_of(callee)
+    by_param = {}
+    for a, p in zip(call.args, positional):
+        if isinstance(a, ast.Starred):
+            return None
+        if p:
+            by_param[p] = a
+    for k in call.keywords:
+        if k.arg in params:
+            by_param[k.arg] = k.value
+    copies = _copies(flat)
+    entry_names = {p: tests_scan._strip(e).id for p, e in by_param.items() if isinstance(tests_scan._strip(e), ast.Name)}
+    stops = {}  # a test name → the entry parameter whose tensor it is a copy of
+    for p, name in entry_names.items():
+        for other in copies.get(name, {name}):
+            stops.setdefault(other, p)
+    produced = _names_stored(targets)
+    outputs = [sides[i][0] for i in order]
+    needed = set().union(*(_reads(o) for o in outputs))
+    kept = []
+    for stmt, wrappers in reversed(flat[:at]):
+        if needed & produced or "self" in needed:
+            return None
+        live = needed - set(stops)
+        stored = _stores(stmt)
+        if stored & live or (_is_effect(stmt) and _touched(f, stmt) & live):
+            if _calls_any(f, stmt, callees, aliases) or _calls_any(f, stmt, same, aliases):
+                return None  # the entry (or its own implementation) on the expected side: checks nothing
+            kept.append((stmt, wrappers))
+            needed = (needed - stored) | _reads(stmt) | {n for w in wrappers for n in _reads_items(w)}
+    if needed & produced or "self" in needed:
+        return None
+    kept.reverse()
+    comparison = tests_scan.Comparison(path, min(n.lineno for n in compare_nodes), fn.name,
+                                       tests_scan._dotted(next(iter(compare_nodes)).func).split(".")[-1],
+                                       callee, "the test's own statements", True,
+                                       *tests_scan._args(f, fn, call), (), {}, None,
+                                       tests_scan.tolerance(f, fn, next(iter(compare_nodes))))
+    module = ".".join(PurePosixPath(path).with_suffix("").parts)
+    return Sliced(comparison, by_param, outputs, kept, needed, module, stops,
+                  [p for _, p in zip(call.args, positional)], f, fn)
+
+
+def _targets_of(fn, call):
+    """What the entry's result is bound to (a Name or a Tuple of Names), the call itself when it
+    is compared inline, None where it is something else."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1:
+            t = node.targets[0]
+            if isinstance(t, ast.Name) or isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+                return t
+            return None
+    return ast.Name(id="<inline>")
+
+
+def _flatten(f, fn, body, wrappers):
+    """The test's statements in order, each with the `with` blocks around it; an `if` on a
+    parametrize flag (`if bias:`) is read for the first row, as the inputs are."""
+    for stmt in body:
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _flatten(f, fn, stmt.body, wrappers + (stmt,))
+        elif isinstance(stmt, ast.If) and (truth := f.truth(fn, stmt.test)) is not None:
+            yield from _flatten(f, fn, stmt.body if truth else stmt.orelse, wrappers)
+        else:
+            yield stmt, wrappers
+
+
+def _copies(flat) -> dict[str, set[str]]:
+    """Names bound once to a copy of another's values (`x2 = x1.detach().clone()`), grouped:
+    each name → every name holding the same tensor."""
+    bound: dict[str, int] = {}
+    pairs = []
+    for stmt, _ in flat:
+        for name in _stores(stmt):
+            bound[name] = bound.get(name, 0) + 1
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            source = tests_scan._strip(stmt.value)
+            if isinstance(source, ast.Name):
+                pairs.append((stmt.targets[0].id, source.id))
+    groups: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if bound.get(a, 0) != 1:
+            continue
+        group = groups.get(a, {a}) | groups.get(b, {b})
+        for name in group:
+            groups[name] = group
+    return groups
+
+
+def _stores(stmt) -> set[str]:
+    out = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def _names_stored(target) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - {"<inline>"}
+
+
+def _reads(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _reads_items(with_stmt) -> set[str]:
+    return set().union(*(_reads(item.context_expr) for item in with_stmt.items)) if with_stmt.items else set()
+
+
+def _is_effect(stmt) -> bool:
+    """A call kept for what it does to its arguments (`ref.weight.copy_(w)`,
+    `torch.nn.init.zeros_(b)`), not a backward pass, a print or a comparison."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    name = tests_scan._dotted(stmt.value.func).split(".")[-1]
+    return name not in _SKIPPED_METHODS and name not in tests_scan.COMPARE and name != "print"
+
+
+def _touched(f, stmt) -> set[str]:
+    """What a call statement may change: its arguments and the object whose method it is
+    (`ref.weight` of `ref.weight.copy_(w)`), not a module it is reached through (`torch.nn.init`)."""
+    call = stmt.value
+    out = set().union(*(_reads(a) for a in call.args), *(_reads(k.value) for k in call.keywords))
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and root.id not in f.imports:
+        out.add(root.id)
+    return out
+
+
+def _calls_any(f, stmt, callees, aliases) -> bool:
+    return any(isinstance(n, ast.Call) and tests_scan._is(tests_scan._callee(f, n.func, aliases), callees)
+               for n in ast.walk(stmt))
+
+
+# -- the generated module --------------------------------------------------------------------------
+
+class _Writer:
+    def __init__(self, s: Sliced, names: list[str], entry: str):
+        self.s, self.names, self.entry = s, names, entry
+        self.imports: list[str] = []
+        self.from_test: list[str] = []
+
+    def text(self) -> str | None:
+        s = self.s
+        inputs = [n for n in self.names if n in s.by_param]
+        if len(inputs) != len(self.names):
+            return None
+        # copies of an argument the job does not pass (a keyword left at the entry's default) are
+        # bound as the test binds them
+        self.stops = {n: p for n, p in s.stops.items() if p in self.names}
+        used = set(s.needed)
+        for stmt, wrappers in s.statements:
+            used |= _stores(stmt) | _reads(stmt)
+        renamed = {}
+        for p in self.names:
+            # an input named as one of the test's own names (`bias` the flag, `bias` the tensor)
+            clash = p in used and self.stops.get(p) != p
+            renamed[p] = f"{p}_in" if clash else p
+        first_tensor = next((renamed[p] for p in self.names if self._is_tensor(p)), None)
+        prelude = []
+        for name in sorted(s.needed, key=str):
+            if name in self.stops:
+                if renamed[self.stops[name]] != name:
+                    prelude.append(f"{name} = {renamed[self.stops[name]]}")
+                continue
+            line = self._bind(name, renamed, first_tensor)
+            if line is None:
+                return None
+            if line:
+                prelude.append(line)
+        body = prelude + self._statements()
+        returned = [ast.unparse(o) for o in s.outputs]
+        body.append("return " + (returned[0] if len(returned) == 1 else "(" + ", ".join(returned) + ")"))
+        c = s.comparison
+        head = [f'"""The reference of {self.entry}: the statements of {c.file}\'s {c.test} that compute the value it',
+                f"compares with {self.entry}'s output by {c.compared_by} (line {c.line}), as a function of the entry's",
+                'inputs. Written by `flopwatch new`; edit it like any file of the variant."""', ""]
+        imports = sorted(set(self.imports))
+        if self.from_test:
+            imports.append(f"from {s.module} import {', '.join(sorted(set(self.from_test)))}")
+        signature = ", ".join(renamed[p] for p in self.names)
+        lines = head + imports + ["", "", f"def {REFERENCE_FUNCTION}({signature}):"] + [f"    {b}" for b in body]
+        return "\n".join(lines) + "\n"
+
+    def _args(self) -> dict:
+        """Entry parameter → the test's argument for it (`tests_scan.Arg`: shape, dtype)."""
+        c = self.s.comparison
+        out = {p: a for p, a in zip(self.s.positional, c.entry_args) if p}
+        out.update({k: v for k, v in c.entry_kwargs.items() if k in self.names})
+        return out
+
+    def _is_tensor(self, p: str) -> bool:
+        arg = self._args().get(p)
+        return bool(arg is not None and arg.tensor)
+
+    def _bind(self, name: str, renamed: dict, first_tensor: str | None) -> str | None:
+        """How the function gets a name the statements read: "" for a builtin or an import
+        (recorded), a line binding it, None where it has no source."""
+        s, f = self.s, self.s.file
+        if name in dir(builtins):
+            return ""
+        expr = f._given_expr(s.fn, name)
+        if expr is not None:
+            dim = self._dimension(name, renamed)
+            if dim:
+                return f"{name} = {dim}"
+            text = ast.unparse(expr)
+            if first_tensor and (text.split(".")[-1] in _DTYPES and text.startswith(("torch.", "dtype"))):
+                return f"{name} = {first_tensor}.dtype  # {text} in the test's first row"
+            for read in _reads(expr):
+                if self._bind(read, renamed, first_tensor) is None:
+                    return None
+            return f"{name} = {text}  # the test's first parametrize row"
+        if name == "device" and first_tensor:
+            return f"device = {first_tensor}.device"
+        line = self._import_of(name)
+        if line is not None:
+            self.imports.append(line)
+            return ""
+        if any(_defines(node, name) for node in f.tree.body):
+            self.from_test.append(name)
+            return ""
+        return None
+
+    def _dimension(self, name: str, renamed: dict) -> str:
+        """`C_in` → `scores.shape[1]` where an input's shape in the test names the size."""
+        args = self._args()
+        for p in self.names:
+            a = args.get(p)
+            if a is not None and a.tensor and name in a.shape:
+                return f"{renamed[p]}.shape[{list(a.shape).index(name)}]"
+        return ""
+
+    def _import_of(self, name: str) -> str | None:
+        for node in self.s.file.tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if (a.asname or a.name.split(".")[0]) == name:
+                        return f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if (a.asname or a.name) == name:
+                        return f"from {node.module} import {a.name}" + (f" as {a.asname}" if a.asname else "")
+        return None
+
+    def _statements(self) -> list[str]:
+        out, open_with, indent = [], (), ""
+        for stmt, wrappers in self.s.statements:
+            if wrappers != open_with:
+                open_with, indent = wrappers, ""
+                for w in wrappers:
+                    out.append(indent + "with " + ", ".join(ast.unparse(i) for i in w.items) + ":")
+                    indent += "    "
+            out += [indent + line for line in ast.unparse(stmt).splitlines()]
+        return out
+
+
+def _defines(node, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return name in _stores(node)
+    return False
