@@ -579,7 +579,7 @@ def stands_out(values: np.ndarray, t: int) -> bool:
 
 
 def _candidate(x: np.ndarray, rank_of: _Ranks, a: int, b: int, min_size: int,
-               limit: float, gaussian: bool = False) -> tuple[int, float, float] | None:
+               limit: float) -> tuple[int, float, float] | None:
     """(split, statistic, p) of the best split of x[a:b] by its ranks (split relative to a), or
     None when it has none with p <= limit (the scan p is only computed for statistics that may
     reach it). `_settle` then checks it against drift."""
@@ -593,12 +593,6 @@ def _candidate(x: np.ndarray, rank_of: _Ranks, a: int, b: int, min_size: int,
     # counts: those with at most SMALL_SIDE points on one side). They also lift the scan's statistic at splits far from them: where both are
     # significant, the split that leaves its two sides closer to their medians is the change.
     edge, p_edge = _edge_split(r, csum, min_size)
-    if gaussian:
-        et, m, left, _ = _edge_terms(b - a, min_size)
-        if et.size:
-            k, pv = value_runs_p(x[a:b], np.where(left, 0, et), m)
-            if pv < p_edge:
-                edge, p_edge = int(et[k]), pv
     p_edge = min(1.0, _edge_terms(b - a, min_size)[0].size * p_edge)
     if p_edge <= limit and (p > limit or (edge != t and _spread(x[a:b], edge) < _spread(x[a:b], t))):
         t, p = edge, p_edge
@@ -738,7 +732,7 @@ def near_gaussian(values: np.ndarray) -> bool:
     if values.size < 16:
         return False
     w = np.lib.stride_tricks.sliding_window_view(values, 5)
-    res = values[2:-2] - np.median(w, axis=1)
+    res = values[2:-2] - np.partition(w, 2, axis=1)[:, 2]
     res = res - _median(res)
     s = 1.4826 * _median(np.abs(res))
     return bool(s > 0.0 and np.count_nonzero(np.abs(res) > TAIL_Z * s) <= TAIL_COUNT)
@@ -883,7 +877,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
                 if any(a < cp.index < b for cp in found):
                     continue
                 scale = n / (b - a)
-                offer = _candidate(x, rank_of, a, b, min_size, alpha / scale, gaussian)
+                offer = _candidate(x, rank_of, a, b, min_size, alpha / scale)
                 offers[(a, b)] = None if offer is None else (a + offer[0], offer[1], min(1.0, offer[2] * scale),
                                                              None)
             offer = offers[(a, b)]
