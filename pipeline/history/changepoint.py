@@ -24,6 +24,11 @@ searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`
   runs tried): a bump, or the middle level of two steps close together, is two change points
   (`_best_block`, checked against the segment's trend by `block_z` and at both ends by
   `is_sharp`).
+- **Steps close together.** When nothing else is left, the splits 3-12 points beside a change
+  point found are asked for a second step (`_beside_step`), counted against those splits only;
+  where the window's noise looks Gaussian (`near_gaussian`) runs of 4-10 points also get the t
+  test (`value_runs_p`), which the rank arrangements do not bound; a change point with another
+  within 12 commits is placed again between its neighbours at the end (`settle_places`).
 - **Drift.** A slow wander is a change of distribution too. Where a polynomial trend beside the
   step(s) is significant (`drift_p_value`), a split must stand out from that trend
   (`trend_scan`, `drifts_at`); everywhere, a kept split must stand STAND_Z standard errors
@@ -376,8 +381,8 @@ def _combinations(n: int) -> np.ndarray:
 
 def exact_split_p(ranks: np.ndarray, t: int) -> float:
     """Two-sided p of the rank-sum test at the split t alone, exact where the shorter side has
-    at most SMALL_SIDE points and is nearly all above or all below the other (the normal
-    approximation of the scan is far too cautious there: three nights above 125 others is a
+    at most max(SMALL_SIDE, BESIDE) points and is nearly all above or all below the other (the
+    normal approximation of the scan is far too cautious there: three nights above 125 others is a
     1 in 341,376 arrangement, not a z of 3). With m points on the shorter side, n on the other
     and k pairs out of order (k <= n), the arrangements with at most k are the partitions of
     0 .. k into at most m parts; each of C(m + n, m) arrangements is equally likely under
@@ -795,8 +800,8 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
 
 def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
                  gaussian: bool = False) -> tuple[int, float, float] | None:
-    """A second step within SMALL_SIDE commits of a change point found: among the splits of the
-    segments beside the window's inner bounds that leave at most SMALL_SIDE points between the
+    """A second step within BESIDE commits of a change point found: among the splits of the
+    segments beside the window's inner bounds that leave min_size .. BESIDE points between the
     bound and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian noise
     also the t test, `value_runs_p`), that p multiplied by the splits of this kind in the window
     (not by window length / segment length as for any split: two steps close together are
@@ -1052,7 +1057,8 @@ def merge_close(steps: Sequence[Step], min_size: int = 3) -> list[Step]:
 def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
-                                     STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT, VALUE_RUN))
+                                     STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT,
+                                     VALUE_RUN))
 
 
 def window_key(values: np.ndarray, alpha: float = ALPHA, permutations: int = 0, min_size: int = 3,
