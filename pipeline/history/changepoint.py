@@ -24,6 +24,11 @@ searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`
   runs tried): a bump, or the middle level of two steps close together, is two change points
   (`_best_block`, checked against the segment's trend by `block_z` and at both ends by
   `is_sharp`).
+- **Steps close together.** When nothing else is left, the splits 3-12 points beside a change
+  point found are asked for a second step (`_beside_step`), counted against those splits only;
+  where the window's noise looks Gaussian (`near_gaussian`) runs of 4-10 points also get the t
+  test (`value_runs_p`), which the rank arrangements do not bound; a change point with another
+  within 12 commits is placed again between its neighbours at the end (`settle_places`).
 - **Drift.** A slow wander is a change of distribution too. Where a polynomial trend beside the
   step(s) is significant (`drift_p_value`), a split must stand out from that trend
   (`trend_scan`, `drifts_at`); everywhere, a kept split must stand STAND_Z standard errors
@@ -213,6 +218,8 @@ SHORTEST_INTERVAL = 32
 # the exact p is well above any level used here).
 SMALL_SIDE = 10
 EXACT_INVERSIONS = 60
+# A second step is looked for at most BESIDE commits from a change point found (`_beside_step`).
+BESIDE = 12
 EDGE_Z = 2.0
 # Drift: the level of the test for a polynomial trend beside the steps (`drift_p_value`): the
 # cubic for segments up to 64 points, degree 5 above (a wander of a few months bends more than
@@ -229,10 +236,16 @@ STAND_Z = 1.0
 SHARP_NEAR = 8
 # How far `refine_split` may move a split.
 REFINE_REACH = 4
+# Gaussian noise (`near_gaussian`): at most TAIL_COUNT points of a window more than TAIL_Z robust
+# standard deviations from their running median.
+TAIL_Z = 4.5
+TAIL_COUNT = 0
+# The shortest run (or short side of a split) the t test of `value_runs_p` is asked about.
+VALUE_RUN = 4
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
-SEARCH = "rank-scan/2"
+SEARCH = "rank-scan/3"
 
 
 def _median(a: np.ndarray) -> float:
@@ -358,25 +371,25 @@ def _partitions(parts: int, most: int) -> np.ndarray:
 def _arrangements() -> np.ndarray:
     """[m, k]: the arrangements of a short side of m points with at most k pairs out of order
     (k <= the other side's length), for m <= SMALL_SIDE and k <= EXACT_INVERSIONS."""
-    return np.array([np.cumsum(_partitions(m, EXACT_INVERSIONS)) for m in range(SMALL_SIDE + 1)])
+    return np.array([np.cumsum(_partitions(m, EXACT_INVERSIONS)) for m in range(max(SMALL_SIDE, BESIDE) + 1)])
 
 
 @functools.lru_cache(maxsize=512)
 def _combinations(n: int) -> np.ndarray:
-    return np.array([float(math.comb(n, m)) for m in range(SMALL_SIDE + 1)])
+    return np.array([float(math.comb(n, m)) for m in range(max(SMALL_SIDE, BESIDE) + 1)])
 
 
 def exact_split_p(ranks: np.ndarray, t: int) -> float:
     """Two-sided p of the rank-sum test at the split t alone, exact where the shorter side has
-    at most SMALL_SIDE points and is nearly all above or all below the other (the normal
-    approximation of the scan is far too cautious there: three nights above 125 others is a
+    at most max(SMALL_SIDE, BESIDE) points and is nearly all above or all below the other (the
+    normal approximation of the scan is far too cautious there: three nights above 125 others is a
     1 in 341,376 arrangement, not a z of 3). With m points on the shorter side, n on the other
     and k pairs out of order (k <= n), the arrangements with at most k are the partitions of
     0 .. k into at most m parts; each of C(m + n, m) arrangements is equally likely under
     exchangeability. 1.0 where it does not apply."""
     total = ranks.size
     m = min(t, total - t)
-    if m > SMALL_SIDE or m < 1:
+    if m > max(SMALL_SIDE, BESIDE) or m < 1:
         return 1.0
     side = ranks[:t] if t == m else ranks[t:]
     n = total - m
@@ -715,8 +728,44 @@ def block_z(values: np.ndarray, s: int, e: int, sigma: float) -> float:
     return float(num / (sigma * np.sqrt(max(den, 1e-12))))
 
 
+def near_gaussian(values: np.ndarray) -> bool:
+    """Whether a window's noise looks Gaussian: at most TAIL_COUNT of its points lie more than
+    TAIL_Z robust standard deviations (median absolute deviation) from the median of the 5
+    points around them. A running median follows steps, bumps of 3 nights or more and slow
+    drift, so what is left is the night-to-night noise: Gaussian noise has a point that far
+    in about 1 window in 25, heavy-tailed, skewed, bursty and contaminated noise in most."""
+    if values.size < 16:
+        return False
+    w = np.lib.stride_tricks.sliding_window_view(values, 5)
+    res = values[2:-2] - np.partition(w, 2, axis=1)[:, 2]
+    res = res - _median(res)
+    s = 1.4826 * _median(np.abs(res))
+    return bool(s > 0.0 and np.count_nonzero(np.abs(res) > TAIL_Z * s) <= TAIL_COUNT)
+
+
+def value_runs_p(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[int, float]:
+    """Among the runs values[start:start + length], the one whose mean differs most from that of
+    the rest of the segment by the two-sample t test (pooled variance, n - 2 degrees of freedom),
+    as (its position in `start`, its two-sided p). For Gaussian noise (`near_gaussian`), where a
+    run's p is not bounded below by its rank arrangements: four nights at the bottom of 61 are 1
+    in 521,855 arrangements however far below they lie, and their values say how far."""
+    from scipy.special import stdtr
+
+    n = values.size
+    c1 = np.concatenate(([0.0], np.cumsum(values)))
+    c2 = np.concatenate(([0.0], np.cumsum(values * values)))
+    s1 = c1[start + length] - c1[start]
+    s2 = c2[start + length] - c2[start]
+    r1, r2, m, k = c1[n] - s1, c2[n] - s2, length.astype(float), (n - length).astype(float)
+    within = np.maximum(s2 - s1 * s1 / m + r2 - r1 * r1 / k, 1e-300)
+    t = (s1 / m - r1 / k) / np.sqrt(within / (n - 2) * (1.0 / m + 1.0 / k))
+    t[length < VALUE_RUN] = 0.0  # three nights' mean leans on the noise's tails, not its centre
+    best = int(np.argmax(np.abs(t)))
+    return best, float(2.0 * stdtr(n - 2, -abs(t[best])))
+
+
 def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict, min_size: int,
-                alpha: float) -> tuple[int, int, float, float] | None:
+                alpha: float, gaussian: bool = False) -> tuple[int, int, float, float] | None:
     """The most significant run (`block_p`) of the segments between `bounds`, as (start, stop,
     z, p) in window indices, or None when none has p <= alpha (times window / segment length, as
     for a seeded interval), stands JUMP_Z standard errors apart from the segment's trend
@@ -729,8 +778,15 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
             blocks[(a, b)] = None
             if b - a >= DRIFT_MIN:
                 s, e, p = block_p(rank_of(a, b), min_size)
-                p = min(1.0, p * n / (b - a))
                 part = x[a:b]
+                if gaussian:
+                    start, length, _ = _block_terms(b - a, min_size)
+                    if start.size:
+                        k, pv = value_runs_p(part, start, length)
+                        pv = min(1.0, start.size * pv)
+                        if pv < p:
+                            s, e, p = int(start[k]), int(start[k] + length[k]), pv
+                p = min(1.0, p * n / (b - a))
                 sigma = noise_scale(part)
                 if p <= alpha and sigma > 0.0:
                     z = block_z(part, s, e, sigma)
@@ -739,6 +795,54 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
         offer = blocks[(a, b)]
         if offer is not None and (best is None or offer[3] < best[3]):
             best = offer
+    return best
+
+
+def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
+                 gaussian: bool = False) -> tuple[int, float, float] | None:
+    """A second step within BESIDE commits of a change point found: among the splits of the
+    segments beside the window's inner bounds that leave min_size .. BESIDE points between the
+    bound and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian noise
+    also the t test, `value_runs_p`), that p multiplied by the splits of this kind in the window
+    (not by window length / segment length as for any split: two steps close together are
+    tried only beside a step already found). (split, statistic, p) in window indices, or None
+    when none has p <= alpha, changes at the split (`is_sharp`) and stands out from the
+    segment's drift (`drifts_at`)."""
+    inner = bounds[1:-1]
+    if not inner:
+        return None
+    reach = np.arange(min_size, BESIDE + 1)
+    tried = 2 * len(inner) * reach.size
+    best = None
+    for lo, hi in itertools.pairwise(bounds):
+        size = hi - lo
+        d = reach[reach <= size - min_size]
+        if d.size == 0:
+            continue
+        r = rank_of(lo, hi)
+        csum = np.concatenate(([0.0], np.cumsum(r)))
+        part = x[lo:hi]
+        for left in (True, False):
+            if (lo if left else hi) not in inner:
+                continue
+            splits = d if left else size - d
+            # `exact_split_p` of each split, the short side the d points beside the bound
+            u = (csum[d] if left else csum[size] - csum[size - d]) - d * (d + 1) / 2.0
+            k = np.ceil(np.minimum(u, d * (size - d) - u) - 1e-9).astype(int)
+            ok = (k <= size - d) & (k <= EXACT_INVERSIONS)
+            p = np.ones(d.size)
+            p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
+            k = int(np.argmin(p))
+            if gaussian:
+                kv, pv = value_runs_p(part, np.zeros_like(d) if left else splits, d)
+                if pv < p[k]:
+                    k, p[k] = kv, pv
+            t, pk = int(splits[k]), float(min(1.0, tried * p[k]))
+            if pk > alpha or (best is not None and pk >= best[2]):
+                continue
+            if not is_sharp(part, t) or drifts_at(part, t):
+                continue
+            best = (lo + t, float(np.sign(np.mean(part[t:]) - np.mean(part[:t])) * _z_of(pk)), pk)
     return best
 
 
@@ -762,6 +866,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
         return []
     alpha = window_level(alpha, n)
     rank_of = _Ranks(x)
+    gaussian = near_gaussian(x)
     bounds = [0, n]
     seeded = seeded_intervals(n)
     offers: dict[tuple[int, int], tuple[int, float, float, bool | None] | None] = {}
@@ -787,9 +892,14 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
         if best is None or (best[3] is not None and best[2] > alpha):
             # No split left: a short run inside a segment that stands apart from the rest of it
             # (a bump, or the middle level of two steps close together) is two change points.
-            block = _best_block(x, rank_of, bounds, blocks, min_size, alpha)
+            block = _best_block(x, rank_of, bounds, blocks, min_size, alpha, gaussian)
             if block is None:
-                break
+                beside = _beside_step(x, rank_of, bounds, min_size, alpha, gaussian)
+                if beside is None:
+                    break
+                found.append(ChangePoint(index=beside[0], q=beside[1], p_value=beside[2]))
+                bounds = sorted(bounds + [beside[0]])
+                continue
             for at in block[:2]:
                 found.append(ChangePoint(index=at, q=block[2], p_value=block[3]))
             bounds = sorted(bounds + list(block[:2]))
@@ -814,7 +924,29 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
         at = near_lo + refine_split(x[near_lo:near_hi], best[0] - near_lo, min_size) if best[3] else best[0]
         found.append(ChangePoint(index=at, q=best[1], p_value=best[2]))
         bounds = sorted(bounds + [at])
-    return sorted(found, key=lambda cp: cp.index)
+    return settle_places(x, sorted(found, key=lambda cp: cp.index), min_size)
+
+
+def settle_places(x: np.ndarray, points: list[ChangePoint], min_size: int = 3) -> list[ChangePoint]:
+    """The change points of a window, each placed again (`refine_split`) between its neighbours
+    once all are known: a change found before the step beside it was placed with that step's
+    level in one of its sides, which pulls it toward the neighbour (in a staircase of steps 4-12
+    commits apart, 3-4 commits off)."""
+    for _ in range(2):
+        moved = False
+        for i, cp in enumerate(points):
+            lo = points[i - 1].index if i else 0
+            hi = points[i + 1].index if i + 1 < len(points) else x.size
+            if min(cp.index - lo if i else x.size, hi - cp.index if i + 1 < len(points) else x.size) > BESIDE:
+                continue
+            lo, hi = max(lo, cp.index - SIDE), min(hi, cp.index + SIDE)
+            at = lo + refine_split(x[lo:hi], cp.index - lo, min_size)
+            if at != cp.index:
+                points[i] = dataclasses.replace(cp, index=at)
+                moved = True
+        if not moved:
+            break
+    return points
 
 
 def segment_mean_bounds(values: Sequence[float], min_size: int = 3) -> tuple[float, float]:
@@ -925,7 +1057,8 @@ def merge_close(steps: Sequence[Step], min_size: int = 3) -> list[Step]:
 def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
-                                     STAND_Z, SHARP_NEAR, REFINE_REACH))
+                                     STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT,
+                                     VALUE_RUN))
 
 
 def window_key(values: np.ndarray, alpha: float = ALPHA, permutations: int = 0, min_size: int = 3,
