@@ -11,14 +11,9 @@ import threading
 import typing
 
 import pytest
-from suite_repo import init_repo
+from suite_repo import init_repo, measure_commits
 
 from pipeline import cli
-from pipeline.fleet import cluster
-from pipeline.project import checkout
-from pipeline.run.progress import Progress
-from pipeline.run.runflow import RunOptions, Session, run_commit
-from pipeline.store import Store
 
 # Every test here runs on one local Ray cluster (`ray_cluster`, tests/conftest.py).
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
@@ -218,17 +213,8 @@ def test_no_change_raises_no_alarm(history, capsys, tmp_path):
 def test_detect_finds_the_step(history, capsys, tmp_path):
     root, shas = history
     db = str(tmp_path / "d.db")
-    # Every commit measured, as `flopwatch run <sha>` measures it, in one session: its device
-    # slots start once, as a compare or nightly keeps them across its commits, instead of once
-    # per command (about 2 s each here).
-    repo = checkout.open_repo(root)
-    session = Session(Store(db), root / ".flopwatch", cluster.connect(None), Progress(enabled=False))
-    try:
-        for sha in shas:
-            run_commit(session, repo, sha, RunOptions(budget_s=float(BUDGET)))
-    finally:
-        session.shutdown()
-        session.store.close()
+    measure_commits(root, shas, db, float(BUDGET))  # `flopwatch run SHA` of every commit, one session
+    capsys.readouterr()
     code, out = _run(capsys, "detect", "--repo", str(root), "--db", db, "--branch", shas[-1],
                      "--site", str(tmp_path / "site"), "--json")
     assert code == 0
