@@ -4,9 +4,10 @@ authentication (RAY_AUTH_MODE=token and one token file, as flopwatch's own local
 the `flopwatch` driver run inside the head's namespace (a Ray driver attaches to a raylet of
 its own machine).
 
-The head checks its nodes' health every 0.5 s and declares a silent one dead after four
-misses: seconds here, instead of the ~15 s of Ray's defaults, so a test of a cut link waits
-little; what flopwatch does once Ray has decided is the same.
+The head checks its nodes' health every 0.5 s, gives each check 1 s to be answered, and
+declares a silent one dead after four misses: seconds here, so a test of a cut link waits little;
+what flopwatch does once Ray has decided is the same. (Without the 1 s, a check of a cut node
+waits out Ray's default of 10 s before it counts as missed: four of them took 40 s.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).parent / "ray")
 GCS_PORT = 6379  # each namespace has ports of its own: Ray's defaults cannot clash
 FAST_HEALTH_CHECK = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
-                     "health_check_failure_threshold": 4}
+                     "health_check_timeout_ms": 1000, "health_check_failure_threshold": 4}
 START_LIMIT_S = 180
 
 # Asks the head's control store which nodes are alive: {node address: node id}.

@@ -46,6 +46,27 @@ def make_suite_repo(path: Path, broken: tuple[str, ...] = (), good: tuple[str, .
     return repo
 
 
+def measure_commits(root: Path, shas, store: str | Path, budget_s: float, cache: Path | None = None) -> list:
+    """Each commit measured as `flopwatch run SHA --repo ROOT --store STORE --budget B [--cache
+    CACHE]` measures it, in one session on the Ray this process is connected to: its device slots
+    start once, as a compare or nightly keeps them across its commits, instead of once per `run`
+    command (about 2 s each on the 2-core machine). Returns the runs' outcomes."""
+    from pipeline.fleet import cluster
+    from pipeline.project import checkout
+    from pipeline.run.progress import Progress
+    from pipeline.run.runflow import RunOptions, Session, run_commit
+    from pipeline.store import Store
+
+    repo = checkout.open_repo(Path(root).resolve())
+    session = Session(Store(store), Path(repo.working_tree_dir) / ".flopwatch", cluster.connect(None),
+                      Progress(enabled=False), cache=cache)
+    try:
+        return [run_commit(session, repo, sha, RunOptions(budget_s=budget_s)) for sha in shas]
+    finally:
+        session.shutdown()
+        session.store.close()
+
+
 def stored_results(db: Path) -> int:
     """How many results a SQLite store holds while a run writes to it (0 before it exists, or
     while it cannot be read yet: callers poll)."""

@@ -19,12 +19,13 @@ import re
 import git
 import pytest
 import yaml
-from suite_repo import init_repo
+from suite_repo import init_repo, measure_commits
 from test_planted_history import KERNEL, MANIFEST
 
 from pipeline import cli
 from pipeline.history import series
 from pipeline.history.regressions import RegressionStore
+from pipeline.run.summary import exit_code
 from pipeline.store import Store
 
 BUDGET = "0.3"
@@ -163,9 +164,10 @@ def test_nightly_end_to_end_detects_bisects_records_the_culprit_and_publishes(ra
     shas = [_commit(upstream, upstream_root, SLOWER if i >= PLANTED else 1, f"revision {i}",
                     "Repeat the product for accuracy" if i == PLANTED else f"Update notes {i}")
             for i in range(N_COMMITS)]
-    for i in MEASURED_BEFORE:  # the nightlies of earlier nights (commits 5..7 were never measured)
-        assert cli.main(["run", shas[i], "--repo", str(upstream_root), "--store", url, "--cache",
-                         str(outside / "cache"), "--budget", BUDGET, "--no-report", "--json"]) == 0
+    # the nightlies of earlier nights (commits 5..7 were never measured), in one session
+    outcomes = measure_commits(upstream_root, [shas[i] for i in MEASURED_BEFORE], url, float(BUDGET),
+                               cache=outside / "cache")
+    assert all(exit_code([r.to_dict() for r in o.results]) == 0 for o in outcomes)  # as each `run` would exit
     capsys.readouterr()
     _checkout(upstream_root, workspace)
     env = _as_the_runner(monkeypatch, tmp_path, workspace,

@@ -11,7 +11,7 @@ import threading
 import typing
 
 import pytest
-from suite_repo import init_repo
+from suite_repo import init_repo, measure_commits
 
 from pipeline import cli
 
@@ -213,8 +213,7 @@ def test_no_change_raises_no_alarm(history, capsys, tmp_path):
 def test_detect_finds_the_step(history, capsys, tmp_path):
     root, shas = history
     db = str(tmp_path / "d.db")
-    for sha in shas:
-        cli.main(["run", sha, "--repo", str(root), "--db", db, "--budget", BUDGET, "--no-report", "--json"])
+    measure_commits(root, shas, db, float(BUDGET))  # `flopwatch run SHA` of every commit, one session
     capsys.readouterr()
     code, out = _run(capsys, "detect", "--repo", str(root), "--db", db, "--branch", shas[-1],
                      "--site", str(tmp_path / "site"), "--json")

@@ -269,8 +269,10 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
     base = Path(tempfile.mkdtemp(prefix="fwk", dir="/tmp"))
     try:
         heads = base / "heads"
+        # Idle time: each command holds the head for its whole run, and the test takes it (below)
+        # before the second starts, so nothing waits on it but the last check, which waits it out.
         env = dict(_clean_env(base), FLOPWATCH_RAY_REUSE="1", FLOPWATCH_LOCAL_RAY_DIR=str(heads),
-                   FLOPWATCH_RAY_IDLE_S="20")
+                   FLOPWATCH_RAY_IDLE_S="6")
         # A record left by a head that is gone, its pid now someone else's: never believed.
         folder = local_ray.private_folder(local_ray.private_folder(heads) / local_ray.head_key(None))
         squatter = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])

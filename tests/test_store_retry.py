@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from pipeline.store import Store, StoreError, retry
+from pipeline.store import Store, StoreError, engine, retry
 from pipeline.store import tables as t
 from pipeline.store.database import _insert_once
 from workers.core.records import Result
@@ -31,6 +31,14 @@ def test_a_write_is_tried_again_until_it_goes_through_and_says_so():
     assert attempts == [False, True, True]  # every attempt after the first knows it may have landed
     assert said == ["postgresql://u@h/db: lost the connection to the server; trying the write again for up to 60 s",
                     "postgresql://u@h/db: the server answers again; the write went through after 2 retries"]
+
+
+def test_a_silent_server_counts_as_lost_after_10_s_unless_set_otherwise():
+    assert engine.pg_connect_args({}) == {"connect_timeout": 15, "tcp_user_timeout": 10_000, "keepalives": 1,
+                                          "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3}
+    quick = engine.pg_connect_args({engine.SILENT_ENV: "3"})
+    assert (quick["connect_timeout"], quick["tcp_user_timeout"], quick["keepalives_idle"]) == (8, 3000, 3)
+    assert engine.pg_connect_args({engine.SILENT_ENV: "soon"}) == engine.pg_connect_args({})
 
 
 def test_a_server_gone_for_the_whole_window_is_one_line(monkeypatch):

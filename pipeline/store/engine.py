@@ -14,12 +14,15 @@ seconds, not minutes. A connection whose server went silent (a cut link, a switc
 it: no reset ever arrives) must fail too, or a write waits for the kernel's retransmissions,
 about 15 minutes: libpq's `tcp_user_timeout` ends a connection whose sent data goes unanswered,
 and TCP keepalives one that waits for an answer that never comes. `retry.write` then tries the
-write again on a new connection.
+write again on a new connection. The silence limit is 10 s (`FLOPWATCH_STORE_SILENT_S` sets
+another: a link that stalls longer without being lost, or a test that cuts one), a new
+connection's timeout 5 s more.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -30,11 +33,26 @@ from sqlalchemy import event
 from pipeline.store.location import StoreLocation
 
 BUSY_TIMEOUT_S = 30
-CONNECT_TIMEOUT_S = 15
-SILENT_SERVER_S = 10  # unanswered this long, a connection counts as lost
-_PG_CONNECT = {"connect_timeout": CONNECT_TIMEOUT_S, "tcp_user_timeout": SILENT_SERVER_S * 1000,
-               "keepalives": 1, "keepalives_idle": SILENT_SERVER_S, "keepalives_interval": 3, "keepalives_count": 3}
+SILENT_ENV = "FLOPWATCH_STORE_SILENT_S"
+SILENT_SERVER_S = 10  # unanswered this long, a connection counts as lost (FLOPWATCH_STORE_SILENT_S)
+CONNECT_MORE_S = 5  # a new connection is given this much longer than the silence limit: 15 s
 _WRITE = "flopwatch_write"
+
+
+def silent_s(env: dict | None = None) -> int:
+    """The silence limit in whole seconds (libpq takes no fractions), at least 1."""
+    env = os.environ if env is None else env
+    try:
+        return max(1, round(float(env.get(SILENT_ENV, SILENT_SERVER_S))))
+    except ValueError:
+        return SILENT_SERVER_S
+
+
+def pg_connect_args(env: dict | None = None) -> dict:
+    """libpq's settings for a PostgreSQL connection (module docstring)."""
+    silent = silent_s(env)
+    return {"connect_timeout": silent + CONNECT_MORE_S, "tcp_user_timeout": silent * 1000,
+            "keepalives": 1, "keepalives_idle": silent, "keepalives_interval": 3, "keepalives_count": 3}
 
 
 def create(location: StoreLocation) -> sa.Engine:
@@ -43,7 +61,7 @@ def create(location: StoreLocation) -> sa.Engine:
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return sa.create_engine(location.url, pool_pre_ping=True, connect_args=dict(_PG_CONNECT))
+    return sa.create_engine(location.url, pool_pre_ping=True, connect_args=pg_connect_args())
 
 
 def _sqlite_connect(dbapi_connection, _record) -> None:

@@ -25,10 +25,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 ROWS = 13  # `slow` at its 6 shapes, cpp_naive at 1, the built-in peer at slow's 6
 RUN_LIMIT_S = 180
+# The runs' silence limit: the product's 10 s would make each cut wait it out, and a new
+# connection's timeout (5 s more), twice over; what a run does once a connection counts as lost
+# is the same at any limit.
+SILENT_S = 3
 # Long enough that the write fails: the pool's check of the old connection waits out one silence
-# limit, and its own reconnect a second one (a cut shorter than that is healed by the pool
+# limit, and its own reconnect the connect timeout (a cut shorter than that is healed by the pool
 # alone); well inside the retry window.
-SHORT_CUT_S = 2 * engine.SILENT_SERVER_S + 10
+SHORT_CUT_S = SILENT_S + engine.pg_connect_args({engine.SILENT_ENV: str(SILENT_S)})["connect_timeout"] + 5
 SHORT_WINDOW_S = 5  # the second run's window, so that its cut outlasts it quickly
 
 
@@ -53,7 +57,7 @@ def _driver(node, base: Path, *argv: str, env: dict | None = None) -> subprocess
     """`flopwatch ARGV` on the driver's machine, with a local Ray of its own."""
     clean = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS")}
     clean.update(PYTHONPATH=str(ROOT), RAY_TMPDIR=str(base), RAY_USAGE_STATS_ENABLED="0", FLOPWATCH_RAY_REUSE="0",
-                 **(env or {}))
+                 **{engine.SILENT_ENV: str(SILENT_S)}, **(env or {}))
     return subprocess.Popen(node.argv(sys.executable, "-m", "pipeline.cli", *argv), env=clean, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
