@@ -452,3 +452,46 @@ def test_scale(B, T, V, dtype):
     m = _toml(drafts["my_scale"])
     assert m["reference"]["inputs"] == [{"name": "x", "shape": ["N", "V"]}]
     assert m["reference"]["sizes"] == {"V": 512, "N": 16} and m["dtypes"] == ["fp16"]
+
+
+LABELLED_TEST = '''import pytest
+import torch
+
+from mylib.gates import fused_gate
+from mylib.slow import plain_gate
+from mylib.utils import assert_close
+
+
+@pytest.mark.parametrize(
+    ('B', 'T', 'H', 'scale', 'dtype'),
+    [
+        pytest.param(*test, id="B{}-T{}-H{}-{}-{}".format(*test))
+        for test in [
+            (2, 63, 4, 0.5, torch.float16),
+            (4, 1024, 8, 1.0, torch.float32),
+        ]
+    ],
+)
+def test_fused_gate(B, T, H, scale, dtype):
+    q = torch.randn((B, T, H), dtype=dtype)
+    g = torch.randn((B, T, H), dtype=torch.float32)
+    ref = plain_gate(q, g, scale=scale)
+    tri = fused_gate(q, g, scale=scale)
+    assert_close('o', ref, tri, 0.005)
+'''
+
+
+def test_a_labelled_comparison_and_rows_built_by_a_comprehension(tmp_path):
+    """flash-linear-attention's shape: `assert_close('o', ref, tri, ratio)` (a label first) and
+    parametrize rows written `[pytest.param(*test, id=...) for test in [...]]`."""
+    files = {"mylib/__init__.py": "", "mylib/utils.py": "", "mylib/slow.py": "",
+             "mylib/gates.py": "def fused_gate(q, g, scale: float = 1.0):\n    return q * g * scale\n",
+             "tests/test_gates.py": LABELLED_TEST}
+    drafts, _ = _drafts(files, "mylib/gates.py")
+    m = _toml(drafts["fused_gate"])
+    assert m["reference"]["call"] == "mylib.slow:plain_gate" and m["reference"]["found"] == "test"
+    assert m["reference"]["sizes"] == {"B": 2, "T": 63, "H": 4}  # the first row of the comprehension's list
+    assert m["reference"]["inputs"] == [{"name": "q", "shape": ["B", "T", "H"]},
+                                        {"name": "g", "shape": ["B", "T", "H"], "dtype": "fp32"},
+                                        {"name": "scale", "value": 0.5}]
+    assert m["dtypes"] == ["fp16"]

@@ -75,7 +75,7 @@ def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: l
     for node in ast.walk(f.tree):
         if not (isinstance(node, ast.Call) and tests_scan._dotted(node.func).split(".")[-1] in tests_scan.COMPARE):
             continue
-        sides = list(node.args[:2])
+        sides = tests_scan._compared(node)
         if len(sides) != 2:
             continue
         fn = f.scope(node)

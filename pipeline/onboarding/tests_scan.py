@@ -216,6 +216,16 @@ class _TestFile:
             bound = next((n.value for n in self.tree.body if isinstance(n, ast.Assign)
                           and any(isinstance(t, ast.Name) and t.id == rows.id for t in n.targets)), None)
             return self._rows(bound, depth + 1) if bound is not None else rows
+        if isinstance(rows, ast.ListComp) and len(rows.generators) == 1 \
+                and isinstance(rows.generators[0].target, ast.Name):
+            # `[pytest.param(*test, id=...) for test in [(1, 63, 1, 64), ...]]`: each element is a row
+            target, elt = rows.generators[0].target.id, rows.elt
+            if isinstance(elt, ast.Call) and _dotted(elt.func).endswith("param") and len(elt.args) == 1 \
+                    and isinstance(elt.args[0], ast.Starred):
+                elt = elt.args[0].value
+            if isinstance(elt, ast.Name) and elt.id == target:
+                return self._rows(rows.generators[0].iter, depth + 1)
+            return rows
         if isinstance(rows, ast.BinOp) and isinstance(rows.op, ast.Add):
             left, right = self._rows(rows.left, depth + 1), self._rows(rows.right, depth + 1)
             if isinstance(left, (ast.List, ast.Tuple)) and isinstance(right, (ast.List, ast.Tuple)):
@@ -349,7 +359,7 @@ def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list
     for node in ast.walk(f.tree):
         if not (isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in COMPARE):
             continue
-        sides = list(node.args[:2])
+        sides = _compared(node)
         kw = {k.arg: k.value for k in node.keywords if k.arg}
         for key in ("actual", "expected", "input", "other", "a", "b"):
             if key in kw and len(sides) < 2:
@@ -384,6 +394,15 @@ def comparisons(path: str, text: str, callees: list[tuple[str, ...]], same: list
                                   e_args, e_kw, o_args, o_kw, out_index, tolerance(f, fn, node)))
             break
     return sorted(out, key=lambda c: c.line)
+
+
+def _compared(compare: ast.Call) -> list[ast.AST]:
+    """The two compared sides of a comparison call: its first two arguments, after a leading
+    label (`assert_close('o', ref, tri, 0.005)`, flash-linear-attention's helper)."""
+    args = list(compare.args)
+    if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+        args = args[1:]
+    return args[:2]
 
 
 def tolerance(f: _TestFile, fn: ast.AST, compare: ast.Call) -> dict:
