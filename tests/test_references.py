@@ -495,3 +495,15 @@ def test_a_labelled_comparison_and_rows_built_by_a_comprehension(tmp_path):
                                         {"name": "g", "shape": ["B", "T", "H"], "dtype": "fp32"},
                                         {"name": "scale", "value": 0.5}]
     assert m["dtypes"] == ["fp16"]
+
+
+def test_a_helper_named_after_a_sibling_entry_does_not_take_the_siblings_reference(tmp_path):
+    """`chunk_gla_fwd` beside `chunk_gla`: `naive_chunk_gla` is chunk_gla's reference; the helper
+    (other arguments, other results) is not checked against it."""
+    files = {"mylib/__init__.py": "",
+             "mylib/chunk.py": "def chunk_gla_fwd(q, k, state):\n    return q + k, state\n\n\n"
+                               "def chunk_gla(q, k):\n    return chunk_gla_fwd(q, k, None)[0]\n",
+             "mylib/naive.py": "def naive_chunk_gla(q, k):\n    return q + k\n"}
+    drafts, _ = _drafts(files, "mylib/chunk.py")
+    assert _toml(drafts["chunk_gla"])["reference"]["call"] == "mylib.naive:naive_chunk_gla"
+    assert _toml(drafts["chunk_gla_fwd"])["reference"]["check"] == "none"

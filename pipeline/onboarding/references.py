@@ -163,9 +163,13 @@ def builtin(name: str, prefix: str, params: list[str], required: int, returns: b
 
 def by_convention(name: str, prefix: str, rel: str, texts: dict[str, str], package: str) -> Reference | None:
     """A reference named after the entry, in its module, then its package, then the tests."""
-    wanted_fn = {c.format(x=x): x for x in stems(name, prefix) for c in CONVENTIONS}
+    # `chunk_gla_fwd` beside `chunk_gla` in one module is that entry's helper (other arguments,
+    # other results): a stem naming another function of the module is that function's, not this one's
+    siblings = _functions_of(texts.get(rel, "")) - {name}
+    names = [x for x in stems(name, prefix) if x not in siblings]
+    wanted_fn = {c.format(x=x): x for x in names for c in CONVENTIONS}
     wanted_fn = {k: v for k, v in wanted_fn.items() if k != name}
-    wanted_cls = {_squash(p + x) for x in stems(name, prefix) for p in CLASS_PREFIXES}
+    wanted_cls = {_squash(p + x) for x in names for p in CLASS_PREFIXES}
     tests = sorted(p for p in texts if tests_scan.is_test_file(p))
     in_package = sorted(p for p in texts if package and p.startswith(package + "/") and p.endswith(".py")
                         and p != rel and p not in tests)
@@ -188,6 +192,15 @@ def by_convention(name: str, prefix: str, rel: str, texts: dict[str, str], packa
                              + ("([reference] calls functions: wrap it in one)" if _built_bare(node)
                                 else "built with constructor arguments"))
     return Reference("none", notes=tuple(notes)) if notes else None
+
+
+@functools.lru_cache(maxsize=256)
+def _functions_of(text: str) -> frozenset[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return frozenset()
+    return frozenset(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _built_bare(cls: ast.ClassDef) -> bool:
