@@ -418,6 +418,28 @@ def test_two_steps_six_commits_apart_are_both_found():
     assert close >= 28 and wide >= 23, (close, wide)
 
 
+def test_a_step_a_few_commits_from_the_series_end_is_tested_against_its_segment():
+    # A 5% slowdown five commits before the newest, 19 commits after another on 1.5% Gaussian
+    # noise (and the same series reversed: a step five commits after the oldest): once the
+    # first step is found, the last segment holds 24 points, and its end splits are counted
+    # against the 16 splits tried at the window's two ends (`_beside_step`), not against every
+    # split of a short segment (times window / segment length). Before: 4 of 40 at either end;
+    # now 29.
+    # Pure noise of the same kind raises no step within 10 commits of either end.
+    late = early = near_end = 0
+    for seed in range(40):
+        rng = np.random.default_rng([7, seed])
+        values = 1e-3 * (1.0 + rng.normal(0.0, 0.015, 128))
+        values[104:] *= 1.05
+        values[123:] *= 1.05
+        late += 123 in [s.index for s in detect_steps(values, commits(128), threshold=0.01)]
+        early += 5 in [s.index for s in detect_steps(values[::-1].copy(), commits(128), threshold=0.01)]
+        noise = 1e-3 * (1.0 + rng.normal(0.0, 0.015, 128))
+        near_end += sum(min(s.index, 128 - s.index) <= 10
+                        for s in detect_steps(noise, commits(128), threshold=0.01))
+    assert late >= 24 and early >= 24 and near_end == 0, (late, early, near_end)
+
+
 def test_near_gaussian_tells_gaussian_noise_from_heavy_tails():
     # The t test of runs (`value_runs_p`) is asked only where the noise looks Gaussian: most
     # windows of Gaussian noise, few of t(2), skewed, bursty or contaminated noise.

@@ -245,7 +245,7 @@ VALUE_RUN = 4
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
-SEARCH = "rank-scan/3"
+SEARCH = "rank-scan/4"
 
 
 def _median(a: np.ndarray) -> float:
@@ -798,46 +798,64 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
     return best
 
 
+def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
+                  gaussian: bool) -> tuple[int, float]:
+    """Among the splits of a segment that leave d points beside one of its ends (the left one
+    when `left`), the one with the smallest exact p (`exact_split_p`; on Gaussian noise also the
+    t test, `value_runs_p`), as (split, p), p not yet multiplied by the splits tried."""
+    size = part.size
+    csum = np.concatenate(([0.0], np.cumsum(r)))
+    splits = d if left else size - d
+    # `exact_split_p` of each split, the short side the d points beside the end
+    u = (csum[d] if left else csum[size] - csum[size - d]) - d * (d + 1) / 2.0
+    k = np.ceil(np.minimum(u, d * (size - d) - u) - 1e-9).astype(int)
+    ok = (k <= size - d) & (k <= EXACT_INVERSIONS)
+    p = np.ones(d.size)
+    p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
+    k = int(np.argmin(p))
+    if gaussian:
+        kv, pv = value_runs_p(part, np.zeros_like(d) if left else splits, d)
+        if pv < p[k]:
+            k, p[k] = kv, pv
+    return int(splits[k]), float(p[k])
+
+
 def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
                  gaussian: bool = False) -> tuple[int, float, float] | None:
-    """A second step within BESIDE commits of a change point found: among the splits of the
-    segments beside the window's inner bounds that leave min_size .. BESIDE points between the
-    bound and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian noise
-    also the t test, `value_runs_p`), that p multiplied by the splits of this kind in the window
-    (not by window length / segment length as for any split: two steps close together are
-    tried only beside a step already found). (split, statistic, p) in window indices, or None
-    when none has p <= alpha, changes at the split (`is_sharp`) and stands out from the
-    segment's drift (`drifts_at`)."""
+    """A second step within BESIDE commits of a change point found, or within SMALL_SIDE
+    commits of the window's first or last point: among the splits of the segments beside the
+    window's inner bounds that leave min_size .. BESIDE points between the bound and the split,
+    and of its first and last segments that leave min_size .. SMALL_SIDE points between the
+    window's end and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian
+    noise also the t test, `value_runs_p`), that p multiplied by the splits of these kinds in the
+    window (not by window length / segment length as for any split: two steps close together
+    are tried only beside a step already found, and a step at a window's end is tried against
+    the segment it ends, however short). (split, statistic, p) in window indices, or None when
+    none has p <= alpha, changes at the split (`is_sharp`) and stands out from the segment's
+    drift (`drifts_at`)."""
+    n = x.size
     inner = bounds[1:-1]
-    if not inner:
-        return None
-    reach = np.arange(min_size, BESIDE + 1)
-    tried = 2 * len(inner) * reach.size
+    beside = np.arange(min_size, BESIDE + 1)
+    end = np.arange(min_size, SMALL_SIDE + 1)
+    # Each kind of split pays for its own: 2 x 10 beside each change point found, 2 x 8 at the
+    # window's ends.
+    tried = {True: 2 * len(inner) * beside.size, False: 2 * end.size}
     best = None
     for lo, hi in itertools.pairwise(bounds):
         size = hi - lo
-        d = reach[reach <= size - min_size]
-        if d.size == 0:
-            continue
-        r = rank_of(lo, hi)
-        csum = np.concatenate(([0.0], np.cumsum(r)))
-        part = x[lo:hi]
+        r, part = None, x[lo:hi]
         for left in (True, False):
-            if (lo if left else hi) not in inner:
+            bound = lo if left else hi
+            near = bound in inner
+            if not near and bound not in (0, n):
                 continue
-            splits = d if left else size - d
-            # `exact_split_p` of each split, the short side the d points beside the bound
-            u = (csum[d] if left else csum[size] - csum[size - d]) - d * (d + 1) / 2.0
-            k = np.ceil(np.minimum(u, d * (size - d) - u) - 1e-9).astype(int)
-            ok = (k <= size - d) & (k <= EXACT_INVERSIONS)
-            p = np.ones(d.size)
-            p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
-            k = int(np.argmin(p))
-            if gaussian:
-                kv, pv = value_runs_p(part, np.zeros_like(d) if left else splits, d)
-                if pv < p[k]:
-                    k, p[k] = kv, pv
-            t, pk = int(splits[k]), float(min(1.0, tried * p[k]))
+            reach = beside if near else end
+            d = reach[reach <= size - min_size]
+            if d.size == 0:
+                continue
+            r = rank_of(lo, hi) if r is None else r
+            t, pk = _near_bound_p(part, r, d, left, gaussian)
+            pk = min(1.0, tried[near] * pk)
             if pk > alpha or (best is not None and pk >= best[2]):
                 continue
             if not is_sharp(part, t) or drifts_at(part, t):
