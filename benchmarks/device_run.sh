@@ -36,6 +36,8 @@
 # ecosystem_liger_repository  extension-cpp whole, and the Liger-Kernel drafts whose reference is the
 #             repository's own (its tests' functions and statements) or none
 # ecosystem_liger_builtin  the Liger-Kernel drafts checked against a built-in op (the two together: every entry)
+# joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
+#             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
@@ -120,6 +122,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
                                      --only extension-cpp --reference repository) ;;
     ecosystem_liger_builtin) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
                                   --reference builtin) ;;
+    joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
