@@ -46,7 +46,9 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from workers.core.records import BuildResult, Job, Variant
+from workers.isolation import affinity
 from workers.job import runner
+from workers.measure import smi
 from workers.measure.smi import visible_devices
 
 CPU_RESOURCE = "flopwatch_cpu"
@@ -88,6 +90,25 @@ def gpu_job_threads(cpus: float, gpus: float) -> int:
     return max(1, min(GPU_JOB_MAX_THREADS, int(cpus // max(1.0, gpus))))
 
 
+def job_cpus(kind: str, env: dict, sysfs: str | Path = "/sys", proc: str | Path = "/proc") -> frozenset[int] | None:
+    """The CPUs a GPU slot's processes are pinned to (`workers.isolation.affinity`): its GPU's
+    local CPUs, shared with the other GPUs of that NUMA node. Its GPU is the one Ray's visible
+    devices name (an index in bus-id order, or a UUID). None: not pinned (a CPU slot, a ROCm
+    one, a GPU the driver's lists do not show, `FLOPWATCH_PIN_CPUS=0`)."""
+    if kind != "cuda" or not affinity.wanted(env):
+        return None
+    gpus = smi.node_gpus(proc)
+    row = smi.pick_row(gpus, token=smi.physical_token(smi.VENDORS[kind], env))
+    if not row:
+        return None
+    return affinity.gpu_cpus(row["pci_bus_id"], [g["pci_bus_id"] for g in gpus], sysfs)
+
+
+def pinned_threads(threads: int, cpus: frozenset[int] | None) -> int:
+    """A GPU job's host threads, at most one per CPU its slot is pinned to."""
+    return max(1, min(threads, len(cpus))) if cpus else threads
+
+
 class DeviceSlot:
     """Ray actor body: one device, one zygote, one job at a time."""
 
@@ -95,6 +116,7 @@ class DeviceSlot:
         self.kind, self.name, self.warm = kind, name, warm
         self.zygote = None
         self._share: int | None = None  # host threads per GPU job on this node, asked once
+        self._cpus: tuple | None = None  # (the CPUs its processes are pinned to, or None), found once
         # A slot kept between commands (flopwatch's own local Ray) answers these from memory:
         # its device does not change, and its node's toolchains only with their fingerprint.
         self._identity: dict | None = None
@@ -119,6 +141,7 @@ class DeviceSlot:
             # the device lock keeps that out of timing loops and, held here, out of the profiler's run.
             if self.kind != "cpu" and not device_lock.path():
                 os.environ[device_lock.ENV] = device_lock.new_path()
+            self._job_cpus()
             self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
         return self.zygote
 
@@ -186,7 +209,19 @@ class DeviceSlot:
         """A GPU job's settings with its share of the host's cores, unless `--threads` was given."""
         if self.kind == "cpu" or settings.get("threads"):
             return settings
-        return {**settings, "threads": self._cpu_share()}
+        return {**settings, "threads": pinned_threads(self._cpu_share(), self._job_cpus())}
+
+    def _job_cpus(self) -> frozenset[int] | None:
+        """The CPUs of this slot's jobs (`job_cpus`), found once and named to the processes it
+        starts (`affinity.ENV_CPUS`): its warm runner pins itself to them, and its jobs inherit them."""
+        if self._cpus is None:
+            cpus = job_cpus(self.kind, dict(os.environ))
+            self._cpus = (cpus,)
+            if cpus:
+                os.environ[affinity.ENV_CPUS] = affinity.format_cpulist(cpus)
+            else:
+                os.environ.pop(affinity.ENV_CPUS, None)
+        return self._cpus[0]
 
     def _cpu_share(self) -> int:
         if self._share is None:
@@ -217,7 +252,7 @@ class DeviceSlot:
         came from) and when this slot's call began."""
         d = result.to_dict()
         d["device_info"] = {**d["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
-                            "slot": self.name}
+                            "slot": self.name, "cpus": affinity.format_cpulist(self._job_cpus() or ())}
         d["phases"] = {**d["phases"], "started_at": started_at}
         return d
 

@@ -72,8 +72,9 @@ def summarise(measured: list[tuple[str, Result]], first_submit: float | None,
     rows: dict[str, dict] = {}
     for slot, r in measured:
         row = rows.setdefault(slot, {"slot": slot, "device": r.device, "uuid": "", "pci_bus_id": "",
-                                     "node_id": "", "jobs": 0, "busy_s": 0.0, "phases": {}})
+                                     "node_id": "", "cpus": "", "jobs": 0, "busy_s": 0.0, "phases": {}})
         info = r.device_info or {}
+        row["cpus"] = row["cpus"] or info.get("cpus", "")
         row["uuid"] = row["uuid"] or info.get("uuid", "")
         row["pci_bus_id"] = row["pci_bus_id"] or info.get("pci_bus_id", "")
         row["node_id"] = row["node_id"] or info.get("ray_node_id", "")

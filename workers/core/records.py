@@ -187,6 +187,7 @@ class DeviceInfo(Record):
     visible: dict = field(default_factory=dict)
     ray_node_id: str = ""
     slot: str = ""  # the device slot of the run (`cuda/1`): which warm runner measured it
+    cpus: str = ""  # the CPUs the job's processes were pinned to ("0-7,64-71"); "" where not pinned
 
     @property
     def key(self) -> str:

@@ -24,7 +24,7 @@ from workers import bindings
 from workers.bindings.python_entry import PYTHON_SIDE
 from workers.core import status
 from workers.core.records import Variant
-from workers.isolation import device_lock
+from workers.isolation import affinity, device_lock
 from workers.job import handoff, triton_jit
 from workers.measure import correctness, device, fit
 from workers.measure.timing import TimingSettings, time_cpu, time_gpu
@@ -597,11 +597,13 @@ def _incorrect(result: dict, checks: list[dict], op, dims: dict, dtype: str) -> 
 
 
 def main(argv: list[str]) -> int:
+    affinity.apply(dict(os.environ))  # a spawned child's slot CPUs; a forked child has its warm runner's already
     if argv[1] == "--env":  # what this process sees of its devices (a slot's self-test)
         from workers.measure.smi import visible_devices
 
         Path(argv[2]).write_text(json.dumps({"pid": os.getpid(), "visible": visible_devices(dict(os.environ)),
-                                             "prepared": PREPARED, "device_lock": device_lock.path()}))
+                                             "prepared": PREPARED, "device_lock": device_lock.path(),
+                                             "cpus": affinity.format_cpulist(os.sched_getaffinity(0))}))
         return 0
     if argv[1] == "--probe":  # the identity of this slot's device (KIND OUT.json)
         Path(argv[3]).write_text(json.dumps(device.info(argv[2]).to_dict()))

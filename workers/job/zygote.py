@@ -41,7 +41,7 @@ import threading
 import time
 from pathlib import Path
 
-from workers.isolation import device_lock
+from workers.isolation import affinity, device_lock
 from workers.isolation.containment import become_subreaper
 from workers.isolation.sandbox import ChildOutcome, outcome_from, tail
 from workers.job import spare
@@ -52,6 +52,9 @@ from workers.job.zygote_loop import JobLoop, drop
 def serve() -> None:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints of imported modules must not corrupt the protocol
+    # Pinned to the slot's CPUs before any thread exists (torch's among them): every thread and
+    # every job child from here on inherits the set.
+    affinity.apply(dict(os.environ))
     # Import what every job needs, without touching a device (`import torch` does not create a
     # context; `torch.cuda.is_available()` would initialise the driver, so it is not called).
     import torch  # noqa: F401

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,32 @@ def pick_row(rows: list[dict], uuid: str = "", bus: str = "", token: str = "") -
         if hit:
             return hit[0]
     return {}
+
+
+def node_gpus(proc: str | Path = "/proc", timeout_s: float = 20) -> list[dict]:
+    """Every NVIDIA GPU of this node (as far as this process is shown them) as rows
+    {"smi_index", "uuid", "pci_bus_id"} in bus-id order, nvidia-smi's index order: read from the
+    driver's `/proc/driver/nvidia/gpus/<bus id>/information` (no tool started, no context made),
+    else from nvidia-smi's list; [] when neither answers."""
+    rows = []
+    for entry in sorted(Path(proc, "driver", "nvidia", "gpus").glob("*")):
+        try:
+            text = (entry / "information").read_text()
+        except OSError:
+            continue
+        uuid = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                     if line.strip().lower().startswith("gpu uuid")), "")
+        if norm_bus(entry.name):
+            rows.append({"uuid": uuid, "pci_bus_id": entry.name})
+    if not rows:
+        try:
+            out = subprocess.run(nvidia_command(None), capture_output=True, text=True, timeout=timeout_s,
+                                 check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        rows = [r for r in parse_nvidia_csv(out) if norm_bus(r.get("pci_bus_id", ""))]
+    rows.sort(key=lambda r: norm_bus(r["pci_bus_id"]))
+    return [{"smi_index": str(i), "uuid": r.get("uuid", ""), "pci_bus_id": r["pci_bus_id"]} for i, r in enumerate(rows)]
 
 
 def query_smi(vendor: Vendor, uuid: str, bus: str, token: str, timeout_s: float = 20) -> dict:
