@@ -36,6 +36,8 @@
 # ecosystem_liger_repository  extension-cpp whole, and the Liger-Kernel drafts whose reference is the
 #             repository's own (its tests' functions and statements) or none
 # ecosystem_liger_builtin  the Liger-Kernel drafts checked against a built-in op (the two together: every entry)
+# scaling_unpinned  after scaling: the same counts again, every GPU first, with the slots' CPU pinning off
+#             (FLOPWATCH_PIN_CPUS=0) and a Ray of each command's own (no kept slot keeps the pinning)
 # joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
 #             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
@@ -123,6 +125,8 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ecosystem_liger_builtin) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
                                   --reference builtin) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
+    scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py
+                           --scaling-again --gpus all --gpus 1) ;;
     spare_prep) cmd=(python3 benchmarks/spare_prep.py) ;;
     settled) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --settled 3 "${reuse[@]}") ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
