@@ -29,7 +29,7 @@ OUT = throughput.OUT
 
 
 def heads_folder(name: str) -> Path:
-    folder = Path("/tmp") / f"fwh-{name}-{os.getpid()}"  # short: Ray's socket paths live under it
+    folder = Path("/tmp") / f"fwh{len(list(Path('/tmp').glob('fwh*')))}-{os.getpid()}"  # short: Ray's socket paths
     folder.mkdir(mode=0o700)
     return folder
 
