@@ -20,6 +20,10 @@
 # fidelity6   timing_fidelity.py on gemm+copy, six rounds per short series (fixed vs adaptive, every sample kept)
 # fidelity14  the same, and 14 rounds in all for a series whose fixed rule's own rounds spread more than 1%
 # fidelity_noisy  30 rounds of the six series whose fixed rule's own rounds spread more than 1% (torch_ref, the Triton GEMMs)
+# fresh_first benchmarks/fresh_first.py: on a fresh machine with no flopwatch Ray up, `run --variant
+#             cuda_wmma` of the bundled suite (--json, nvidia-smi beside), then the same again (kept
+#             Ray), then first commands on new local Rays (default; head readying no slots; Ray's
+#             worker prestart off): wall, jobs wall, the driver's phases outside the jobs. Run it first.
 # startup     what a command's interpreter start and imports cost on this machine (the driver's "python" phase)
 # triton_first  benchmarks/triton_first_call.py (a Triton kernel's first call in a forked job process, cold and warmed)
 # planted_default  the planted 1% slowdown, compare at default settings only (after verdicts)
@@ -105,6 +109,7 @@ for code in ("pass", "import torch", "import ray", "import pipeline.cli") * 2:
 out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pipeline.cli"], capture_output=True, text=True).stderr
 rows = [l for l in out.splitlines() if l.startswith("import time:") and "|" in l and l.split("|")[1].strip().isdigit()]
 print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
+    fresh_first) cmd=(python3 benchmarks/fresh_first.py) ;;
     triton_first) cmd=(python3 benchmarks/triton_first_call.py) ;;
     fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
     fidelity14) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 --noisy-rounds 14 "${reuse[@]}") ;;

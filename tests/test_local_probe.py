@@ -36,7 +36,7 @@ def test_a_local_probe_that_fails_falls_back_to_the_clusters_slots(monkeypatch, 
     class Connected(Exception):
         pass
 
-    def failing(kinds, with_toolchains):
+    def failing(kinds, with_toolchains, notes=None):
         raise RuntimeError("device probe of cuda on this machine failed (exit 1)")
 
     def connect():

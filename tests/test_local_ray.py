@@ -193,6 +193,7 @@ def test_planned_resources_count_the_slots_the_local_ray_will_have(monkeypatch):
     from pipeline.fleet import slots
     from workers.measure import device
 
+    monkeypatch.setattr(local_ray, "gpu_without_torch", lambda: None)  # torch answers
     monkeypatch.setattr(device, "gpu_kind", lambda: "cuda")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     planned = local_ray.planned_resources(None)

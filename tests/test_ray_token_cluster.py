@@ -287,6 +287,11 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         assert "started flopwatch's local Ray at" in first.stderr and report1["ray"]["mode"] == "started"
         record = local_ray.read_record(folder)
         assert record is not None and record.pid != squatter.pid and local_ray.is_serving(record)
+        # The head readied its CPU slot as it started (runner, probe, toolchains): the first command
+        # found it prepared, and its own probe asked nothing again.
+        assert report1["ray"]["head"]["slots"] == 1 and record.startup["slots"] == 1
+        assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join"}
+        assert report1["ray"]["slots"]["prepared"] == 1 and report1["ray"]["slots"]["probed"] == 0
 
         # Hold the head as an attached command does (a shared lock on its in-use file) while the
         # next command starts: a slow start on a loaded machine must not let it idle out between.

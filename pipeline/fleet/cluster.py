@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ray
 
@@ -39,6 +39,9 @@ class ClusterInfo:
     mode: str
     resources: dict
     connect_s: float = 0.0  # what starting or attaching cost this command (a driver phase)
+    # A kept local Ray this command started: where its start went (`local_ray.HeadRecord.startup`),
+    # how long this driver waited for it ("waited") and joining it then ("join").
+    head: dict = field(default_factory=dict)
 
     @property
     def started_here(self) -> bool:
@@ -59,7 +62,14 @@ class ClusterInfo:
         what = {EXISTING: "was already connected", JOINED: f"joined the cluster at {self.address}",
                 PRIVATE: "started a local Ray for this command", STARTED: "started flopwatch's local Ray",
                 REUSED: "attached to flopwatch's local Ray"}[self.mode]
-        return f"driver: {what} in {self.connect_s:.1f} s"
+        line = f"driver: {what} in {self.connect_s:.1f} s"
+        if self.head:
+            parts = [f"{label} {self.head[k]:.1f} s" for k, label in
+                     (("python", "its python and imports"), ("resources", "resources"), ("ray_init", "ray.init"))
+                     if k in self.head]
+            line += f" ({', '.join(parts)}; joined in {self.head.get('join', 0.0):.1f} s"
+            line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"
+        return line
 
 
 # The kept head this process is attached to, and the auth variables to put back afterwards.
@@ -95,6 +105,7 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
         return ClusterInfo(str(target), JOINED, ray.cluster_resources(), time.monotonic() - began)
     if reuse:
         lease = local_ray.acquire(num_gpus, idle_s, announce=announce)
+        waited = time.monotonic() - began
         _auth_before = local_ray.use_head_token(lease.token_path)
         _lease = lease
         try:
@@ -103,13 +114,15 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
             _release()
             raise
         spent = time.monotonic() - began
+        head = {**lease.record.startup, "waited": round(waited, 3), "join": round(spent - waited, 3)} \
+            if lease.started else {}
         if lease.started:
             announce(f"started flopwatch's local Ray at {lease.record.address} in {spent:.1f} s (token auth; it "
                      f"stops after {idle_s:g} s without a command; --no-ray-reuse for a private one)")
         else:
             announce(f"attached to flopwatch's local Ray at {lease.record.address} in {spent:.1f} s")
         return ClusterInfo(lease.record.address, STARTED if lease.started else REUSED, ray.cluster_resources(),
-                           spent)
+                           spent, head)
     announce('starting a local Ray for this command (Ray\'s address="local"; --ray-address or RAY_ADDRESS '
              'joins a cluster)')
     resources, gpus = local_ray.advertised_resources(num_gpus)
@@ -176,7 +189,7 @@ def run_options(kind: str) -> dict:
 
 @ray.remote(num_cpus=0)
 def _probe_toolchains() -> dict:
-    return build_stage.toolchains()
+    return build_stage.cached_toolchains()[0]
 
 
 @ray.remote(num_cpus=1)

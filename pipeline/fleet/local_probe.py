@@ -33,14 +33,18 @@ def _gpu_probe(kind: str, folder: Path) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def probe(kinds: list[str], with_toolchains: bool) -> tuple[dict, dict]:
+def probe(kinds: list[str], with_toolchains: bool, notes: dict | None = None) -> tuple[dict, dict]:
     """({kind: device identity as a slot's probe gives it}, toolchains or {}): the GPU probes
-    run in children while the toolchains are probed here."""
+    run in children while the toolchains are probed here (from the disk cache where nothing
+    they depend on changed: `build.cached_toolchains`). `notes`, when given, receives what the
+    toolchain probe did."""
     devices: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="flopwatch-probe-") as tmp:
         folder = Path(tmp)
         children = {kind: _gpu_probe(kind, folder) for kind in kinds if kind != "cpu"}
-        toolchains = build.toolchains() if with_toolchains else {}
+        toolchains, how = build.cached_toolchains() if with_toolchains else ({}, None)
+        if notes is not None and how is not None:
+            notes["toolchains"] = how
         if "cpu" in kinds:
             devices["cpu"] = {**device.cpu_info().to_dict(), "slot": "cpu/0"}
         for kind, child in children.items():

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.fleet import slots
@@ -76,6 +76,10 @@ class HeadRecord:
     idle_s: float
     started_at: float  # epoch seconds
     resources: dict
+    # Where the head's own start went, in seconds: "python" (interpreter and imports),
+    # "resources" (what to advertise), "ray_init" (Ray's processes up), and "slots" (how many
+    # device slots it began readying for the first command).
+    startup: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -86,7 +90,7 @@ class HeadRecord:
             data = json.loads(text)
             return HeadRecord(key=str(data["key"]), pid=int(data["pid"]), address=str(data["address"]),
                               idle_s=float(data["idle_s"]), started_at=float(data["started_at"]),
-                              resources=dict(data["resources"]))
+                              resources=dict(data["resources"]), startup=dict(data.get("startup") or {}))
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -336,12 +340,65 @@ def attached(folder: Path) -> bool:
 # --- the head's side -----------------------------------------------------------------------
 
 
+def torch_build(version_file: Path | None = None) -> dict | None:
+    """{"cuda": ..., "hip": ...} of the installed torch's build, read from its `version.py`
+    without importing torch (seconds on a fresh GPU node); None where that cannot be read."""
+    import ast
+    import importlib.util
+
+    try:
+        if version_file is None:
+            spec = importlib.util.find_spec("torch")
+            version_file = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+        tree = ast.parse(version_file.read_text())
+        found = {}
+        for node in tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            if isinstance(target, ast.Name) and target.id in ("cuda", "hip") and node.value is not None:
+                found[target.id] = ast.literal_eval(node.value)
+    except (AttributeError, TypeError, IndexError, OSError, SyntaxError, ValueError):
+        return None
+    return found if "cuda" in found else None
+
+
+def gpu_without_torch(build: dict | None = None) -> tuple[str | None, int] | None:
+    """(GPU kind, count) as the local Ray will advertise them, without importing torch: the kind
+    from torch's build (`torch_build`), the count as Ray's own GPU resource counts them (NVML or
+    the AMD driver, within CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). None where either is
+    unknown or no GPU answers for a GPU build: `advertised_resources` asks torch then."""
+    build = torch_build() if build is None else build
+    if build is None:
+        return None
+    kind = "rocm" if build.get("hip") else "cuda" if build.get("cuda") else None
+    if kind is None:
+        return None, 0  # a CPU build of torch: no GPU slot, whatever the machine has
+    try:
+        if kind == "cuda":
+            from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager as manager
+        else:
+            from ray._private.accelerators.amd_gpu import AMDGPUAcceleratorManager as manager
+        visible = manager.get_current_process_visible_accelerator_ids()
+        count = len(visible) if visible is not None else int(manager.get_current_node_num_accelerators())
+    except Exception:
+        return None
+    return (kind, count) if count > 0 else None
+
+
 def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
-    """What a local Ray advertises: one CPU slot, and this machine's GPUs (all torch sees
-    unless `num_gpus`) under the flopwatch resource of their kind."""
+    """What a local Ray advertises: one CPU slot, and this machine's GPUs (all it has unless
+    `num_gpus`) under the flopwatch resource of their kind. Known without importing torch where
+    `gpu_without_torch` can tell (a head's start on a fresh GPU node paid torch's import and a
+    CUDA initialisation for this); else from torch."""
     from workers.measure import device
 
     resources = {slots.CPU_RESOURCE: 1}
+    fast = gpu_without_torch()
+    if fast is not None:
+        gpu, count = fast
+        if gpu:
+            resources[slots.GPU_RESOURCE[gpu]] = num_gpus if num_gpus is not None else count
+            return resources, num_gpus if num_gpus is not None else count
+        return resources, num_gpus
     gpu = device.gpu_kind()
     gpus = num_gpus
     if gpu:
@@ -388,18 +445,62 @@ def wait_until_idle(folder: Path, idle_s: float, stop: threading.Event, healthy:
     return "stopped"
 
 
+def prepare_slots(resources: dict) -> list:
+    """Start this Ray's kept device slots and ready them (warm runner, device probe, toolchains)
+    right after the head is up, beside the first command's own start: the first command then
+    finds its slots starting or ready instead of starting them one kind after the other once
+    it has joined (15-18 s of probe on a 4-GPU node, issue 39). Every kind at once; the device
+    probe on each kind's first slot (the one a driver asks), the toolchains on the first slot of
+    the first kind. Returns the calls in flight (a failing probe is left for the driver's own
+    call to report)."""
+    pool = slots.SlotPool(resources, persistent=True)
+    calls = []
+    for n, kind in enumerate(k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1):
+        for i, slot in enumerate(pool._kept_slots(kind)):
+            calls.append(slot.actor.prepare.remote(probe=i == 0, toolchains=n == 0 and i == 0))
+    return calls
+
+
+def _process_age_s() -> float:
+    """Seconds since this process started (its interpreter and imports), 0 where unknown."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            return max(0.0, float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+PREPARE_ENV = "FLOPWATCH_HEAD_PREPARE"  # "0": the head starts no slots; the first command starts them
+
+
 def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
-    """The head's server: start Ray with token authentication, record it, wait until idle, stop."""
+    """The head's server: start Ray with token authentication, record it, ready the device slots
+    for the first command, wait until idle, stop."""
+    startup = {"python": round(_process_age_s(), 3)}
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
     _write_private(folder / TOKEN, secrets.token_hex(32))
+    began = time.perf_counter()
     import ray
 
     resources, gpus = advertised_resources(num_gpus)
+    startup["resources"] = round(time.perf_counter() - began, 3)
+    began = time.perf_counter()
     context = ray.init(address="local", _temp_dir=str(folder / RAY_TEMP), namespace="flopwatch", resources=resources,
                        num_gpus=gpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    startup["ray_init"] = round(time.perf_counter() - began, 3)
     address = context.address_info["gcs_address"]
-    record = HeadRecord(key, os.getpid(), address, idle_s, time.time(), ray.cluster_resources())
+    cluster_resources = ray.cluster_resources()
+    readying = []
+    if os.environ.get(PREPARE_ENV) != "0":
+        try:
+            readying = prepare_slots(cluster_resources)
+        except Exception as exc:  # the first command starts its slots itself, as before
+            print(f"flopwatch's local Ray could not ready its slots: {type(exc).__name__}: {exc}", file=sys.stderr)
+    startup["slots"] = len(readying)
+    record = HeadRecord(key, os.getpid(), address, idle_s, time.time(), cluster_resources, startup)
     gcs = parse_address(address, "the head")
 
     def forget() -> None:

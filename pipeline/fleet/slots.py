@@ -122,8 +122,13 @@ class DeviceSlot:
         self._identity: dict | None = None
         self._toolchains: tuple[str, dict] | None = None
         self._making = threading.Lock()  # two calls run at once (`_Actor`): one makes the runner
+        # Held by `prepare` (flopwatch's local Ray readying its slots as it starts): a driver's
+        # `describe` waits for it, so no job starts beside the slot's probe.
+        self._preparing = threading.Lock()
+        self.prepared = False  # readied by `prepare` before any driver asked for it
         self.commands = 0  # drivers that asked for this slot (more than one: a kept slot was found)
         self.probes = 0  # device and toolchain probes this slot has run (a driver counts what it caused)
+        self.toolchain_source = ""  # where its last toolchain answer came from: "cache" or "probed"
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -153,15 +158,52 @@ class DeviceSlot:
             self.name = name
         if prewarm:
             self.commands += 1
-            import torch  # noqa: F401  (the runner's dtype sizes: not on the first job's clock; no device touched)
-
-            if self.warm:
-                with self._making:
-                    self._zygote().ensure_started()
+            with self._preparing:
+                self._warm()
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0, "commands": self.commands,
-                "probes": self.probes}
+                "probes": self.probes, "prepared": self.prepared, "toolchain_source": self.toolchain_source}
+
+    def _warm(self) -> None:
+        """`import torch` here (the runner's dtype sizes: not on the first job's clock; no device
+        touched) while the zygote starts beside it: each imports torch, and one after the other
+        they made a slot's start twice that long."""
+        failed: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                with self._making:
+                    self._zygote().ensure_started()
+            except BaseException as exc:  # raised below, in the caller's thread
+                failed.append(exc)
+
+        starter = threading.Thread(target=start, name="flopwatch-zygote-start", daemon=True) if self.warm else None
+        if starter is not None:
+            starter.start()
+        import torch  # noqa: F401
+
+        if starter is not None:
+            starter.join()
+            if failed:
+                raise failed[0]
+
+    def prepare(self, probe: bool = True, toolchains: bool = False) -> dict:
+        """Ready this slot before any driver asks for it: the warm runner, the device's identity
+        (`probe`) and the node's toolchains (`toolchains`, asked of one slot per node). Called by
+        flopwatch's local Ray as it starts (`pipeline.fleet.local_ray.serve`), beside the first
+        command's own start; not counted as a command. A failing probe is left for the
+        driver's own call to report."""
+        with self._preparing:
+            self.prepared = True
+            self._warm()
+            for wanted, ask in ((toolchains, self.toolchains), (probe, self.probe)):
+                if wanted:
+                    try:
+                        ask()
+                    except Exception:  # the driver's probe asks again and says what fails
+                        pass
+        return self.describe(False)
 
     def child_env_probe(self) -> dict:
         """What a job child forked by this slot's zygote sees: the visible-devices variables."""
@@ -180,8 +222,10 @@ class DeviceSlot:
 
         mark = build.toolchain_fingerprint()
         if self._toolchains is None or self._toolchains[0] != mark:
-            self.probes += 1
-            self._toolchains = (mark, build.toolchains())
+            found, how = build.cached_toolchains()
+            self.toolchain_source = how["source"]
+            self.probes += how["source"] == "probed"
+            self._toolchains = (mark, found)
         return self._toolchains[1]
 
     def probe(self) -> dict:
@@ -301,6 +345,7 @@ class Slot:
     held: list = field(default_factory=list)
     busy_until: float = 0.0
     found: bool = False  # a kept slot an earlier driver started
+    prepared: bool = False  # a kept slot flopwatch's local Ray readied as it started, first asked by this driver
     probes: int = 0  # its probes when this driver found it
 
 
@@ -354,6 +399,7 @@ class SlotPool:
         self._stale_checked = False
         self._make_actor = make_actor or self._ray_actor
         self.slots: dict[str, list[Slot]] = {}
+        self._starting: dict[str, tuple] = {}  # kind -> (slots, their describe calls, kept): `start`
         self.queues: dict[str, list] = {}  # heaps of (not first, -cost, -work, arrival, pending)
         self._arrival = itertools.count()
         self._held = False
@@ -403,24 +449,38 @@ class SlotPool:
             except ValueError:  # gone meanwhile
                 pass
 
-    def slots_of(self, kind: str) -> list[Slot]:
-        if kind not in self.slots:
+    def start(self, kinds) -> None:
+        """Start the slots of these kinds at once without waiting for them (`slots_of` waits):
+        asked one kind after the other, a node's CPU slot and then its GPU slots each paid a
+        worker's start, `import torch` and a zygote in turn (issue 39)."""
+        for kind in kinds:
+            if kind in self.slots or kind in self._starting:
+                continue
             kept = self.persistent and self._make_actor == self._ray_actor
             if kept:
                 made = self._kept_slots(kind)
             else:
                 made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm))
                         for i in range(slot_count(self.resources, kind))]
-            if made and self._make_actor == self._ray_actor:
-                # Waiting here also starts the actors; each on its node with its devices.
+            # Asking also starts the actors; each on its node with its devices.
+            refs = [s.actor.describe.remote(True, s.name) for s in made] \
+                if made and self._make_actor == self._ray_actor else []
+            self._starting[kind] = (made, refs, kept)
+
+    def slots_of(self, kind: str) -> list[Slot]:
+        if kind not in self.slots:
+            self.start([kind])
+            made, refs, kept = self._starting.pop(kind)
+            if refs:
                 try:
-                    described = ray.get([s.actor.describe.remote(True, s.name) for s in made], timeout=600)
+                    described = ray.get(refs, timeout=600)
                 except ray.exceptions.GetTimeoutError:
                     raise RuntimeError(f"the {len(made)} {kind} device slot(s) of the cluster did not all start in "
                                        f"600 s (resources {self.resources})") from None
                 for slot, d in zip(made, described):
                     slot.node_id, slot.visible = d["node_id"], d["visible"]
                     slot.found, slot.probes = kept and d["commands"] > 1, d["probes"]
+                    slot.prepared = kept and d.get("prepared", False) and d["commands"] == 1
             self.slots[kind] = made
             self.queues[kind] = []
         return self.slots[kind]
@@ -591,7 +651,9 @@ class SlotPool:
 
     def close(self) -> None:
         """Stop the slots of this command; persistent ones stay for the next command."""
-        for slots in self.slots.values():
+        starting = [made for made, _, _ in self._starting.values()]
+        self._starting.clear()
+        for slots in [*self.slots.values(), *starting]:
             for s in slots:
                 if self.persistent:
                     continue
@@ -601,10 +663,14 @@ class SlotPool:
                     pass
         self.slots.clear()
 
+    def toolchain_kind(self) -> str | None:
+        """The kind of the slot a kept cluster's toolchain probe is asked of: CPU, else a GPU."""
+        return next((k for k in ("cpu", "cuda", "rocm") if slot_count(self.resources, k) >= 1), None)
+
     def toolchains_ref(self):
         """The toolchain probe, from a kept slot (a CPU slot, else a GPU one: it answers from
         memory between commands), else None (the caller runs the probe task)."""
-        kind = next((k for k in ("cpu", "cuda", "rocm") if slot_count(self.resources, k) >= 1), None)
+        kind = self.toolchain_kind()
         if not self.persistent or kind is None:
             return None
         return self.slots_of(kind)[0].actor.toolchains.remote()
@@ -618,8 +684,14 @@ class SlotPool:
             return {}
         now = ray.get([s.actor.describe.remote(False) for s in made], timeout=120)
         probed = sum(d["probes"] > s.probes for s, d in zip(made, now))
-        return {"slots": len(made), "found": sum(s.found for s in made),
-                "nodes": len({s.node_id for s in made if s.found}), "probed": probed, "stopped": self.stopped_stale}
+        summary = {"slots": len(made), "found": sum(s.found for s in made),
+                   "nodes": len({s.node_id for s in made if s.found}), "probed": probed, "stopped": self.stopped_stale}
+        if any(s.prepared for s in made):
+            summary["prepared"] = sum(s.prepared for s in made)
+        sources = sorted({d.get("toolchain_source") for d in now if d.get("toolchain_source")})
+        if sources:
+            summary["toolchains"] = "/".join(sources)
+        return summary
 
 
 KEPT_PREFIX, KEPT_NAMESPACE = "flopwatch-slot-", "flopwatch"
@@ -674,11 +746,17 @@ def token_digest(env=None) -> str:
 
 
 def kept_line(summary: dict) -> str:
-    """The run's phase line of its kept slots: "slots: 1 found on 1 node, 0 probed"."""
+    """The run's phase line of its kept slots: "slots: 1 found on 1 node, 0 probed"; a slot that
+    flopwatch's local Ray readied as it started is "prepared", and where the slots' toolchains
+    came from is named ("toolchains from the cache" or "probed")."""
     new = summary["slots"] - summary["found"]
     nodes = f"{summary['nodes']} node" + ("s" if summary["nodes"] != 1 else "")
     line = f"slots: {summary['found']} found on {nodes}" + (f", {new} started" if new else "")
+    if summary.get("prepared"):
+        line += f" ({summary['prepared']} readied and probed as flopwatch's local Ray started)"
     line += f", {summary['probed']} probed"
+    if summary.get("toolchains"):
+        line += f"; toolchains {'from the cache' if summary['toolchains'] == 'cache' else summary['toolchains']}"
     if summary.get("stopped"):
         line += f"; {summary['stopped']} kept slot(s) of another flopwatch version or token stopped"
     return line

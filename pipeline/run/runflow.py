@@ -115,6 +115,9 @@ class Session:
     local_resources: dict = field(default_factory=dict)
     # What the probes found of the slots kept on the cluster, and probed (`SlotPool.kept_summary`).
     kept: dict = field(default_factory=dict)
+    # What the probe on this machine did, before any Ray: {"toolchains": {"source": "cache" or
+    # "probed", ...}, "devices": {kind: "this machine"}} (`local_probe.probe`).
+    probe_notes: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -137,10 +140,12 @@ class Session:
         """How this command used Ray, for `--json`: its mode and what connecting cost, or that
         it was never started (a deferred local Ray that nothing needed)."""
         info = self.cluster_info
+        probed = {"probe": self.probe_notes} if self.probe_notes else {}
         if info is None:
-            return {"mode": "not started"}
+            return {"mode": "not started", **probed}
         kept = {"slots": self.kept} if self.kept else {}
-        return {"mode": info.mode, "connect_s": round(info.connect_s, 3), **kept}
+        head = {"head": info.head} if info.head else {}
+        return {"mode": info.mode, "connect_s": round(info.connect_s, 3), **head, **kept, **probed}
 
     def slots_line(self) -> str:
         """The phase line of the slots kept on the cluster ("slots: 1 found on 1 node, 0 probed"), or ""."""
@@ -169,14 +174,21 @@ class Session:
         with self.clock.phase("probe"):
             if self.cluster_info is None:
                 try:
-                    found, toolchains = local_probe.probe(wanted, with_toolchains=not self.toolchains)
+                    found, toolchains = local_probe.probe(wanted, with_toolchains=not self.toolchains,
+                                                          notes=self.probe_notes)
                 except RuntimeError:  # asked as before, by the slots, which report what fails
                     self.ensure_cluster()
                 else:
                     self.devices.update(found)
                     self.toolchains = self.toolchains or toolchains
+                    self.probe_notes["devices"] = {kind: "this machine" for kind in found}
                     return
-            pending = (self.slots.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
+            pool = self.slots
+            # Every kind's slots start together (and the one asked for the toolchains), not one
+            # kind after the other.
+            pool.start([k for k in ("cpu", "cuda", "rocm")
+                        if k in wanted or (not self.toolchains and k == pool.toolchain_kind())])
+            pending = (pool.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
             for kind in wanted:
                 self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
             if pending is not None:

@@ -20,19 +20,124 @@ from workers.toolkit import include_dirs as node_include_dirs
 from workers.toolkit.bundle import pack, unpack
 
 
-def toolchains() -> dict[str, dict]:
-    """What this node can build with: {backend: {"ident", "compiler", "version"}} or a reason."""
-    found = {}
-    for name, backend in BACKENDS.items():
+def toolchains(record: dict | None = None) -> dict[str, dict]:
+    """What this node can build with: {backend: {"ident", "compiler", "version"}} or a reason.
+
+    The back ends are asked at once, each in a thread of its own: most of a probe is waiting on
+    `--version` subprocesses and on imports (torch, triton), and asked one after the other they
+    added up. `record`, when given, receives {backend: [start, end]} in seconds from the probe's
+    start (what ran beside what)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    began = time.perf_counter()
+
+    def ask(backend):
+        start = time.perf_counter() - began
         try:
             tc = backend.toolchain()
         except Exception as exc:  # a broken toolchain is a finding, not a crash of the probe
             tc, reason = None, f"{type(exc).__name__}: {exc}"
         else:
             reason = "not found"
-        found[name] = ({"ident": tc.ident, "compiler": tc.compiler, "version": tc.version, **tc.detail}
-                       if tc else {"ident": None, "reason": reason})
-    return found
+        found = ({"ident": tc.ident, "compiler": tc.compiler, "version": tc.version, **tc.detail}
+                 if tc else {"ident": None, "reason": reason})
+        return found, [round(start, 4), round(time.perf_counter() - began, 4)]
+
+    with ThreadPoolExecutor(max_workers=len(BACKENDS), thread_name_prefix="flopwatch-toolchain") as pool:
+        asked = {name: pool.submit(ask, backend) for name, backend in BACKENDS.items()}
+        answers = {name: future.result() for name, future in asked.items()}
+    if record is not None:
+        record.update({name: span for name, (_, span) in answers.items()})
+    return {name: found for name, (found, _) in answers.items()}
+
+
+TOOLCHAIN_CACHE_ENV = "FLOPWATCH_TOOLCHAIN_CACHE"  # a folder; "0": no cache, every probe asks the tools
+
+
+def toolchain_cache_dir(env: dict | None = None) -> Path | None:
+    """Where probed toolchains are kept between commands: $FLOPWATCH_TOOLCHAIN_CACHE, else
+    $XDG_CACHE_HOME/flopwatch/toolchains, else ~/.cache/flopwatch/toolchains; None when the
+    variable is "0"."""
+    env = os.environ if env is None else env
+    given = env.get(TOOLCHAIN_CACHE_ENV)
+    if given == "0":
+        return None
+    if given:
+        return Path(given)
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "flopwatch" / "toolchains"
+
+
+_WORKERS = Path(__file__).resolve().parents[1]
+
+
+def _source_digest() -> str:
+    """The node code that makes a toolchain's ident (every back end and tool finder)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(_WORKERS.rglob("*.py")):
+        h.update(str(path.relative_to(_WORKERS)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _tool_paths(found: dict[str, dict]) -> list[str]:
+    """The files a probe's answer names (compilers, nvcc, ncu, cuobjdump...): an entry of the
+    cache holds only while each of them is unchanged."""
+    paths = set()
+    for tc in found.values():
+        for value in tc.values():
+            if isinstance(value, str) and value.startswith("/") and os.path.isfile(value):
+                paths.add(os.path.realpath(value))
+    return sorted(paths)
+
+
+def _stat_mark(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def cached_toolchains(env: dict | None = None, cache: Path | None = None) -> tuple[dict[str, dict], dict]:
+    """`toolchains()`, answered from the disk when nothing it depends on changed: the entry's
+    key is the toolchain fingerprint (the tools on PATH by path, size and time; the compiling
+    packages' versions; the variables that choose a toolkit), the Python interpreter and
+    flopwatch's node code, and the entry holds only while every file its answer names still has
+    the size and time it had when probed. Returns (toolchains, what happened: {"source":
+    "cache" or "probed", "key", "seconds", and for a probe "backends": {name: [start, end]}})."""
+    import hashlib
+    import json
+    import sys
+
+    env = os.environ if env is None else env
+    began = time.perf_counter()
+    folder = cache if cache is not None else toolchain_cache_dir(env)
+    choosers = [f"{name}={env.get(name, '')}" for name in ("CXX", "CUDA_PATH", "HIP_PATH", "HIP_PLATFORM")]
+    key = hashlib.sha256("\n".join([toolchain_fingerprint(env), sys.executable, _source_digest(), *choosers])
+                         .encode()).hexdigest()[:20]
+    entry = folder / f"{key}.json" if folder is not None else None
+    if entry is not None:
+        try:
+            kept = json.loads(entry.read_text())
+            if all(_stat_mark(path) == mark for path, mark in kept["files"].items()):
+                return kept["toolchains"], {"source": "cache", "key": key,
+                                            "seconds": round(time.perf_counter() - began, 4)}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    spans: dict = {}
+    found = toolchains(spans)
+    if entry is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"toolchains": found, "files": {p: _stat_mark(p) for p in _tool_paths(found)}}))
+            os.replace(tmp, entry)
+        except OSError:
+            pass  # an unwritable cache only costs the next command a probe
+    return found, {"source": "probed", "key": key, "seconds": round(time.perf_counter() - began, 4),
+                   "backends": spans}
 
 
 # What a toolchain probe depends on: the compilers found on PATH and the Python packages that
