@@ -34,7 +34,8 @@ import throughput  # noqa: E402  (the bundled suite's repository and the command
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", ROOT / "joined-cluster-out"))
-RAY = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+# Ray's command line as installed, else its module (a wheel unpacked without console scripts)
+RAY = [shutil.which("ray")] if shutil.which("ray") else [sys.executable, "-m", "ray.scripts.scripts"]
 START_LIMIT_S = 180
 
 
@@ -49,12 +50,12 @@ def _cluster_env(base: Path) -> dict:
 
 def start_head(base: Path, gpus: int) -> tuple[subprocess.Popen, str, dict]:
     env = _cluster_env(base)
-    subprocess.run([RAY, "get-auth-token", "--generate"], env=env, capture_output=True, text=True, check=True,
+    subprocess.run([*RAY, "get-auth-token", "--generate"], env=env, capture_output=True, text=True, check=True,
                    timeout=120)
     (Path(env["HOME"]) / ".ray" / "auth_token").chmod(0o600)
     port = 6390
     log = open(base / "head.log", "ab")
-    head = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--num-gpus", str(gpus),
+    head = subprocess.Popen([*RAY, "start", "--head", "--port", str(port), "--num-gpus", str(gpus),
                              "--include-dashboard", "false", "--block"], env=env, stdin=subprocess.DEVNULL,
                             stdout=log, stderr=log, start_new_session=True)
     address = f"127.0.0.1:{port}"
