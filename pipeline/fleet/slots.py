@@ -755,7 +755,8 @@ def kept_line(summary: dict) -> str:
     if summary.get("prepared"):
         line += f" ({summary['prepared']} readied and probed as flopwatch's local Ray started)"
     line += f", {summary['probed']} probed"
-    if summary.get("toolchains"):
+    # A slot found kept answers from memory: where its toolchains once came from is not this command's
+    if summary.get("toolchains") and (new or summary["probed"] or summary.get("prepared")):
         line += f"; toolchains {'from the cache' if summary['toolchains'] == 'cache' else summary['toolchains']}"
     if summary.get("stopped"):
         line += f"; {summary['stopped']} kept slot(s) of another flopwatch version or token stopped"
