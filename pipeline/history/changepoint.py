@@ -242,10 +242,14 @@ TAIL_Z = 4.5
 TAIL_COUNT = 0
 # The shortest run (or short side of a split) the t test of `value_runs_p` is asked about.
 VALUE_RUN = 4
+# Elsewhere the short side of a split beside a change point found or at a window's end gets the
+# t test on values clipped at the segment's median +- HUBER_K noise standard deviations
+# (`huber_clip`: Huber's psi with his constant, 95% efficient on Gaussian noise).
+HUBER_K = 1.345
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
-SEARCH = "rank-scan/4"
+SEARCH = "rank-scan/5"
 
 
 def _median(a: np.ndarray) -> float:
@@ -798,11 +802,24 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
     return best
 
 
+def huber_clip(values: np.ndarray) -> np.ndarray | None:
+    """The values clipped at their median +- HUBER_K night-to-night standard deviations
+    (`noise_scale`): Huber's psi, so that a busy night, a tail of slow nights or a contaminating
+    draw counts as at most HUBER_K standard deviations, while a step of a few nights moves every
+    one of them. None when the noise scale is 0."""
+    sigma = noise_scale(values)
+    if sigma <= 0.0:
+        return None
+    centre = _median(values)
+    return np.clip(values, centre - HUBER_K * sigma, centre + HUBER_K * sigma)
+
+
 def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
-                  gaussian: bool) -> tuple[int, float]:
+                  tvalues: np.ndarray | None) -> tuple[int, float]:
     """Among the splits of a segment that leave d points beside one of its ends (the left one
-    when `left`), the one with the smallest exact p (`exact_split_p`; on Gaussian noise also the
-    t test, `value_runs_p`), as (split, p), p not yet multiplied by the splits tried."""
+    when `left`), the one with the smallest exact p (`exact_split_p`; also the t test of
+    `value_runs_p` on `tvalues`, the segment's values on Gaussian noise, else `huber_clip`'s),
+    as (split, p), p not yet multiplied by the splits tried."""
     size = part.size
     csum = np.concatenate(([0.0], np.cumsum(r)))
     splits = d if left else size - d
@@ -813,8 +830,8 @@ def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
     p = np.ones(d.size)
     p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
     k = int(np.argmin(p))
-    if gaussian:
-        kv, pv = value_runs_p(part, np.zeros_like(d) if left else splits, d)
+    if tvalues is not None:
+        kv, pv = value_runs_p(tvalues, np.zeros_like(d) if left else splits, d)
         if pv < p[k]:
             k, p[k] = kv, pv
     return int(splits[k]), float(p[k])
@@ -826,8 +843,8 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
     commits of the window's first or last point: among the splits of the segments beside the
     window's inner bounds that leave min_size .. BESIDE points between the bound and the split,
     and of its first and last segments that leave min_size .. SMALL_SIDE points between the
-    window's end and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian
-    noise also the t test, `value_runs_p`), that p multiplied by the splits of these kinds in the
+    window's end and the split, the one with the smallest exact p (`exact_split_p`) or t test
+    (`value_runs_p`: of the values on Gaussian noise, else of `huber_clip`'s), that p multiplied by the splits of these kinds in the
     window (not by window length / segment length as for any split: two steps close together
     are tried only beside a step already found, and a step at a window's end is tried against
     the segment it ends, however short). (split, statistic, p) in window indices, or None when
@@ -843,7 +860,7 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
     best = None
     for lo, hi in itertools.pairwise(bounds):
         size = hi - lo
-        r, part = None, x[lo:hi]
+        r, part, tvalues = None, x[lo:hi], None
         for left in (True, False):
             bound = lo if left else hi
             near = bound in inner
@@ -853,8 +870,10 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
             d = reach[reach <= size - min_size]
             if d.size == 0:
                 continue
-            r = rank_of(lo, hi) if r is None else r
-            t, pk = _near_bound_p(part, r, d, left, gaussian)
+            if r is None:
+                r = rank_of(lo, hi)
+                tvalues = part if gaussian else huber_clip(part)
+            t, pk = _near_bound_p(part, r, d, left, tvalues)
             pk = min(1.0, tried[near] * pk)
             if pk > alpha or (best is not None and pk >= best[2]):
                 continue
@@ -1076,7 +1095,7 @@ def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
                                      STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT,
-                                     VALUE_RUN))
+                                     VALUE_RUN, HUBER_K))
 
 
 def window_key(values: np.ndarray, alpha: float = ALPHA, permutations: int = 0, min_size: int = 3,
