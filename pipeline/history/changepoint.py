@@ -246,6 +246,9 @@ VALUE_RUN = 4
 # t test on values clipped at the segment's median +- HUBER_K noise standard deviations
 # (`huber_clip`: Huber's psi with his constant, 95% efficient on Gaussian noise).
 HUBER_K = 1.345
+# Below this |t| the t test of a split beside a bound is not worth its p (`_end_t_p`): even as a
+# normal z its p (0.005) times the 16 splits counted is above SHORT_ALPHA.
+END_T = 2.8
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
@@ -831,14 +834,35 @@ def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
     p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
     k = int(np.argmin(p))
     if tvalues is not None:
-        kv, pv = value_runs_p(tvalues, np.zeros_like(d) if left else splits, d)
+        kv, pv = _end_t_p(tvalues if left else tvalues[::-1], d)
         if pv < p[k]:
             k, p[k] = kv, pv
     return int(splits[k]), float(p[k])
 
 
+def _end_t_p(values: np.ndarray, d: np.ndarray) -> tuple[int, float]:
+    """`value_runs_p` of the runs values[:d] (the first d points of a segment against the
+    rest), with the sums of the first max(d) points only; p is 1.0 where |t| < END_T, which
+    times the at least 16 splits counted is above any level used here."""
+    from scipy.special import stdtr
+
+    n = values.size
+    head = values[:d[-1]]
+    s1, s2 = np.cumsum(head)[d - 1], np.cumsum(head * head)[d - 1]
+    total, square = float(values.sum()), float(values @ values)
+    m, k = d.astype(float), (n - d).astype(float)
+    r1 = total - s1
+    within = np.maximum(s2 - s1 * s1 / m + (square - s2) - r1 * r1 / k, 1e-300)
+    t = (s1 / m - r1 / k) / np.sqrt(within / (n - 2) * (1.0 / m + 1.0 / k))
+    t[d < VALUE_RUN] = 0.0
+    best = int(np.argmax(np.abs(t)))
+    if abs(t[best]) < END_T:
+        return best, 1.0
+    return best, float(2.0 * stdtr(n - 2, -abs(t[best])))
+
+
 def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
-                 gaussian: bool = False) -> tuple[int, float, float] | None:
+                 gaussian: bool = False, ends: dict | None = None) -> tuple[int, float, float] | None:
     """A second step within BESIDE commits of a change point found, or within SMALL_SIDE
     commits of the window's first or last point: among the splits of the segments beside the
     window's inner bounds that leave min_size .. BESIDE points between the bound and the split,
@@ -849,8 +873,9 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
     are tried only beside a step already found, and a step at a window's end is tried against
     the segment it ends, however short). (split, statistic, p) in window indices, or None when
     none has p <= alpha, changes at the split (`is_sharp`) and stands out from the segment's
-    drift (`drifts_at`)."""
+    drift (`drifts_at`). `ends` keeps each segment end's best split and p (before the count)."""
     n = x.size
+    ends = {} if ends is None else ends
     inner = bounds[1:-1]
     beside = np.arange(min_size, BESIDE + 1)
     end = np.arange(min_size, SMALL_SIDE + 1)
@@ -870,10 +895,12 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
             d = reach[reach <= size - min_size]
             if d.size == 0:
                 continue
-            if r is None:
-                r = rank_of(lo, hi)
-                tvalues = part if gaussian else huber_clip(part)
-            t, pk = _near_bound_p(part, r, d, left, tvalues)
+            if (lo, hi, left, near) not in ends:
+                if r is None:
+                    r = rank_of(lo, hi)
+                    tvalues = part if gaussian else huber_clip(part)
+                ends[(lo, hi, left, near)] = _near_bound_p(part, r, d, left, tvalues)
+            t, pk = ends[(lo, hi, left, near)]
             pk = min(1.0, tried[near] * pk)
             if pk > alpha or (best is not None and pk >= best[2]):
                 continue
@@ -912,6 +939,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
                                               min_size)))
     found: list[ChangePoint] = []
     blocks: dict[tuple[int, int], tuple[int, int, float, float] | None] = {}
+    ends: dict[tuple[int, int, bool, bool], tuple[int, float]] = {}
     while len(found) < max_change_points:
         best, where = None, None
         for a, b in seeded + list(itertools.pairwise(bounds)):
@@ -931,7 +959,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
             # (a bump, or the middle level of two steps close together) is two change points.
             block = _best_block(x, rank_of, bounds, blocks, min_size, alpha, gaussian)
             if block is None:
-                beside = _beside_step(x, rank_of, bounds, min_size, alpha, gaussian)
+                beside = _beside_step(x, rank_of, bounds, min_size, alpha, gaussian, ends)
                 if beside is None:
                     break
                 found.append(ChangePoint(index=beside[0], q=beside[1], p_value=beside[2]))
@@ -1095,7 +1123,7 @@ def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
                                      STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT,
-                                     VALUE_RUN, HUBER_K))
+                                     VALUE_RUN, HUBER_K, END_T))
 
 
 def window_key(values: np.ndarray, alpha: float = ALPHA, permutations: int = 0, min_size: int = 3,
