@@ -412,8 +412,14 @@ class _Ranks:
     below[i, j] counts the values before j lower than value i (ties a half)."""
 
     def __init__(self, x: np.ndarray):
-        lower = (x[None, :] < x[:, None]) + 0.5 * (x[None, :] == x[:, None])
-        self.below = np.concatenate((np.zeros((x.size, 1)), np.cumsum(lower, axis=1)), axis=1)
+        s = np.sort(x)
+        if (s[1:] == s[:-1]).any():
+            lower = (x[None, :] < x[:, None]) + 0.5 * (x[None, :] == x[:, None])
+        else:  # no ties: a value equals only itself
+            lower = np.less(x[None, :], x[:, None]).astype(float)
+            np.fill_diagonal(lower, 0.5)
+        self.below = np.zeros((x.size, x.size + 1))
+        np.cumsum(lower, axis=1, out=self.below[:, 1:])
 
     def __call__(self, a: int, b: int) -> np.ndarray:
         """Average ranks (1 .. b - a) of values a .. b-1 among themselves."""
@@ -873,7 +879,8 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
     are tried only beside a step already found, and a step at a window's end is tried against
     the segment it ends, however short). (split, statistic, p) in window indices, or None when
     none has p <= alpha, changes at the split (`is_sharp`) and stands out from the segment's
-    drift (`drifts_at`). `ends` keeps each segment end's best split and p (before the count)."""
+    drift (`drifts_at`). `ends` keeps each segment end's best split, its p before the count and
+    whether it passed those checks."""
     n = x.size
     ends = {} if ends is None else ends
     inner = bounds[1:-1]
@@ -895,16 +902,20 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
             d = reach[reach <= size - min_size]
             if d.size == 0:
                 continue
-            if (lo, hi, left, near) not in ends:
+            key = (lo, hi, left, near)
+            if key not in ends:
                 if r is None:
                     r = rank_of(lo, hi)
                     tvalues = part if gaussian else huber_clip(part)
-                ends[(lo, hi, left, near)] = _near_bound_p(part, r, d, left, tvalues)
-            t, pk = ends[(lo, hi, left, near)]
+                ends[key] = _near_bound_p(part, r, d, left, tvalues) + (None,)
+            t, pk, sharp = ends[key]
             pk = min(1.0, tried[near] * pk)
             if pk > alpha or (best is not None and pk >= best[2]):
                 continue
-            if not is_sharp(part, t) or drifts_at(part, t):
+            if sharp is None:  # checked once per segment end, when it first could be kept
+                sharp = is_sharp(part, t) and not drifts_at(part, t)
+                ends[key] = (t, ends[key][1], sharp)
+            if not sharp:
                 continue
             best = (lo + t, float(np.sign(np.mean(part[t:]) - np.mean(part[:t])) * _z_of(pk)), pk)
     return best
@@ -939,7 +950,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
                                               min_size)))
     found: list[ChangePoint] = []
     blocks: dict[tuple[int, int], tuple[int, int, float, float] | None] = {}
-    ends: dict[tuple[int, int, bool, bool], tuple[int, float]] = {}
+    ends: dict[tuple[int, int, bool, bool], tuple[int, float, bool | None]] = {}
     while len(found) < max_change_points:
         best, where = None, None
         for a, b in seeded + list(itertools.pairwise(bounds)):
