@@ -846,25 +846,29 @@ def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
     return int(splits[k]), float(p[k])
 
 
+@functools.lru_cache(maxsize=512)
+def _end_weights(n: int, first: int, last: int) -> np.ndarray:
+    """n / (d (n - d)) for d = first .. last, 0 below VALUE_RUN: the between-sides sum of
+    squares of a split leaving d points beside an end is (their sum less d means)^2 times this."""
+    d = np.arange(first, last + 1, dtype=float)
+    return np.where(d >= VALUE_RUN, n / (d * (n - d)), 0.0)
+
+
 def _end_t_p(values: np.ndarray, d: np.ndarray) -> tuple[int, float]:
     """`value_runs_p` of the runs values[:d] (the first d points of a segment against the
-    rest), with the sums of the first max(d) points only; p is 1.0 where |t| < END_T, which
-    times the at least 16 splits counted is above any level used here."""
+    rest, d consecutive), from the sums of the first max(d) points: the pooled t of each split
+    is t^2 = (n - 2) B / (S - B), B its between-sides and S the total sum of squares. p is 1.0
+    where |t| < END_T, which times the at least 16 splits counted is above any level used here."""
     from scipy.special import stdtr
 
     n = values.size
-    head = values[:d[-1]]
-    s1, s2 = np.cumsum(head)[d - 1], np.cumsum(head * head)[d - 1]
-    total, square = float(values.sum()), float(values @ values)
-    m, k = d.astype(float), (n - d).astype(float)
-    r1 = total - s1
-    within = np.maximum(s2 - s1 * s1 / m + (square - s2) - r1 * r1 / k, 1e-300)
-    t = (s1 / m - r1 / k) / np.sqrt(within / (n - 2) * (1.0 / m + 1.0 / k))
-    t[d < VALUE_RUN] = 0.0
-    best = int(np.argmax(np.abs(t)))
-    if abs(t[best]) < END_T:
+    dev = values - float(values.sum()) / n
+    between = np.cumsum(dev[:d[-1]])[d - 1] ** 2 * _end_weights(n, int(d[0]), int(d[-1]))
+    best = int(np.argmax(between))
+    t2 = (n - 2) * float(between[best]) / max(float(dev @ dev) - float(between[best]), 1e-300)
+    if t2 < END_T * END_T:
         return best, 1.0
-    return best, float(2.0 * stdtr(n - 2, -abs(t[best])))
+    return best, float(2.0 * stdtr(n - 2, -math.sqrt(t2)))
 
 
 def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
