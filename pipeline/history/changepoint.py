@@ -27,7 +27,10 @@ searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`
 - **Steps close together.** When nothing else is left, the splits 3-12 points beside a change
   point found are asked for a second step (`_beside_step`), counted against those splits only;
   where the window's noise looks Gaussian (`near_gaussian`) runs of 4-10 points also get the t
-  test (`value_runs_p`), which the rank arrangements do not bound; a change point with another
+  test (`value_runs_p`), which the rank arrangements do not bound; elsewhere the short side of
+  a split beside a change point found or at the window's end gets the t test of the values
+  clipped at Huber's psi (`huber_clip`: a busy night or a tail draw counts as at most 1.345
+  standard deviations, a step moves every night beside it); a change point with another
   within 12 commits is placed again between its neighbours at the end (`settle_places`).
 - **Drift.** A slow wander is a change of distribution too. Where a polynomial trend beside the
   step(s) is significant (`drift_p_value`), a split must stand out from that trend
