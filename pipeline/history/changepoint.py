@@ -27,7 +27,10 @@ searches are cached (`pipeline.history.caches.window_cache`). Inside a window (`
 - **Steps close together.** When nothing else is left, the splits 3-12 points beside a change
   point found are asked for a second step (`_beside_step`), counted against those splits only;
   where the window's noise looks Gaussian (`near_gaussian`) runs of 4-10 points also get the t
-  test (`value_runs_p`), which the rank arrangements do not bound; a change point with another
+  test (`value_runs_p`), which the rank arrangements do not bound; elsewhere the short side of
+  a split beside a change point found or at the window's end gets the t test of the values
+  clipped at Huber's psi (`huber_clip`: a busy night or a tail draw counts as at most 1.345
+  standard deviations, a step moves every night beside it); a change point with another
   within 12 commits is placed again between its neighbours at the end (`settle_places`).
 - **Drift.** A slow wander is a change of distribution too. Where a polynomial trend beside the
   step(s) is significant (`drift_p_value`), a split must stand out from that trend
@@ -242,10 +245,17 @@ TAIL_Z = 4.5
 TAIL_COUNT = 0
 # The shortest run (or short side of a split) the t test of `value_runs_p` is asked about.
 VALUE_RUN = 4
+# Elsewhere the short side of a split beside a change point found or at a window's end gets the
+# t test on values clipped at the segment's median +- HUBER_K noise standard deviations
+# (`huber_clip`: Huber's psi with his constant, 95% efficient on Gaussian noise).
+HUBER_K = 1.345
+# Below this |t| the t test of a split beside a bound is not worth its p (`_end_t_p`): even as a
+# normal z its p (0.005) times the 16 splits counted is above SHORT_ALPHA.
+END_T = 2.8
 # A step's height is read from at most this many points on each side (`steps_in_window`).
 SIDE = 32
 # Names the search and its settings in the window cache's keys.
-SEARCH = "rank-scan/4"
+SEARCH = "rank-scan/5"
 
 
 def _median(a: np.ndarray) -> float:
@@ -405,8 +415,14 @@ class _Ranks:
     below[i, j] counts the values before j lower than value i (ties a half)."""
 
     def __init__(self, x: np.ndarray):
-        lower = (x[None, :] < x[:, None]) + 0.5 * (x[None, :] == x[:, None])
-        self.below = np.concatenate((np.zeros((x.size, 1)), np.cumsum(lower, axis=1)), axis=1)
+        s = np.sort(x)
+        if (s[1:] == s[:-1]).any():
+            lower = (x[None, :] < x[:, None]) + 0.5 * (x[None, :] == x[:, None])
+        else:  # no ties: a value equals only itself
+            lower = np.less(x[None, :], x[:, None]).astype(float)
+            np.fill_diagonal(lower, 0.5)
+        self.below = np.zeros((x.size, x.size + 1))
+        np.cumsum(lower, axis=1, out=self.below[:, 1:])
 
     def __call__(self, a: int, b: int) -> np.ndarray:
         """Average ranks (1 .. b - a) of values a .. b-1 among themselves."""
@@ -798,11 +814,24 @@ def _best_block(x: np.ndarray, rank_of: _Ranks, bounds: list[int], blocks: dict,
     return best
 
 
+def huber_clip(values: np.ndarray) -> np.ndarray | None:
+    """The values clipped at their median +- HUBER_K night-to-night standard deviations
+    (`noise_scale`): Huber's psi, so that a busy night, a tail of slow nights or a contaminating
+    draw counts as at most HUBER_K standard deviations, while a step of a few nights moves every
+    one of them. None when the noise scale is 0."""
+    sigma = noise_scale(values)
+    if sigma <= 0.0:
+        return None
+    centre = _median(values)
+    return np.clip(values, centre - HUBER_K * sigma, centre + HUBER_K * sigma)
+
+
 def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
-                  gaussian: bool) -> tuple[int, float]:
+                  tvalues: np.ndarray | None) -> tuple[int, float]:
     """Among the splits of a segment that leave d points beside one of its ends (the left one
-    when `left`), the one with the smallest exact p (`exact_split_p`; on Gaussian noise also the
-    t test, `value_runs_p`), as (split, p), p not yet multiplied by the splits tried."""
+    when `left`), the one with the smallest exact p (`exact_split_p`; also the t test of
+    `value_runs_p` on `tvalues`, the segment's values on Gaussian noise, else `huber_clip`'s),
+    as (split, p), p not yet multiplied by the splits tried."""
     size = part.size
     csum = np.concatenate(([0.0], np.cumsum(r)))
     splits = d if left else size - d
@@ -813,27 +842,54 @@ def _near_bound_p(part: np.ndarray, r: np.ndarray, d: np.ndarray, left: bool,
     p = np.ones(d.size)
     p[ok] = np.minimum(1.0, 2.0 * _arrangements()[d[ok], k[ok]] / _combinations(size)[d[ok]])
     k = int(np.argmin(p))
-    if gaussian:
-        kv, pv = value_runs_p(part, np.zeros_like(d) if left else splits, d)
+    if tvalues is not None:
+        kv, pv = _end_t_p(tvalues if left else tvalues[::-1], d)
         if pv < p[k]:
             k, p[k] = kv, pv
     return int(splits[k]), float(p[k])
 
 
+@functools.lru_cache(maxsize=512)
+def _end_weights(n: int, first: int, last: int) -> np.ndarray:
+    """n / (d (n - d)) for d = first .. last, 0 below VALUE_RUN: the between-sides sum of
+    squares of a split leaving d points beside an end is (their sum less d means)^2 times this."""
+    d = np.arange(first, last + 1, dtype=float)
+    return np.where(d >= VALUE_RUN, n / (d * (n - d)), 0.0)
+
+
+def _end_t_p(values: np.ndarray, d: np.ndarray) -> tuple[int, float]:
+    """`value_runs_p` of the runs values[:d] (the first d points of a segment against the
+    rest, d consecutive), from the sums of the first max(d) points: the pooled t of each split
+    is t^2 = (n - 2) B / (S - B), B its between-sides and S the total sum of squares. p is 1.0
+    where |t| < END_T, which times the at least 16 splits counted is above any level used here."""
+    from scipy.special import stdtr
+
+    n = values.size
+    dev = values - float(values.sum()) / n
+    between = np.cumsum(dev[:d[-1]])[d - 1] ** 2 * _end_weights(n, int(d[0]), int(d[-1]))
+    best = int(np.argmax(between))
+    t2 = (n - 2) * float(between[best]) / max(float(dev @ dev) - float(between[best]), 1e-300)
+    if t2 < END_T * END_T:
+        return best, 1.0
+    return best, float(2.0 * stdtr(n - 2, -math.sqrt(t2)))
+
+
 def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: int, alpha: float,
-                 gaussian: bool = False) -> tuple[int, float, float] | None:
+                 gaussian: bool = False, ends: dict | None = None) -> tuple[int, float, float] | None:
     """A second step within BESIDE commits of a change point found, or within SMALL_SIDE
     commits of the window's first or last point: among the splits of the segments beside the
     window's inner bounds that leave min_size .. BESIDE points between the bound and the split,
     and of its first and last segments that leave min_size .. SMALL_SIDE points between the
-    window's end and the split, the one with the smallest exact p (`exact_split_p`; on Gaussian
-    noise also the t test, `value_runs_p`), that p multiplied by the splits of these kinds in the
+    window's end and the split, the one with the smallest exact p (`exact_split_p`) or t test
+    (`value_runs_p`: of the values on Gaussian noise, else of `huber_clip`'s), that p multiplied by the splits of these kinds in the
     window (not by window length / segment length as for any split: two steps close together
     are tried only beside a step already found, and a step at a window's end is tried against
     the segment it ends, however short). (split, statistic, p) in window indices, or None when
     none has p <= alpha, changes at the split (`is_sharp`) and stands out from the segment's
-    drift (`drifts_at`)."""
+    drift (`drifts_at`). `ends` keeps each segment end's best split, its p before the count and
+    whether it passed those checks."""
     n = x.size
+    ends = {} if ends is None else ends
     inner = bounds[1:-1]
     beside = np.arange(min_size, BESIDE + 1)
     end = np.arange(min_size, SMALL_SIDE + 1)
@@ -843,7 +899,7 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
     best = None
     for lo, hi in itertools.pairwise(bounds):
         size = hi - lo
-        r, part = None, x[lo:hi]
+        r, part, tvalues = None, x[lo:hi], None
         for left in (True, False):
             bound = lo if left else hi
             near = bound in inner
@@ -853,12 +909,20 @@ def _beside_step(x: np.ndarray, rank_of: _Ranks, bounds: list[int], min_size: in
             d = reach[reach <= size - min_size]
             if d.size == 0:
                 continue
-            r = rank_of(lo, hi) if r is None else r
-            t, pk = _near_bound_p(part, r, d, left, gaussian)
+            key = (lo, hi, left, near)
+            if key not in ends:
+                if r is None:
+                    r = rank_of(lo, hi)
+                    tvalues = part if gaussian else huber_clip(part)
+                ends[key] = _near_bound_p(part, r, d, left, tvalues) + (None,)
+            t, pk, sharp = ends[key]
             pk = min(1.0, tried[near] * pk)
             if pk > alpha or (best is not None and pk >= best[2]):
                 continue
-            if not is_sharp(part, t) or drifts_at(part, t):
+            if sharp is None:  # checked once per segment end, when it first could be kept
+                sharp = is_sharp(part, t) and not drifts_at(part, t)
+                ends[key] = (t, ends[key][1], sharp)
+            if not sharp:
                 continue
             best = (lo + t, float(np.sign(np.mean(part[t:]) - np.mean(part[:t])) * _z_of(pk)), pk)
     return best
@@ -893,6 +957,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
                                               min_size)))
     found: list[ChangePoint] = []
     blocks: dict[tuple[int, int], tuple[int, int, float, float] | None] = {}
+    ends: dict[tuple[int, int, bool, bool], tuple[int, float, bool | None]] = {}
     while len(found) < max_change_points:
         best, where = None, None
         for a, b in seeded + list(itertools.pairwise(bounds)):
@@ -912,7 +977,7 @@ def search_window(values: Sequence[float], alpha: float = ALPHA, min_size: int =
             # (a bump, or the middle level of two steps close together) is two change points.
             block = _best_block(x, rank_of, bounds, blocks, min_size, alpha, gaussian)
             if block is None:
-                beside = _beside_step(x, rank_of, bounds, min_size, alpha, gaussian)
+                beside = _beside_step(x, rank_of, bounds, min_size, alpha, gaussian, ends)
                 if beside is None:
                     break
                 found.append(ChangePoint(index=beside[0], q=beside[1], p_value=beside[2]))
@@ -1076,7 +1141,7 @@ def _settings() -> str:
     return " ".join(str(v) for v in (SEARCH, SHORT_ALPHA, SHORTEST_INTERVAL, SMALL_SIDE, EXACT_INVERSIONS, EDGE_Z,
                                      DRIFT_ALPHA, TREND_DEGREE, TREND_DEGREE_LONG, DRIFT_MIN, JUMP_Z,
                                      STAND_Z, SHARP_NEAR, REFINE_REACH, BESIDE, TAIL_Z, TAIL_COUNT,
-                                     VALUE_RUN))
+                                     VALUE_RUN, HUBER_K, END_T))
 
 
 def window_key(values: np.ndarray, alpha: float = ALPHA, permutations: int = 0, min_size: int = 3,
