@@ -55,23 +55,16 @@ sys.path.insert(0, str(HERE.parent))
 from pipeline.history import changepoint
 
 
-def _detector_noise():
-    spec = importlib.util.spec_from_file_location("detector_noise", HERE / "detector_noise.py")
+def _benchmark(name: str):
+    """A sibling benchmark script (`detector_noise`, `detector_hard`) imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
-noise = _detector_noise().noise
-
-
-def _detector_hard():
-    spec = importlib.util.spec_from_file_location("detector_hard", HERE / "detector_hard.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+noise = _benchmark("detector_noise").noise
 
 CLASSES = ("gaussian", "gaussian-2%", "heavy-tailed", "spiky", "bimodal", "drifting")
 SIZES = (0.01, 0.02, 0.03, 0.05, 0.10)
@@ -111,7 +104,7 @@ def make_series(seed: int, per_class: int, n: int) -> list[dict]:
 
 
 def _hard():
-    hard = _detector_hard()
+    hard = _benchmark("detector_hard")
     return hard.make_series, hard.SIZES, hard.CLASSES
 
 

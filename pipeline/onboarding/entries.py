@@ -268,7 +268,7 @@ def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_inde
     them in its own order: `references.Equivalent`); None when a required one is missing."""
     if any(a.text.startswith("*") for a in args):
         return None  # spread from something the test does not write out
-    equivalent = next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0])
+    equivalent = references.equivalent_for(callee, same_as)
     by_param = equivalent.params_of(args, kwargs)
     if output_index is not None and args:
         index = output_index % len(args)
@@ -372,7 +372,7 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
     axes = drafting.TENSOR_DIMS.get(op, {})
     dims = OPS[op].DIMS
     for c in calls:
-        equivalent = next((e for e in same_as if tests_scan._ends_with(c.callee, e.callee)), same_as[0])
+        equivalent = references.equivalent_for(c.callee, same_as)
         by_param = equivalent.params_of(c.args, c.kwargs)
         made, found = [], {}
         for p, arg in zip(params, ref.mapped):

@@ -297,6 +297,11 @@ def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str,
     return out
 
 
+def equivalent_for(callee: str, same_as: list[Equivalent]) -> Equivalent:
+    """The equivalent a test's call goes through (`LigerDyTFunction.apply`), else the entry itself."""
+    return next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0])
+
+
 def _forwarders(package: str, texts: dict[str, str]) -> list[tuple[str, str, Forwarded, list[str]]]:
     """The package's top-level functions that only forward to another callable."""
     out = []
@@ -326,13 +331,9 @@ def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equi
     """The tests' comparisons of the entry (or an equivalent call) with another callable, the
     test files named after the entry first."""
     callees = [e.callee for e in same_as]
-    named = stems(name, prefix)
-    tests = sorted((p for p in texts if tests_scan.is_test_file(p) and any(re.search(rf"\b{re.escape(c[-1])}\b", texts[p])
-                                                                             for c in callees)),
-                   key=lambda p: (not any(PurePosixPath(p).stem in (f"test_{s}", f"{s}_test") for s in named), p))
     found = []
     camel = prefix.rstrip("_").lower()
-    for path in tests:
+    for path in _tests_calling(name, prefix, texts, callees):
         for c in tests_scan.comparisons(path, texts[path], callees, callees[1:], _origins(same_as)):
             if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
@@ -347,17 +348,21 @@ def sliced_from_tests(name: str, prefix: str, texts: dict[str, str], same_as: li
     callees = [e.callee for e in same_as]
 
     def positional_of(callee: str) -> tuple[str, ...]:
-        return next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0]).positional
+        return equivalent_for(callee, same_as).positional
 
-    named = stems(name, prefix)
-    tests = sorted((p for p in texts if tests_scan.is_test_file(p) and any(re.search(rf"\b{re.escape(c[-1])}\b", texts[p])
-                                                                             for c in callees)),
-                   key=lambda p: (not any(PurePosixPath(p).stem in (f"test_{s}", f"{s}_test") for s in named), p))
     found = []
-    for path in tests:
+    for path in _tests_calling(name, prefix, texts, callees):
         found += test_slices.from_test_file(path, texts[path], callees, callees[1:], _origins(same_as), params,
                                             positional_of)
     return found
+
+
+def _tests_calling(name: str, prefix: str, texts: dict[str, str], callees: list[tuple[str, ...]]) -> list[str]:
+    """The test files that name one of `callees`, those named after the entry first."""
+    named = stems(name, prefix)
+    tests = (p for p in texts if tests_scan.is_test_file(p)
+             and any(re.search(rf"\b{re.escape(c[-1])}\b", texts[p]) for c in callees))
+    return sorted(tests, key=lambda p: (not any(PurePosixPath(p).stem in (f"test_{s}", f"{s}_test") for s in named), p))
 
 
 def calls_in_tests(texts: dict[str, str], same_as: list[Equivalent]) -> list[tests_scan.Calls]:

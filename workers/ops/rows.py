@@ -1,5 +1,5 @@
-"""The contract every row-wise op of one tensor shares (gelu, silu, relu_squared, log_softmax,
-sparsemax): X [M, N] in, Y [M, N] out, row-major, one dtype; memory-bound, so bytes = X read
+"""The contract every row-wise op of one tensor shares (softmax, gelu, silu, relu_squared,
+log_softmax, sparsemax): X [M, N] in, Y [M, N] out, row-major, one dtype; memory-bound, so bytes = X read
 once and Y written once, no FLOPs counted; standard normal inputs; a C entry point
 `void f(const T* X, T* Y, int M, int N)`. Such an op module imports these and writes only what
 it computes (its reference, its peer, tolerances, names). Not an op of its own (not in `OPS`).

@@ -8,41 +8,13 @@ and no FLOPs are counted.
 
 from __future__ import annotations
 
-import ctypes
+from workers.ops.rows import (DIMS, INPUTS, LAYOUTS, OUTPUT, bytes_moved, c_args, flops,  # noqa: F401 - the
+                              make_inputs, output_dtype, output_shape, tensor_args)  # contract of workers/ops/rows.py
 
-INPUTS = ("X",)
-OUTPUT = "Y"  # the output tensor's name in raw kernel argument lists
-DIMS = ("M", "N")
-LAYOUTS = ("rows",)
 # exp is computed in fp32 by every kernel and by torch; fp16/bf16 outputs round once.
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (2e-3, 1e-2), "bf16": (1e-2, 3e-2)}
 PEER_NAME = "torch.softmax"
 ENTRY_NAMES = ("softmax",)
-
-
-def flops(dims: dict) -> float:
-    return 0.0
-
-
-def bytes_moved(dims: dict, itemsize: int) -> float:
-    return float(2 * itemsize * dims["M"] * dims["N"])
-
-
-def output_dtype(dtype: str) -> str:
-    return dtype
-
-
-def output_shape(dims: dict) -> tuple[int, int]:
-    return (dims["M"], dims["N"])
-
-
-def make_inputs(dims: dict, dtype, layout: str, device: str, generator) -> dict:
-    """Standard normal logits: rows whose maximum matters (a kernel that skips the max
-    subtraction overflows exp only for larger values, but loses precision here already)."""
-    import torch
-
-    x = torch.randn(output_shape(dims), generator=generator, dtype=torch.float32, device=generator.device)
-    return {"X": x.to(dtype=dtype, device=device)}
 
 
 def reference(inputs: dict, layout: str, alpha: float = 1.0, beta: float = 0.0, c_init=None):
@@ -57,13 +29,3 @@ def peer(inputs: dict, out, layout: str, alpha: float = 1.0, beta: float = 0.0) 
     import torch
 
     torch.ops.aten._softmax.out(inputs["X"], -1, False, out=out)
-
-
-def c_args(inputs: dict, out, dims: dict, alpha: float, beta: float, alpha_beta: bool) -> list:
-    """Arguments of the C entry point: (X, Y, M, N)."""
-    return [ctypes.c_void_p(inputs["X"].data_ptr()), ctypes.c_void_p(out.data_ptr()),
-            ctypes.c_int(dims["M"]), ctypes.c_int(dims["N"])]
-
-
-def tensor_args(inputs: dict, out) -> tuple:
-    return (inputs["X"], out)
