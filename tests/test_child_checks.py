@@ -102,3 +102,40 @@ def test_the_second_check_is_the_timing_loops_first_call_and_its_last_call_must_
     seeds = [c["seed"] for c in r.correctness["checks"]]
     assert len(seeds) == 2 and seeds[0] != seeds[1]
     assert r.correctness["checks"][1]["repeat_mismatch"] == 0 and r.correctness["checks"][1]["unwritten"] == 0
+
+
+def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkeypatch):
+    """The vendor's tool (nvidia-smi / rocm-smi) answers in 0.1-0.5 s, slower with every GPU of
+    the node busy: the identity is asked beside the checks and read when the job ends, so a
+    slow answer never holds the device idle before the timing loop, and the record still has it."""
+    import os
+    import time
+
+    from workers.isolation.sandbox import ChildOutcome
+    from workers.job import runner
+    from workers.measure import device
+
+    answered = device.info("cpu")
+
+    def slow_info(kind):
+        time.sleep(1.0)
+        return answered
+
+    monkeypatch.setattr(device, "info", slow_info)
+
+    def in_this_process(args, timeout_s, workdir, max_write_bytes=None):
+        here = os.getcwd()
+        os.chdir(workdir)
+        try:
+            t0 = time.perf_counter()
+            child.main(["child", *args])
+            return ChildOutcome(0, "", False, time.perf_counter() - t0, "", "")
+        finally:
+            os.chdir(here)
+
+    job, v, build, files = _python_job(tmp_path, "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n")
+    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1}, in_this_process)
+    assert r.status == "ok", r.diagnostic
+    assert r.device_info["name"] == answered.name and r.device_info["kind"] == "cpu"
+    # The checks of a 64³ GEMM take milliseconds: the loop began long before the identity came.
+    assert r.phases["loop_began_at"] - r.phases["began_at"] < 0.8, r.phases

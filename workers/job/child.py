@@ -384,7 +384,7 @@ def pair(spec: dict) -> dict:
         inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
         out = timing_output(call, op, v, dims, spec["dtype"], dev)
         sides.append((call, inputs, out))
-    flush = (torch.empty(device.flush_bytes(device.info(kind)) // 4, dtype=torch.int32, device="cuda")
+    flush = (torch.empty(device.flush_bytes_here(kind) // 4, dtype=torch.int32, device="cuda")
              if kind != "cpu" else None)
 
     def sample(side) -> float:
@@ -452,32 +452,40 @@ def run(spec: dict, release: bool = True) -> dict:
     call = bindings.load(variant, Path(spec["artifact"]), op, kind, dims, dtype)
     if spec.get("mode") == "profile":
         return profile_once(call, op, variant, dims, dtype, spec)
-    # The identity query (nvidia-smi / rocm-smi, ~0.1 s) runs beside the checks, not before them.
-    with ThreadPoolExecutor(1) as pool:
-        identity = pool.submit(device.info, kind)
-        lap("load_s")
-        # The second check is the timing loop's first call, on its own seed's inputs in a
-        # poisoned, guarded output, judged after the loop (a GPU kernel of a second per launch
-        # spent a launch per job on a check of its own). The race check (same inputs twice, the
-        # output must not move) is that loop's first against its last call; on the CPU also a
-        # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
-        # twice before timing.
-        unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: `unchecked_check`
-        timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
-        checks, previous, digest = [], None, {}
-        # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
-        # is the analysis of a Triton module that has no [triton] table.
-        with triton_jit.recording() if variant.backend in PYTHON_SIDE else contextlib.nullcontext({}) as jit:
-            if unchecked:
-                figures, digest = unchecked_check(call, op, variant, dims, dtype, kind)
-                checks.append(figures)
-            for i, seed in enumerate([] if unchecked else spec["seeds"][:1] if timed_check else spec["seeds"]):
-                checks.append(check(call, op, variant, dims, dtype, kind, seed, previous,
-                                    repeat=i == 0 and kind == "cpu"))
-                previous = {"out": checks[-1].pop("_out"), "seed": seed}
-        lap("correctness_s")
-        dev_info = identity.result()
-    result = {"device_info": dev_info.to_dict(), "checks": checks, "phases": phases}
+    # The identity query (nvidia-smi / rocm-smi) runs beside the checks and the timing loop and
+    # is read when the job ends: waited for before the loop, it held the device idle for
+    # 0.1-0.5 s on every job whose checks were shorter (on a 4-GPU node, where the tool answers
+    # slower with every GPU busy, that was half of what the device work grew by).
+    pool = ThreadPoolExecutor(1, thread_name_prefix="flopwatch-identity")
+    identity = pool.submit(device.info, kind)
+    pool.shutdown(wait=False)
+
+    def with_identity(out: dict) -> dict:
+        out["device_info"] = identity.result().to_dict()
+        return out
+
+    lap("load_s")
+    # The second check is the timing loop's first call, on its own seed's inputs in a
+    # poisoned, guarded output, judged after the loop (a GPU kernel of a second per launch
+    # spent a launch per job on a check of its own). The race check (same inputs twice, the
+    # output must not move) is that loop's first against its last call; on the CPU also a
+    # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
+    # twice before timing.
+    unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: `unchecked_check`
+    timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
+    checks, previous, digest = [], None, {}
+    # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
+    # is the analysis of a Triton module that has no [triton] table.
+    with triton_jit.recording() if variant.backend in PYTHON_SIDE else contextlib.nullcontext({}) as jit:
+        if unchecked:
+            figures, digest = unchecked_check(call, op, variant, dims, dtype, kind)
+            checks.append(figures)
+        for i, seed in enumerate([] if unchecked else spec["seeds"][:1] if timed_check else spec["seeds"]):
+            checks.append(check(call, op, variant, dims, dtype, kind, seed, previous,
+                                repeat=i == 0 and kind == "cpu"))
+            previous = {"out": checks[-1].pop("_out"), "seed": seed}
+    lap("correctness_s")
+    result = {"checks": checks, "phases": phases}
     if digest:
         result["output"] = digest
     if jit.get("kernels") or jit.get("autotune"):
@@ -486,10 +494,10 @@ def run(spec: dict, release: bool = True) -> dict:
         result["work"] = {"flops": float(op.flops(dims)),
                           "bytes_moved": float(op.bytes_moved(dims, torch_dtype(spec["dtype"]).itemsize))}
     if unchecked and not checks[0]["passed"]:
-        return {**result, "status": status.INCORRECT,
-                "diagnostic": checks[0].get("problem") or checks[0].get("returned")}
+        return with_identity({**result, "status": status.INCORRECT,
+                              "diagnostic": checks[0].get("problem") or checks[0].get("returned")})
     if not all(c["passed"] for c in checks):
-        return _incorrect(result, checks, op, dims, spec["dtype"])
+        return with_identity(_incorrect(result, checks, op, dims, spec["dtype"]))
     dev = "cpu" if kind == "cpu" else "cuda"
     returns = returns_output(call)
     armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
@@ -524,7 +532,7 @@ def run(spec: dict, release: bool = True) -> dict:
         # before it has. Time blocked waiting for it is its own phase, not warm-up.
         with device_lock.claim() as claim:
             # The correctness launches ran just before on this device: they count as warm-up.
-            timing = time_gpu(timed, settings, device.flush_bytes(dev_info), warmed_s=phases["correctness_s"],
+            timing = time_gpu(timed, settings, device.flush_bytes_here(kind), warmed_s=phases["correctness_s"],
                               after_first=keep_first, claim=claim)
             if claim.blocked_s:
                 phases["lock_wait_s"] = round(claim.blocked_s, 4)
@@ -557,8 +565,8 @@ def run(spec: dict, release: bool = True) -> dict:
                 result.update(status="incorrect", diagnostic=(
                     f"output changed between two runs on the same inputs at {moved} element(s) (a race?): "
                     f"the first and the last launch of the timing loop differ"))
-                return result
-            return _incorrect(result, checks, op, dims, spec["dtype"])
+                return with_identity(result)
+            return with_identity(_incorrect(result, checks, op, dims, spec["dtype"]))
     # The timing loop's own split: inputs and the flush buffer count as warm-up.
     phases["warmup_s"] = round(phases["timing_s"] - timing.sampling_s - phases.get("lock_wait_s", 0.0), 4)
     phases["timing_s"] = timing.sampling_s
@@ -568,7 +576,7 @@ def run(spec: dict, release: bool = True) -> dict:
     disagreed = kernelbench.note(checks, True, spec["dtype"])  # ok by its rule; another would fail it
     if disagreed:
         result["diagnostic"] = disagreed
-    return result
+    return with_identity(result)
 
 
 def _returned_moved(first: list, last) -> int:

@@ -62,14 +62,19 @@ def gpu_info(kind: str) -> DeviceInfo:
     row = query_smi(vendor, uuid, bus, physical_token(vendor, env))
     extra.update({k: row[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "power_limit_w",
                                       "smi_index") if row.get(k) not in (None, "")})
+    arch = _arch(kind, props)
     if kind == "cuda":
-        arch = f"sm_{props.major}{props.minor}"
         runtime, driver = f"CUDA {torch.version.cuda}", row.get("driver", "")
     else:
-        arch = getattr(props, "gcnArchName", "").split(":")[0]
         runtime, driver = f"ROCm/HIP {torch.version.hip}", _rocm_driver()
     return DeviceInfo(kind, props.name, arch, row.get("uuid") or uuid, driver, runtime, platform.node(), extra,
                       pci_bus_id=row.get("pci_bus_id") or bus, visible=visible_devices(env))
+
+
+def _arch(kind: str, props) -> str:
+    if kind == "cuda":
+        return f"sm_{props.major}{props.minor}"
+    return getattr(props, "gcnArchName", "").split(":")[0]
 
 
 def info(kind: str) -> DeviceInfo:
@@ -78,8 +83,21 @@ def info(kind: str) -> DeviceInfo:
 
 def flush_bytes(dev: DeviceInfo) -> int:
     """Twice the caches the device reports, plus what it does not report, at least 256 MiB."""
-    l2 = int(dev.extra.get("l2_bytes") or 0)
-    return max(_MIN_FLUSH_BYTES, 2 * (l2 + _INFINITY_CACHE_BYTES.get(dev.arch, 0)))
+    return _flush_bytes(int(dev.extra.get("l2_bytes") or 0), dev.arch)
+
+
+def flush_bytes_here(kind: str) -> int:
+    """`flush_bytes` of torch's device 0, from torch's own properties: a timing loop need not
+    wait for the vendor's tool (`info` runs nvidia-smi / rocm-smi, 0.1-0.5 s a call on a node
+    whose GPUs are all busy) to size its flush buffer."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    return _flush_bytes(int(getattr(props, "L2_cache_size", 0) or 0), _arch(kind, props))
+
+
+def _flush_bytes(l2: int, arch: str) -> int:
+    return max(_MIN_FLUSH_BYTES, 2 * (l2 + _INFINITY_CACHE_BYTES.get(arch, 0)))
 
 
 def _rocm_driver() -> str:
