@@ -50,6 +50,7 @@ from pathlib import Path
 from pipeline.fleet import slots
 from pipeline.fleet.slots import code_digest  # the kept slots' key has it too
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
+from workers.core.process_age import process_age_s
 from workers.job.runner import SECRET_VARIABLES
 
 DEFAULT_IDLE_S = 600.0
@@ -461,24 +462,13 @@ def prepare_slots(resources: dict) -> list:
     return calls
 
 
-def _process_age_s() -> float:
-    """Seconds since this process started (its interpreter and imports), 0 where unknown."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            return max(0.0, float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 PREPARE_ENV = "FLOPWATCH_HEAD_PREPARE"  # "0": the head starts no slots; the first command starts them
 
 
 def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     """The head's server: start Ray with token authentication, record it, ready the device slots
     for the first command, wait until idle, stop."""
-    startup = {"python": round(_process_age_s(), 3)}
+    startup = {"python": round(process_age_s() or 0.0, 3)}
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
     _write_private(folder / TOKEN, secrets.token_hex(32))

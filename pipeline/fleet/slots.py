@@ -45,6 +45,7 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from workers.core.process_age import process_age_s
 from workers.core.records import BuildResult, Job, Variant
 from workers.isolation import affinity
 from workers.job import runner
@@ -129,6 +130,9 @@ class DeviceSlot:
         self.commands = 0  # drivers that asked for this slot (more than one: a kept slot was found)
         self.probes = 0  # device and toolchain probes this slot has run (a driver counts what it caused)
         self.toolchain_source = ""  # where its last toolchain answer came from: "cache" or "probed"
+        # When this slot's start-up steps ended (epoch seconds; `timeline`): where a first
+        # command's wait for its slots goes, step by step.
+        self.marks: dict[str, float] = {"process": time.time() - (process_age_s() or 0.0), "actor": time.time()}
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -163,7 +167,8 @@ class DeviceSlot:
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0, "commands": self.commands,
-                "probes": self.probes, "prepared": self.prepared, "toolchain_source": self.toolchain_source}
+                "probes": self.probes, "prepared": self.prepared, "toolchain_source": self.toolchain_source,
+                "marks": dict(self.marks)}
 
     def _warm(self) -> None:
         """`import torch` here (the runner's dtype sizes: not on the first job's clock; no device
@@ -183,10 +188,13 @@ class DeviceSlot:
             starter.start()
         import torch  # noqa: F401
 
+        self.marks.setdefault("torch", time.time())
         if starter is not None:
             starter.join()
             if failed:
                 raise failed[0]
+            for step, at in (self.zygote.marks if self.zygote else {}).items():
+                self.marks.setdefault(f"runner_{step}", at)
 
     def prepare(self, probe: bool = True, toolchains: bool = False) -> dict:
         """Ready this slot before any driver asks for it: the warm runner, the device's identity
@@ -226,6 +234,7 @@ class DeviceSlot:
             self.toolchain_source = how["source"]
             self.probes += how["source"] == "probed"
             self._toolchains = (mark, found)
+            self.marks.setdefault("toolchains", time.time())
         return self._toolchains[1]
 
     def probe(self) -> dict:
@@ -235,6 +244,7 @@ class DeviceSlot:
         if self._identity is None:
             self.probes += 1
             self._identity = self._probe()
+            self.marks.setdefault("probe", time.time())
         return self._identity
 
     def _probe(self) -> dict:

@@ -10,9 +10,10 @@ the enclosing one, so the phases add up to the time spent inside any of them.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
+
+from workers.core.process_age import process_age_s
 
 # Display order and names; a phase not listed here is shown after them under its own name.
 PHASE_LABELS = {
@@ -20,20 +21,6 @@ PHASE_LABELS = {
     "plan": "plan", "cache": "cache", "builds_and_jobs": "builds + jobs", "paired": "paired timing",
     "store": "store", "report": "report", "shutdown": "shutdown",
 }
-
-
-def process_age_s() -> float | None:
-    """Seconds since this process was started (Linux /proc), so the interpreter's start and
-    imports count too; None where that cannot be read."""
-    try:
-        with open("/proc/self/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        start_ticks = int(fields[19])  # field 22 of stat: starttime, in clock ticks after boot
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class DriverClock:
@@ -47,6 +34,11 @@ class DriverClock:
         if age is not None:
             self.seconds["python"] = round(age, 3)
         self._age_at_start = age or 0.0
+        self.began_at = time.time() - self._age_at_start  # epoch seconds of the command's start
+
+    def since_start(self, epoch: float) -> float:
+        """An epoch mark (another process's, on this machine) as seconds into this command."""
+        return round(epoch - self.began_at, 3)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -55,22 +55,26 @@ def serve() -> None:
     # Pinned to the slot's CPUs before any thread exists (torch's among them): every thread and
     # every job child from here on inherits the set.
     affinity.apply(dict(os.environ))
+    marks = {"serving": time.time()}  # when each start-up step ended (the slot's timeline)
     # Import what every job needs, without touching a device (`import torch` does not create a
     # context; `torch.cuda.is_available()` would initialise the driver, so it is not called).
     import torch  # noqa: F401
 
+    marks["torch"] = time.time()
     import workers.bindings
     import workers.job.child
     import workers.measure.correctness
     import workers.measure.timing  # noqa: F401
 
+    marks["workers"] = time.time()
     if os.environ.get(spare.ENV_KIND, "cpu") != "cpu":
         _import_triton()
+        marks["triton"] = time.time()
     # Orphans of the jobs (a daemon a kernel double-forked) become this process's children, so
     # each job's scope can find and end them (`workers.isolation.containment`).
     become_subreaper()
     lock = _device_lock() if spare.wanted(dict(os.environ)) else None
-    proto.write(json.dumps({"ready": os.getpid()}) + "\n")
+    proto.write(json.dumps({"ready": os.getpid(), "marks": marks}) + "\n")
     runner = JobLoop(proto, spare.wanted(dict(os.environ)))
     try:
         runner.loop()
@@ -147,6 +151,9 @@ class Zygote:
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.started = 0
+        # When the last start's steps ended (epoch seconds): spawned, the zygote's own
+        # imports ("serving", "torch", "workers", "triton"), and ready.
+        self.marks: dict[str, float] = {}
         # Bytes read from the zygote's stdout that do not yet end a line (see `_read`).
         self._unread = b""
         self._lock = threading.Lock()  # starting the zygote, writing requests, the reply queues
@@ -156,6 +163,7 @@ class Zygote:
         self._timeouts: dict[int, float] = {}  # timeout of each request in flight
 
     def start(self) -> None:
+        spawned = time.time()
         self.proc = subprocess.Popen([sys.executable, "-m", "workers.job.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True, text=True, bufsize=1)
@@ -164,6 +172,7 @@ class Zygote:
         ready = self._read(300.0)
         if "ready" not in ready:
             raise ZygoteDied(f"unexpected first line {ready}")
+        self.marks = {"spawned": spawned, **(ready.get("marks") or {}), "ready": time.time()}
         threading.Thread(target=self._sort_replies, args=(self.proc, self._unread), daemon=True,
                          name="flopwatch-zygote-replies").start()
         self._unread = b""  # the reader thread's from here on
