@@ -77,6 +77,9 @@ def test_the_head_uses_its_own_token_file_and_no_other_cluster():
     assert out["RAY_AUTH_MODE"] == "token" and out["RAY_AUTH_TOKEN_PATH"] == "/run/fw/abc/token"
     assert not {"RAY_ADDRESS", "FLOPWATCH_RAY_ADDRESS", "RAY_AUTH_TOKEN", "GITHUB_TOKEN"} & set(out)
     assert out["PYTHONPATH"] == f"{local_ray.PACKAGE_ROOT}{os.pathsep}/elsewhere" and out["HOME"] == "/home/u"
+    # No idle worker per core at the head's start; a setting of the user's own is kept.
+    assert out["RAY_prestart_worker_first_driver"] == "0"
+    assert local_ray.head_env({"RAY_prestart_worker_first_driver": "1"}, Path("/f"))["RAY_prestart_worker_first_driver"] == "1"
 
 
 def test_record_round_trip_and_garbage():

@@ -65,6 +65,7 @@ RECORD, TOKEN, IN_USE, START_LOCK, LOG = "head.json", "token", "in-use", "start.
 # Ray's temp dir, a sub-folder: Ray makes its temp dir world-writable (mode 777), and inside the
 # head's folder (700) that opens nothing.
 RAY_TEMP = "r"
+PRESTART_VARIABLE = "RAY_prestart_worker_first_driver"  # Ray's own setting, read from the environment
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,12 @@ def head_env(env: Mapping[str, str], folder: Path) -> dict[str, str]:
     out["RAY_AUTH_MODE"] = "token"
     out["RAY_AUTH_TOKEN_PATH"] = str(folder / TOKEN)
     out.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray starts one idle worker per core when the first driver (the head's own) registers: 64
+    # Python processes on a 64-core node, importing Ray right beside the slots that start then
+    # and import torch, for builds that have not been asked for. The slots' actors, the builds
+    # and the probes start the workers they need (docs/benchmarks.md, "A fresh node's first
+    # command": 1.1-1.2 s less before the first job on 4x H100).
+    out.setdefault(PRESTART_VARIABLE, "0")
     out["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return out
 
