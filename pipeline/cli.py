@@ -8,27 +8,18 @@ regression; 2 for usage or configuration errors, and when the Ray cluster's head
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from pipeline.commands import doctor, export, init, ls, new, plan, report, run, selftest, store
-from pipeline.commands.common import UsageError
-from pipeline.fleet import headwatch
-from pipeline.fleet.headwatch import HeadLost
-from pipeline.fleet.ray_access import ClusterError
-from pipeline.project.checkout import CheckoutError
-from pipeline.project.config import ConfigError
-from pipeline.store import LocationError, StoreError
-
-COMMANDS = {"run": run, "ls": ls, "report": report, "doctor": doctor, "selftest": selftest, "new": new,
-            "init": init, "export": export, "store": store, "plan": plan}
+# Imported when a command line is read, not with this module: `entry` starts flopwatch's local
+# Ray head before them (`pipeline.fleet.head_ahead`).
+_BUILT_IN = ("run", "ls", "report", "doctor", "selftest", "new", "init", "export", "store", "plan")
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 
 def _commands() -> dict:
-    import importlib
-
-    found = dict(COMMANDS)
+    found = {name: importlib.import_module(f"pipeline.commands.{name}") for name in _BUILT_IN}
     for name in _OPTIONAL:
         try:
             found[name] = importlib.import_module(f"pipeline.commands.{name}")
@@ -49,6 +40,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.commands.common import UsageError
+    from pipeline.fleet import headwatch
+    from pipeline.fleet.headwatch import HeadLost
+    from pipeline.fleet.ray_access import ClusterError
+    from pipeline.project.checkout import CheckoutError
+    from pipeline.project.config import ConfigError
+    from pipeline.store import LocationError, StoreError
+
     args = parser().parse_args(argv)
     headwatch.exit_if_stuck()
     try:
@@ -64,7 +63,11 @@ def entry() -> None:
     is flushed below), so the interpreter's teardown (0.2-0.4 s of module and thread clean-up)
     and Ray's disconnect from a cluster that stays up (0.27 s; the connection closes with the
     process) would only keep a CI job, and the GPU, waiting. A command's own local Ray is
-    still stopped by the command."""
+    still stopped by the command. Before anything else is imported, the local Ray head the
+    command will attach to is started, where it will need one (`pipeline.fleet.head_ahead`)."""
+    from pipeline.fleet import head_ahead
+
+    head_ahead.start(sys.argv[1:])
     from pipeline.fleet import cluster
 
     cluster.leave_with_process()

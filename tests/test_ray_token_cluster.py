@@ -294,6 +294,8 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         # found it prepared, and its own probe asked nothing again.
         assert report1["ray"]["head"]["slots"] == 1 and record.startup["slots"] == 1
         assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join"}
+        # It was started before the command's own imports (`pipeline.fleet.head_ahead`).
+        assert report1["ray"]["head"]["ahead"] is True
         assert report1["ray"]["slots"]["prepared"] == 1 and report1["ray"]["slots"]["probed"] == 0
 
         # Hold the head as an attached command does (a shared lock on its in-use file) while the

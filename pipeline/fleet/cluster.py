@@ -114,8 +114,8 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
             _release()
             raise
         spent = time.monotonic() - began
-        head = {**lease.record.startup, "waited": round(waited, 3), "join": round(spent - waited, 3)} \
-            if lease.started else {}
+        head = {**lease.record.startup, "waited": round(waited, 3), "join": round(spent - waited, 3),
+                "ahead": lease.ahead} if lease.started else {}
         if lease.started:
             announce(f"started flopwatch's local Ray at {lease.record.address} in {spent:.1f} s (token auth; it "
                      f"stops after {idle_s:g} s without a command; --no-ray-reuse for a private one)")

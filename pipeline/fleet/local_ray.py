@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
 import secrets
@@ -47,8 +48,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.fleet import slots
-from pipeline.fleet.slots import code_digest  # the kept slots' key has it too
+from pipeline.fleet.code_key import code_digest  # the kept slots' key has it too
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
 from workers.core.process_age import process_age_s
 from workers.job.runner import SECRET_VARIABLES
@@ -62,6 +62,7 @@ HEALTH_EVERY_S = 10.0
 MODULE = "pipeline.fleet.local_ray"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 RECORD, TOKEN, IN_USE, START_LOCK, LOG = "head.json", "token", "in-use", "start.lock", "head.log"
+STARTING = "starting.json"  # {"pid", "key"} of a head started ahead of its command, until its record is written
 # Ray's temp dir, a sub-folder: Ray makes its temp dir world-writable (mode 777), and inside the
 # head's folder (700) that opens nothing.
 RAY_TEMP = "r"
@@ -106,6 +107,7 @@ class Lease:
     record: HeadRecord
     started: bool  # True when this command started the head
     in_use: object  # the open file that carries the shared lock
+    ahead: bool = False  # started before the command's imports (`start_ahead`)
 
     @property
     def token_path(self) -> Path:
@@ -164,11 +166,20 @@ def head_key(num_gpus: int | None, *, uid: int | None = None, python: str = sys.
              ray_version: str | None = None, code: str | None = None) -> str:
     """The folder name of the head that suits this command (see the module docstring)."""
     if ray_version is None:
-        import ray
-
-        ray_version = ray.__version__
+        ray_version = installed_ray_version()
     parts = [os.getuid() if uid is None else uid, python, ray_version, code or code_digest(), num_gpus]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+def installed_ray_version() -> str:
+    """Ray's version without importing Ray (0.3-0.8 s): a head can be started before the
+    command's own imports (`pipeline.fleet.head_ahead`); the same answer for every caller."""
+    try:
+        return importlib.metadata.version("ray")
+    except importlib.metadata.PackageNotFoundError:
+        import ray
+
+        return ray.__version__
 
 
 def serve_command(folder: Path, key: str, num_gpus: int | None, idle_s: float,
@@ -207,11 +218,15 @@ def read_record(folder: Path) -> HeadRecord | None:
 def is_serving(record: HeadRecord) -> bool:
     """Whether the record's process is alive and is `serve` of the record's key (not a
     process that took over the pid after the head died)."""
+    return _is_server(record.pid, record.key)
+
+
+def _is_server(pid: int, key: str) -> bool:
     try:
-        argv = Path(f"/proc/{record.pid}/cmdline").read_bytes().split(b"\0")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return MODULE.encode() in argv and b"serve" in argv and record.key.encode() in argv
+    return MODULE.encode() in argv and b"serve" in argv and key.encode() in argv
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -250,10 +265,45 @@ def acquire(num_gpus: int | None, idle_s: float = DEFAULT_IDLE_S, base: Path | N
             if record is not None:
                 announce(f"flopwatch's local Ray of pid {record.pid} is gone; starting a new one")
                 (folder / RECORD).unlink(missing_ok=True)
+            ahead = _starting(folder, key)
+            if ahead is not None:  # started ahead of this command's imports (`start_ahead`)
+                return Lease(folder, _wait_for_record(folder, ahead), True, in_use, ahead=True)
             return Lease(folder, _start(folder, key, num_gpus, idle_s), True, in_use)
     except BaseException:
         in_use.close()
         raise
+
+
+def start_ahead(num_gpus: int | None, idle_s: float = DEFAULT_IDLE_S, base: Path | None = None) -> bool:
+    """Start the head that `acquire` will attach to, without waiting for it: on a fresh machine
+    the head's start (its interpreter, then `ray.init`, 4-5 s) is the first step of the path to
+    the first job, and the command's own start (its imports: 1.4 s on a 4-GPU node) need not
+    come before it (`pipeline.fleet.head_ahead`). `acquire` then waits for this head's record
+    as for one it started itself. False, and nothing started, when a head is serving or being
+    started already."""
+    key = head_key(num_gpus)
+    folder = private_folder(private_folder(base or base_dir()) / key)
+    with _locked(folder / START_LOCK, fcntl.LOCK_EX):
+        record = read_record(folder)
+        if (record is not None and record.key == key and is_serving(record)) or _starting(folder, key) is not None:
+            return False
+        proc = _spawn(folder, key, num_gpus, idle_s)
+        _write_private(folder / STARTING, json.dumps({"pid": proc.pid, "key": key}))
+        return True
+
+
+def _starting(folder: Path, key: str) -> int | None:
+    """The pid of a head of `key` started ahead and not yet recorded, if it is still starting;
+    a note of one that is gone is removed."""
+    try:
+        note = json.loads((folder / STARTING).read_text())
+        pid = int(note["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if note.get("key") == key and _is_server(pid, key):
+        return pid
+    (folder / STARTING).unlink(missing_ok=True)
+    return None
 
 
 def serving_head(num_gpus: int | None, base: Path | None = None) -> HeadRecord | None:
@@ -265,24 +315,40 @@ def serving_head(num_gpus: int | None, base: Path | None = None) -> HeadRecord |
 
 
 def _start(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> HeadRecord:
+    return _wait_for_record(folder, _spawn(folder, key, num_gpus, idle_s).pid)
+
+
+def _spawn(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> subprocess.Popen:
     with open(folder / LOG, "ab") as log:
         proc = subprocess.Popen(serve_command(folder, key, num_gpus, idle_s), env=head_env(os.environ, folder),
                                 cwd=folder, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)  # not in the command's process group: outlives it
     _children.append(proc)
+    return proc
+
+
+def _wait_for_record(folder: Path, pid: int) -> HeadRecord:
+    """The record of the head of process `pid` once its Ray is up; ClusterError (with the last
+    line of its log) when it ends first or takes longer than START_TIMEOUT_S."""
+    proc = next((c for c in _children if c.pid == pid), None)  # ours: its exit status can be read
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         record = read_record(folder)
-        if record is not None and record.pid == proc.pid:
+        if record is not None and record.pid == pid:
+            (folder / STARTING).unlink(missing_ok=True)
             return record
-        if proc.poll() is not None:
-            raise ClusterError(f"flopwatch's local Ray did not start (exit {proc.returncode}): "
+        ended = proc.poll() is not None if proc is not None else not Path(f"/proc/{pid}").exists()
+        if ended:
+            (folder / STARTING).unlink(missing_ok=True)
+            code = f"exit {proc.returncode}" if proc is not None else "it ended"
+            raise ClusterError(f"flopwatch's local Ray did not start ({code}): "
                                f"{_last_line(folder / LOG)} (log: {folder / LOG})")
         if time.monotonic() > deadline:
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
             raise ClusterError(f"flopwatch's local Ray did not start within {START_TIMEOUT_S:g} s "
                                f"(log: {folder / LOG})")
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def _last_line(path: Path) -> str:
@@ -397,6 +463,7 @@ def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
     `num_gpus`) under the flopwatch resource of their kind. Known without importing torch where
     `gpu_without_torch` can tell (a head's start on a fresh GPU node paid torch's import and a
     CUDA initialisation for this); else from torch."""
+    from pipeline.fleet import slots
     from workers.measure import device
 
     resources = {slots.CPU_RESOURCE: 1}
@@ -461,6 +528,8 @@ def prepare_slots(resources: dict) -> list:
     probe on each kind's first slot (the one a driver asks), the toolchains on the first slot of
     the first kind. Returns the calls in flight (a failing probe is left for the driver's own
     call to report)."""
+    from pipeline.fleet import slots
+
     pool = slots.SlotPool(resources, persistent=True)
     calls = []
     for n, kind in enumerate(k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1):

@@ -45,6 +45,7 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from pipeline.fleet.code_key import code_digest
 from workers.core.process_age import process_age_s
 from workers.core.records import BuildResult, Job, Variant
 from workers.isolation import affinity
@@ -721,19 +722,6 @@ def kept_key(env=None) -> str:
 @functools.cache
 def _code_key() -> str:
     return hashlib.sha256(f"{code_digest()}\0{ray.__version__}".encode()).hexdigest()[:10]
-
-
-CODE_DIRS = tuple(Path(__file__).resolve().parents[2] / name for name in ("pipeline", "workers"))
-
-
-def code_digest(dirs: tuple[Path, ...] = CODE_DIRS) -> str:
-    """Hash of the driver's and the nodes' Python source, names included (also in the key of
-    flopwatch's local Ray head, `local_ray.head_key`)."""
-    h = hashlib.sha256()
-    for root in dirs:
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def token_digest(env=None) -> str:
