@@ -493,6 +493,7 @@ def scaling(counts: list[int]) -> dict:
         plans[n] = plan_json(db, runs[n]["run_id"], others)
     out = {"rows": rows, "plans": plans}
     (OUT / "scaling.json").write_text(json.dumps(out, indent=1, default=str))
+    keep_runs(runs, "runs.json")
     print_scaling(out, counts)
     return out
 
@@ -516,6 +517,7 @@ def scaling_again(counts: list[int], threads: int | None = None) -> dict:
     plans = {n: plan_json(db, runs[n]["run_id"], [str(runs[m]["run_id"]) for m in counts if m != n]) for n in counts}
     out = {"rows": rows, "plans": plans, "threads": threads}
     (OUT / f"scaling_{tag}.json").write_text(json.dumps(out, indent=1, default=str))
+    keep_runs(runs, f"runs_{tag}.json")
     print_scaling(out, counts)
     return out
 
@@ -534,7 +536,18 @@ def scaling_row(s: dict, n: int) -> dict:
                       for d in rows],
             "util_jobs": {i: jobs_util.get(i) for i in range(n)}, "util_command": util.mean(),
             "gpu_results": sum(1 for r in s["results"] if r["device"].startswith("cuda") and r["status"] == "ok"),
-            "peer_check": s.get("peer_check", {}), "driver": (s.get("driver") or {}).get("phases", {})}
+            "peer_check": s.get("peer_check", {}), "driver": (s.get("driver") or {}).get("phases", {}),
+            # The device work: every GPU slot's busy time (its jobs' load, checks, warm-up and
+            # sampling, overlaps counted once), summed; and where it went, phase by phase.
+            "device_work_s": round(sum(d.get("busy_s") or 0.0 for d in rows), 2),
+            "device_phases": phase_totals([r for r in s["results"] if r["device"].startswith("cuda")])}
+
+
+def keep_runs(runs: dict, name: str) -> None:
+    """Every run's summary and every result's phases (`condense_runs.py`), beside the table."""
+    from condense_runs import condense
+
+    (OUT / name).write_text(json.dumps({f"{n}gpu": condense(r) for n, r in runs.items()}, indent=1, default=str))
 
 
 def plan_json(db: Path, run_id: int, checks: list[str]) -> dict:
@@ -601,6 +614,11 @@ def print_scaling(out: dict, counts: list[int]) -> None:
         util = "/".join(f"{v:.0f}%" if v is not None else "—" for v in r["util_jobs"].values())
         print(f"{n:>4} {r['exit']:>4} {r['command_wall_s']:>7.1f} s {base / r['command_wall_s']:>7.2f}× "
               f"{r['jobs_wall_s'] or 0:>7.1f} s {b.get('bound_s', 0):>5.1f} s {per:>14} {calls:>9} {busy:>16} {util:>20}")
+        base_work = rows[min(counts)].get("device_work_s") or 0.0
+        if r.get("device_work_s"):
+            growth = f" ({100 * (r['device_work_s'] / base_work - 1):+.1f}%)" if base_work and n != min(counts) else ""
+            print(f"     device work {r['device_work_s']:.1f} s{growth}: " +
+                  " ".join(f"{k}={v:.1f}" for k, v in r.get("device_phases", {}).items()))
         flagged = r["peer_check"].get("flagged", [])
         checks = r["peer_check"].get("checks", [])
         if checks:
