@@ -632,8 +632,10 @@ def print_scaling(out: dict, counts: list[int]) -> None:
             continue
         preds = ", ".join(f"{p['nodes']}x{p['gpus_per_node']}: {p['command_s']:.1f}/{p['jobs_wall_s']:.1f} s"
                           + (f" (split {','.join(p['split'])})" if p["split"] else "") for p in plan["predictions"])
+        growth = (f", non-sampling +{100 * plan['growth_per_gpu']:.1f}% per extra GPU ({plan['growth_source']})"
+                  if "growth_per_gpu" in plan else "")
         print(f"  from the {n}-GPU run {plan['run_id']} ({plan['call_overhead_s']:.3f} s untimed per call, "
-              f"{plan['outside_s']:.1f} s outside the jobs): {preds}")
+              f"{plan['outside_s']:.1f} s outside the jobs{growth}): {preds}")
         for c in plan["checks"]:
             print(f"    vs run {c['run_id']} on {c['slots']} GPU(s): command {c['command_s']:.1f} s predicted "
                   f"{c['predicted_command_s']:.1f} s ({c['command_error_pct']:+.1f}%), jobs wall {c['jobs_wall_s']:.1f} s "

@@ -9,15 +9,49 @@ untimed time per call there ((slot wall − slot busy) / calls: process start, h
 driver's turn-around), and the command's time outside its jobs (start, probes, plan, report)
 stays what it was. Builds are taken as cached (a warm run), and nodes as alike and fed by one
 driver; the network is not modelled.
+
+Concurrency: a job's non-sampling device time (load, correctness checks, warm-up, profile: its
+busy seconds less `timing_s`) grows with the GPUs of its node busy at once (they share the
+host), its sampling loop does not. On n GPUs per node, from a run recorded on n_rec,
+
+    busy(n) = timing_s + (busy_s − timing_s) × (1 + g × (n − 1)) / (1 + g × (n_rec − 1))
+
+for the jobs and the peer check's re-times alike (factor 1 where n = n_rec). g, the growth per
+extra busy GPU, is learned where the store can tell (`learn_growth`: the newest other finished
+run of the same kind on the same device model with another number of slots per node, from the
+jobs both measured), else `DEFAULT_GROWTH`. The untimed time per call is not scaled: it grew
+too (0.027-0.034 s a call on one H100, 0.037-0.048 s on two, 0.091 s on four), but on four GPUs
+that is some 0.5 s of a 29.8 s slot wall, one 4-GPU run is all that measured it, and the slots'
+start-up and hand-offs are in it beside any host contention.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from pipeline.run import schedule
 from pipeline.run.accounting import PEER_RETIME_BUDGET_S, busy_s
 from workers.core import status
+
+
+# Growth of a job's non-sampling device time per extra busy GPU of its node, where the store
+# holds no run to learn it from. Measured on a 4× H100 node (one 64-core host, CPU pinning on,
+# 2026-11-27, docs/benchmarks.md "Four GPUs", docs/gpu-runs/fleet_h100x4_2026-11-27/scaling.json):
+# the suite's slot busy seconds, summed, went 103.2 s on 1 GPU → 113.5 s on 4, of which sampling
+# (`timing_s`) 73.8 → 74.0 s (this split is not in the raw output there; the busy sums are, as
+# the slots' busy_s); so the host-bound rest (load, checks, warm-up) 29.4 → 39.5 s,
+# × 1.344 with 3 extra busy GPUs: g = 0.344 / 3 = 0.115. The 4-GPU slots' busy also holds the
+# peer check's 3 re-times (84 jobs on the slots, 81 results), which the planner adds on their own;
+# their load, check and warm-up are in the 39.5 s, so the jobs' own growth is below 0.115: rounded
+# down to 0.10 (× 1.30 on 4 GPUs, × 1.70 on 8). On the 2× H100 machines (docs/benchmarks.md "Many
+# GPUs") correctness + warm-up grew × 1.01-1.06 with one extra GPU at 8 host threads per job
+# (× 1.12-1.16 at 16), the re-time in: g 0.01-0.06 there, so the growth is not linear in the busy
+# GPUs, and 0.10 puts some 1-2% too much work on a 2-GPU prediction. A run in the store to learn
+# from is what fits a site's own machines.
+DEFAULT_GROWTH = 0.10
+# Fewer jobs measured by both runs than this and a run is not learned from.
+MIN_COMMON_JOBS = 5
 
 
 class PlanError(ValueError):
@@ -34,11 +68,57 @@ class RecordedJob:
     busy_s: float
     median_s: float = 0.0
     timing_s: float = 0.0  # of busy_s, the sampling loop
+    device: str = ""  # the result's device, e.g. "cuda:NVIDIA H100 80GB HBM3"
+    resumed: bool = False  # measured by an earlier run (a `--resume` run kept it)
+
+    @property
+    def host_s(self) -> float:
+        """Its non-sampling device time: load, correctness, warm-up, profile."""
+        return max(0.0, self.busy_s - self.timing_s)
+
+    def scaled_s(self, factor: float = 1.0) -> float:
+        """Its busy seconds with the non-sampling part × `factor` (the sampling loop as recorded)."""
+        return self.busy_s if factor == 1.0 else self.timing_s + self.host_s * factor
+
+    def retime_at(self, factor: float = 1.0) -> float:
+        """Its device time as a peer re-time: sampling cut to `PEER_RETIME_BUDGET_S`, the rest × `factor`."""
+        if factor == 1.0:
+            return self.retime_s
+        return self.host_s * factor + min(self.timing_s, PEER_RETIME_BUDGET_S)
 
     @property
     def retime_s(self) -> float:
         """Its device time as a peer re-time: sampling cut to `PEER_RETIME_BUDGET_S`."""
         return self.busy_s - self.timing_s + min(self.timing_s, PEER_RETIME_BUDGET_S)
+
+
+@dataclass(frozen=True)
+class Growth:
+    """g: how much a job's non-sampling device time grows per extra busy GPU of its node, and
+    where it came from (a stored run, or `DEFAULT_GROWTH`)."""
+
+    per_gpu: float = DEFAULT_GROWTH
+    run_id: int | None = None  # the run it was learned from; None: the default
+    gpus_per_node: int = 0  # that run's slots per node
+    common_jobs: int = 0  # the jobs both runs measured
+    unit: str = "GPU"
+
+    @property
+    def source(self) -> str:
+        if self.run_id is None:
+            return "default"
+        return f"learned from run {self.run_id} ({self.gpus_per_node} {self.unit}{'s' if self.gpus_per_node > 1 else ''})"
+
+    def factor(self, gpus_per_node: int, recorded_per_node: int) -> float:
+        """The non-sampling time on `gpus_per_node` busy GPUs against the recorded run's."""
+        if gpus_per_node == recorded_per_node:
+            return 1.0
+        g = self.per_gpu
+        return (1 + g * (gpus_per_node - 1)) / (1 + g * (recorded_per_node - 1))
+
+    def to_dict(self) -> dict:
+        return {"growth_per_gpu": round(self.per_gpu, 4), "growth_source": self.source,
+                "growth_run_id": self.run_id, "growth_common_jobs": self.common_jobs}
 
 
 @dataclass(frozen=True)
@@ -57,6 +137,9 @@ class Recorded:
     probe: RecordedJob | None = None  # the peer job the peer check re-times
     calls: int = 0
     resumed_from: list[int] = field(default_factory=list)  # earlier runs whose job times a `--resume` run kept
+    gpus_per_node: int = 1  # slots of `kind` on a node (the most any node had)
+    device: str = ""  # the device model most of its jobs ran on
+    growth: Growth = field(default_factory=Growth)
 
     @property
     def variants(self) -> list[str]:
@@ -73,6 +156,8 @@ class Prediction:
     calls: int
     split: list[str] = field(default_factory=list)  # variants whose shapes are spread over slots
     retimes: int = 0  # peer-check re-times
+    growth: Growth = field(default_factory=Growth)
+    host_factor: float = 1.0  # the jobs' non-sampling time here against the recorded run's
 
     @property
     def slots(self) -> int:
@@ -82,15 +167,18 @@ class Prediction:
         return {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "slots": self.slots,
                 "jobs_wall_s": round(self.jobs_wall_s, 2), "command_s": round(self.command_s, 2),
                 "bound_s": round(self.bound.bound_s, 2), "calls": self.calls, "split": self.split,
-                "peer_retimes": self.retimes}
+                "peer_retimes": self.retimes, "work_s": round(self.bound.work_s, 2),
+                "host_factor": round(self.host_factor, 4), "growth_per_gpu": round(self.growth.per_gpu, 4),
+                "growth_source": self.growth.source}
 
 
 def kind_of(device: str) -> str:
     return (device or "").split(":", 1)[0]
 
 
-def from_store(store, run_id: int | None = None, kind: str | None = None) -> Recorded:
-    """The run `run_id` (default: the newest finished `run`) as the planner needs it."""
+def from_store(store, run_id: int | None = None, kind: str | None = None, learn: bool = True) -> Recorded:
+    """The run `run_id` (default: the newest finished `run`) as the planner needs it; with
+    `learn`, its concurrency growth learned from another stored run where one can tell."""
     run = store.run_record(run_id)
     if run is None:
         raise PlanError(f"no run {run_id} in {store.location.shown}" if run_id is not None else
@@ -123,11 +211,76 @@ def from_store(store, run_id: int | None = None, kind: str | None = None) -> Rec
     jobs_wall = max((d["wall_s"] for d in slot_rows), default=0.0)
     other_wall = max((d["wall_s"] for d in devices if d["slot"].split("/")[0] != kind), default=0.0)
     command = float((summary.get("driver") or {}).get("command_s") or 0.0)
+    kept = {id(r) for r in resumed}
     jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]),
-                        r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0)) for r in mine]
-    return Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
-                    max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls,
-                    sorted({r["run_id"] for r in resumed if kind_of(r["device"]) == kind}))
+                        r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0), r["device"] or "",
+                        id(r) in kept) for r in mine]
+    models = Counter(j.device for j in jobs if not j.resumed) or Counter(j.device for j in jobs)
+    rec = Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
+                   max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls,
+                   sorted({r["run_id"] for r in resumed if kind_of(r["device"]) == kind}),
+                   per_node(slot_rows), models.most_common(1)[0][0], Growth(default_growth(kind), unit=unit(kind)))
+    return replace(rec, growth=learn_growth(store, rec, run["kind"])) if learn else rec
+
+
+def unit(kind: str) -> str:
+    return "CPU slot" if kind == "cpu" else "GPU"
+
+
+def default_growth(kind: str) -> float:
+    """`DEFAULT_GROWTH` for GPU kinds. It was measured on GPU jobs' host phases; a CPU slot's
+    sampling runs on the host too, which the term leaves as recorded: no growth for CPU slots
+    unless a stored run tells."""
+    return 0.0 if kind == "cpu" else DEFAULT_GROWTH
+
+
+def per_node(slot_rows: list[dict]) -> int:
+    """The most slots of a kind any one node had (rows without a node id: one node)."""
+    nodes = Counter(d.get("node_id") or "" for d in slot_rows)
+    return max(nodes.values(), default=1)
+
+
+def learn_growth(store, rec: Recorded, run_kind: str = "run") -> Growth:
+    """g from the newest other finished run of `run_kind` that had another number of `rec.kind`
+    slots per node and measured at least `MIN_COMMON_JOBS` of the jobs (variant, shape, dtype)
+    `rec` measured itself, on the same device model (`rec.device`): the two runs' summed
+    non-sampling seconds over those jobs, H_rec and H_other, solve
+    H_other / H_rec = (1 + g (n_other − 1)) / (1 + g (n_rec − 1)). A pair where they shrank counts
+    as no growth (g = 0). The default where no run qualifies."""
+    fallback = Growth(default_growth(rec.kind), unit=unit(rec.kind))
+    own = {}
+    for j in rec.jobs:
+        if not j.resumed and j.device == rec.device:
+            own[(j.variant, j.shape, j.dtype)] = j.host_s
+    if len(own) < MIN_COMMON_JOBS:
+        return fallback
+    for other in sorted((r for r in store.runs() if r["id"] != rec.run_id and r["kind"] == run_kind
+                         and r.get("finished_at")), key=lambda r: -r["id"]):
+        summary = (store.run_record(other["id"]) or {}).get("summary") or {}
+        slot_rows = [d for d in summary.get("devices") or [] if d["slot"].split("/")[0] == rec.kind]
+        n_other = per_node(slot_rows)
+        if not slot_rows or n_other == rec.gpus_per_node:
+            continue
+        theirs = {}
+        for r in store.results(columns=("variant", "shape", "dtype", "device", "phases"), run_id=other["id"]):
+            if r["device"] == rec.device and r["phases"] and busy_s(r["phases"]) > 0:
+                theirs[(r["variant"], r["shape"], r["dtype"])] = max(
+                    0.0, busy_s(r["phases"]) - float(r["phases"].get("timing_s") or 0.0))
+        common = own.keys() & theirs.keys()
+        mine_s, other_s = sum(own[k] for k in common), sum(theirs[k] for k in common)
+        if len(common) < MIN_COMMON_JOBS or mine_s <= 0:
+            continue
+        ratio = other_s / mine_s
+        # ratio (1 + g (n_rec − 1)) = 1 + g (n_other − 1). Where the run on more GPUs took less,
+        # no growth; no g fits a growth past (n_other − 1) / (n_rec − 1), where the ratio tends as
+        # g grows (the solution comes out negative): such a pair is not used.
+        grew = (ratio - 1) * (n_other - rec.gpus_per_node) > 0
+        denominator = (n_other - 1) - ratio * (rec.gpus_per_node - 1)
+        g = (ratio - 1) / denominator if grew and denominator else 0.0
+        if grew and g <= 0:
+            continue
+        return Growth(g, other["id"], n_other, len(common), unit(rec.kind))
+    return fallback
 
 
 def summary_resumed(run: dict) -> int:
@@ -166,7 +319,9 @@ def predict(rec: Recorded, nodes: int, gpus_per_node: int) -> Prediction:
         raise PlanError(f"a machine of {nodes} node(s) × {gpus_per_node} GPU(s) cannot run anything")
     slots = nodes * gpus_per_node
     names = rec.variants
-    groups = [[j.busy_s for j in rec.jobs if j.variant == n] for n in names]
+    # Non-sampling time × the concurrency factor: as many GPUs of a node busy at once as it has.
+    factor = rec.growth.factor(gpus_per_node, rec.gpus_per_node)
+    groups = [[j.scaled_s(factor) for j in rec.jobs if j.variant == n] for n in names]
     # Decided as the runner decides (its process cost), replayed with this run's own overhead.
     parts = schedule.split(groups, slots)
     costs = [sum(groups[g][i] for i in p) + rec.call_overhead_s for g, ps in enumerate(parts) for p in ps]
@@ -177,20 +332,20 @@ def predict(rec: Recorded, nodes: int, gpus_per_node: int) -> Prediction:
             # The probe's own run is the reference on one slot of the first node; every other slot
             # of each node re-times it once.
             if s != 0:
-                pinned[s].append(rec.probe.retime_s + rec.call_overhead_s)
+                pinned[s].append(rec.probe.retime_at(factor) + rec.call_overhead_s)
                 retimes += 1
     replayed = schedule.replay(costs, slots, pinned=pinned)
     wall = replayed["wall_s"]
-    retimed = [rec.probe.retime_s] * retimes if rec.probe else []
-    bound = schedule.bound([(f"{j.variant} {j.shape} {j.dtype}", j.busy_s) for j in rec.jobs]
+    retimed = [rec.probe.retime_at(factor)] * retimes if rec.probe else []
+    bound = schedule.bound([(f"{j.variant} {j.shape} {j.dtype}", j.scaled_s(factor)) for j in rec.jobs]
                            + [("peer re-time", s) for s in retimed], slots)
     return Prediction(nodes, gpus_per_node, wall, rec.outside_s + max(wall, rec.other_wall_s), bound, len(costs),
-                      [n for n, ps in zip(names, parts) if len(ps) > 1], retimes)
+                      [n for n, ps in zip(names, parts) if len(ps) > 1], retimes, rec.growth, factor)
 
 
 def measured(store, run_id: int, kind: str) -> dict:
     """What a stored run took on its slots of `kind`: for holding predictions against."""
-    rec = from_store(store, run_id, kind)
+    rec = from_store(store, run_id, kind, learn=False)
     return {"run_id": run_id, "slots": rec.slots, "jobs_wall_s": round(rec.jobs_wall_s, 2),
             "command_s": round(rec.command_s, 2)}
 
