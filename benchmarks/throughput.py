@@ -491,6 +491,8 @@ def scaling(counts: list[int]) -> dict:
     for n in counts:
         others = [str(runs[m]["run_id"]) for m in counts if m != n]
         plans[n] = plan_json(db, runs[n]["run_id"], others)
+        # Independent of the runs it is held against: the growth per GPU not learned from them.
+        plans[f"{n} (default growth)"] = plan_json(db, runs[n]["run_id"], others, default_growth=True)
     out = {"rows": rows, "plans": plans}
     (OUT / "scaling.json").write_text(json.dumps(out, indent=1, default=str))
     keep_runs(runs, "runs.json")
@@ -550,10 +552,12 @@ def keep_runs(runs: dict, name: str) -> None:
     (OUT / name).write_text(json.dumps({f"{n}gpu": condense(r) for n, r in runs.items()}, indent=1, default=str))
 
 
-def plan_json(db: Path, run_id: int, checks: list[str]) -> dict:
-    """`flopwatch plan --json` from one run, held against the others."""
+def plan_json(db: Path, run_id: int, checks: list[str], default_growth: bool = False) -> dict:
+    """`flopwatch plan --json` from one run, held against the others. `default_growth`: with the
+    planner's default concurrency growth, not one learned from the runs it is held against."""
     cmd = [sys.executable, "-m", "pipeline.cli", "plan", "--db", str(db), "--run", str(run_id),
-           "--gpus", "1,2,4,8", "--gpus", "2x8,4x8", "--json", *[a for c in checks for a in ("--check", c)]]
+           "--gpus", "1,2,4,8", "--gpus", "2x8,4x8", "--json", *[a for c in checks for a in ("--check", c)],
+           *(["--default-growth"] if default_growth else [])]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)

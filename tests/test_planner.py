@@ -225,6 +225,12 @@ def test_planning_from_one_gpu_learns_the_growth_from_a_four_gpu_run_and_predict
     text = capsys.readouterr().out
     assert f"+20.0% per extra busy GPU of a node (learned from run {four} (4 GPUs)" in text and "×1.60" in text
     assert "the growth was learned from this run" in text
+    # --default-growth: a check that is independent of the run held against.
+    assert cli.main(["plan", "--db", str(db), "--run", str(one), "--gpus", "4", "--check", str(four), "--json",
+                     "--default-growth"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["growth_source"] == "default" and out["growth_per_gpu"] == planner.DEFAULT_GROWTH
+    assert not out["checks"][0]["growth_learned_from_it"]
 
 
 def test_with_no_run_to_learn_from_the_default_growth_is_used_and_said(tmp_path, capsys):

@@ -26,6 +26,9 @@ def add_arguments(p) -> None:
     p.add_argument("--kind", help="device kind to plan (default: the GPU kind that ran the most work)")
     p.add_argument("--check", type=int, action="append", default=[], metavar="RUN",
                    help="a run measured on another GPU count: its walls beside the prediction for its slots")
+    p.add_argument("--default-growth", action="store_true",
+                   help="take the default growth of a job's non-sampling time per extra busy GPU, not one learned "
+                        "from another stored run (a --check against the run it was learned from is not independent)")
     p.add_argument("--json", action="store_true")
     add_store_options(p)
 
@@ -35,7 +38,7 @@ def main(args) -> int:
         machines = [planner.parse_machine(m) for spec in (args.gpus or [DEFAULT_GPUS]) for m in spec.split(",")
                     if m.strip()]
         with open_store(args) as store:
-            rec = planner.from_store(store, args.run, args.kind)
+            rec = planner.from_store(store, args.run, args.kind, learn=not args.default_growth)
             checks = [planner.measured(store, run, rec.kind) for run in args.check]
     except planner.PlanError as exc:
         raise UsageError(str(exc)) from None
