@@ -4,9 +4,10 @@ With no flopwatch Ray up, `flopwatch run --variant V` of the bundled suite at de
 (`--json`, nvidia-smi every 500 ms beside it), then the same command again (flopwatch's kept
 local Ray and its slots up); then, each on a new local Ray of its own (builds cached now), the
 first command again at default settings, with the head readying no slots
-(FLOPWATCH_HEAD_PREPARE=0), and with Ray's worker prestart for the head's first driver off
-(RAY_prestart_worker_first_driver=0). Prints per command its wall, the jobs' wall, the driver's
-phases and their sum outside the jobs, where the head's start went, what the slots and the
+(FLOPWATCH_HEAD_PREPARE=0), with Ray's worker prestart for the head's first driver on (Ray's
+default; flopwatch turns it off), and with the head started after the command's imports
+(FLOPWATCH_HEAD_AHEAD=0). Prints per command its wall, the jobs' wall, the driver's
+phases and their sum outside the jobs, when its first job began, where the head's start went, what the slots and the
 probe found, and nvidia-smi's mean per GPU. Only the very first command meets a cold page cache.
 
     OUT=/tmp/bench python3 benchmarks/fresh_first.py [--variant cuda_wmma]
@@ -46,8 +47,13 @@ def row(s: dict, label: str) -> dict:
     phases = s["driver"]["phases"]
     outside = sum(v for k, v in phases.items() if k not in ("builds_and_jobs", "paired"))
     util = s["_util"].mean()
+    # When the first job's process began, from the command's start (the path to the first job:
+    # builds included where they were cold).
+    began = [float(r["phases"]["began_at"]) for r in s["results"] if (r.get("phases") or {}).get("began_at")]
+    first_job = round(min(began) - s["started"], 2) if began else None
     out = {"command": label, "exit": s["exit"], "command_wall_s": s["command_wall_s"], "jobs_wall_s": s["jobs_wall_s"],
            "outside_jobs_s": round(outside, 2), "wall_minus_jobs_s": round(s["command_wall_s"] - (s["jobs_wall_s"] or 0), 2),
+           "first_job_at_s": first_job,
            "phases": {k: round(v, 2) for k, v in phases.items()}, "ray": s["ray"], "rebuilt": s["rebuilt"],
            "from_cache": s["from_cache"], "results": len(s["results"]),
            "statuses": sorted({r["status"] for r in s["results"]}), "nvidia_smi_mean_pct": util}
@@ -77,8 +83,10 @@ def main() -> None:
         for name, extra, label in (
                 ("new_ray", {}, "first command on a new local Ray, builds cached"),
                 ("new_ray_no_prepare", {"FLOPWATCH_HEAD_PREPARE": "0"}, "the same, the head readying no slots"),
-                ("new_ray_no_prestart", {"RAY_prestart_worker_first_driver": "0"},
-                 "the same, Ray's worker prestart off")):
+                ("new_ray_prestart", {"RAY_prestart_worker_first_driver": "1"},
+                 "the same, Ray's worker prestart on (Ray's default)"),
+                ("new_ray_not_ahead", {"FLOPWATCH_HEAD_AHEAD": "0"},
+                 "the same, the head started after the command's imports")):
             stop_heads(folders[-1])
             time.sleep(2)
             folder = heads_folder(name)
@@ -88,10 +96,12 @@ def main() -> None:
     finally:
         for folder in folders:
             stop_heads(folder)
-    print(f"\n{'command':<48} {'wall':>7} {'jobs':>7} {'outside':>8}  ray start / probe / head (python, resources, ray.init)")
+    print(f"\n{'command':<52} {'wall':>7} {'jobs':>7} {'outside':>8} {'1st job':>8}  ray start / probe / head "
+          f"(python, resources, ray.init)")
     for r in rows:
         ph, head = r["phases"], r["ray"].get("head", {})
-        print(f"{r['command']:<48} {r['command_wall_s']:>6.1f}s {r['jobs_wall_s'] or 0:>6.1f}s {r['outside_jobs_s']:>7.1f}s"
+        print(f"{r['command']:<52} {r['command_wall_s']:>6.1f}s {r['jobs_wall_s'] or 0:>6.1f}s {r['outside_jobs_s']:>7.1f}s"
+              f" {r['first_job_at_s'] or 0:>7.1f}s"
               f"  {ph.get('ray_start', 0):.1f} / {ph.get('probe', 0):.1f} / "
               f"({head.get('python', 0):.1f}, {head.get('resources', 0):.1f}, {head.get('ray_init', 0):.1f})")
     (OUT / "fresh_first_rows.json").write_text(json.dumps(rows, indent=1, default=str))

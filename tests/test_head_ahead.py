@@ -43,6 +43,7 @@ def test_a_command_that_will_start_the_kept_head_starts_it_ahead(argv, env, expe
     (["run", "--num-gpus", "two"], ON),  # the command's parser says what is wrong
     (["run"], {**ON, "FLOPWATCH_RAY_IDLE_S": "soon"}),
     (["run"], {**ON, "FLOPWATCH_RAY_IDLE_S": "0"}),
+    (["run"], {**ON, "FLOPWATCH_HEAD_AHEAD": "0"}),
 ])
 def test_any_other_command_line_starts_nothing_ahead(argv, env):
     assert head_ahead.wanted(argv, env)[0] is False

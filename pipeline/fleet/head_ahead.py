@@ -13,7 +13,9 @@ Ray as they open; `compare` starts it only for a job it must run), no cluster ad
 (`--ray-address`, FLOPWATCH_RAY_ADDRESS, RAY_ADDRESS), flopwatch's local Ray kept
 (FLOPWATCH_RAY_REUSE not off, no `--no-ray-reuse`), and not asking for help. Anything unusual
 (an option this reading does not know, a setting it cannot read) starts nothing here: the
-command then does as before and reports what is wrong itself.
+command then does as before and reports what is wrong itself. A head started for a command
+that then fails (a wrong option) idles out as any other. FLOPWATCH_HEAD_AHEAD=0 starts nothing
+here (to measure what it saves).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from collections.abc import Mapping, Sequence
 
 # The commands that start or attach to a Ray as they open (`open_session` without defer_ray).
 STARTS_RAY = ("run", "bisect", "nightly")
+AHEAD_VARIABLE = "FLOPWATCH_HEAD_AHEAD"
 ADDRESS_VARIABLES = ("FLOPWATCH_RAY_ADDRESS", "RAY_ADDRESS")  # as `ray_access.resolve_address` reads them
 
 
 def wanted(argv: Sequence[str], env: Mapping[str, str]) -> tuple[bool, int | None, float | None]:
     """(whether to start the head ahead, its --num-gpus, its idle seconds or None for the default)."""
-    if not argv or argv[0] not in STARTS_RAY:
+    if not argv or argv[0] not in STARTS_RAY or env.get(AHEAD_VARIABLE) == "0":
         return False, None, None
     args = list(argv[1:])
     if {"-h", "--help", "--no-ray-reuse"} & set(args):
