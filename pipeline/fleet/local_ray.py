@@ -454,9 +454,10 @@ def prepare_slots(resources: dict) -> list:
     the first kind. Returns the calls in flight (a failing probe is left for the driver's own
     call to report)."""
     pool = slots.SlotPool(resources, persistent=True)
+    kinds = [k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1]
     calls = []
-    for n, kind in enumerate(k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1):
-        for i, slot in enumerate(pool._kept_slots(kind)):
+    for n, (kind, made) in enumerate(pool.kept_slots(kinds).items()):
+        for i, slot in enumerate(made):
             calls.append(slot.actor.prepare.remote(probe=i == 0, toolchains=n == 0 and i == 0))
     return calls
 
