@@ -196,12 +196,16 @@ def _where(report: dict) -> set:
 def test_a_driver_by_address_finds_the_slots_an_earlier_one_kept_and_probes_nothing(token_cluster, suite, tmp_path):
     """Kept slots on a joined cluster: the second driver finds the worker's CPU slot with its
     probes answered, and measures where and as the first did; a driver of another flopwatch
-    version does not use it (it stops it, and probes a slot of its own)."""
+    version does not use it (it stops it, and probes a slot of its own). Each driver asks each
+    slot once: its start, device identity and toolchains in one call."""
     env, address = dict(token_cluster.env), ("--ray-address", token_cluster.address)
     _, first = _run(env, suite, tmp_path / "a.db", *address)
     _, second = _run(env, suite, tmp_path / "b.db", *address)
-    kept = {k: second["ray"]["slots"].get(k) for k in ("slots", "found", "nodes", "probed", "stopped")}
-    assert kept == {"slots": 1, "found": 1, "nodes": 1, "probed": 0, "stopped": 0}, second["ray"]
+    keys = ("slots", "found", "nodes", "probed", "stopped", "calls")
+    kept = {k: second["ray"]["slots"].get(k) for k in keys}
+    assert kept == {"slots": 1, "found": 1, "nodes": 1, "probed": 0, "stopped": 0, "calls": 1}, second["ray"]
+    assert first["ray"]["slots"]["calls"] == first["ray"]["slots"]["slots"] == 1, first["ray"]
+    assert {"lookup_s", "answer_s"} <= set(second["ray"]["slots"]), second["ray"]
     assert slots.kept_line(second["ray"]["slots"]) == "slots: 1 found on 1 node, 0 probed"
     assert _where(second) == _where(first) and len(_where(first)) == 4
     assert {w[3] for w in _where(first)} == {token_cluster.worker_node_id}
@@ -297,6 +301,7 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         # It was started before the command's own imports (`pipeline.fleet.head_ahead`).
         assert report1["ray"]["head"]["ahead"] is True
         assert report1["ray"]["slots"]["prepared"] == 1 and report1["ray"]["slots"]["probed"] == 0
+        assert report1["ray"]["slots"]["calls"] == 1  # one call to the one slot: start, identity, toolchains
 
         # Hold the head as an attached command does (a shared lock on its in-use file) while the
         # next command starts: a slow start on a loaded machine must not let it idle out between.

@@ -1,7 +1,7 @@
-"""Device slots: the dispatcher (pure, with stand-in actors) and a real 3-node Ray cluster with
-fake device resources: jobs spread over every slot of every node, longest expected first, the
-peer check runs on every slot of a node that has several, and Ray's per-GPU
-CUDA_VISIBLE_DEVICES reaches the children the slot's warm runner forks."""
+"""Device slots: the dispatcher and a kept pool's probe, one call per slot (pure, with stand-in
+actors), and a real 3-node Ray cluster with fake device resources: jobs spread over every slot
+of every node, longest expected first, the peer check runs on every slot of a node that has
+several, and Ray's per-GPU CUDA_VISIBLE_DEVICES reaches the children the slot's warm runner forks."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pipeline.run.runflow import RunOptions, Session, run_commit
 from pipeline.store import Store
 
 _refs = itertools.count()
+_sent: dict = {}  # ref -> (actor, method, args): what a stand-in view answers
 
 
 class _Method:
@@ -28,12 +29,13 @@ class _Method:
     def remote(self, *args):
         ref = f"ref{next(_refs)}"
         self.actor.calls.append((self.name, args))
+        _sent[ref] = (self.actor, self.name, args)
         return ref
 
 
 class _FakeActor:
     def __init__(self, kind, name, warm):
-        self.name, self.calls = name, []
+        self.kind, self.name, self.calls = kind, name, []
 
     def __getattr__(self, method):
         return _Method(self, method)
@@ -56,6 +58,32 @@ class _FakeView:
 
     def kill(self, actor):
         self.killed.append(actor.name)
+
+
+class _KeptSlots(_FakeView):
+    """Answers the pool's describe calls as kept slots found with their probes in memory do
+    (`DeviceSlot.describe`); the device probe of a kind in `failing` fails."""
+
+    def __init__(self, failing=()):
+        super().__init__({"node-a": True})
+        self.failing = failing
+
+    def results(self, refs, timeout):
+        return [self._describe(*_sent[ref]) for ref in refs]
+
+    def _describe(self, actor, method, args):
+        assert method == "describe"
+        # describe(prewarm, name, identity, toolchains), its defaults where not given
+        _, name, identity, toolchains = (*args, *(True, None, False, False)[len(args):])
+        answer = {"name": name or actor.name, "kind": actor.kind, "node_id": "node-a", "visible": {},
+                  "commands": 2, "probes": 2, "probed": 0, "prepared": False, "toolchain_source": "cache"}
+        if identity and actor.kind in self.failing:
+            answer["identity_error"] = f"device probe on {actor.name} failed (1): no device"
+        elif identity:
+            answer["identity"] = {"model": f"a {actor.kind}", "slot": actor.name}
+        if toolchains:
+            answer["toolchains"] = {"cpp": {"version": "c++ 1.0"}}
+        return answer
 
 
 def _on(pool, slot):
@@ -205,6 +233,54 @@ def test_a_gpu_slot_holds_the_next_job_while_one_runs_and_a_cpu_slot_one_job():
     pool.overlap = False  # a command that profiles: one call per GPU slot
     assert pool.depth("cuda") == 1 and pool.depth("cpu") == 1
     assert slots.overlap_wanted({slots.OVERLAP_ENV: "0"}) is False and slots.overlap_wanted({}) is True
+
+
+def test_a_kept_pools_probe_is_one_call_per_slot_and_its_summary_asks_nothing_more():
+    """Two kinds, the identity of each and the toolchains wanted: each slot's describe call
+    carries what is wanted of it, and the summary is made of those answers."""
+    pool = slots.SlotPool({"flopwatch_cpu": 1, "flopwatch_cuda": 2, "GPU": 2}, make_actor=_FakeActor,
+                          persistent=True, view=_KeptSlots())
+    assert pool.toolchains_from_slot() and pool.toolchain_kind() == "cpu"
+    pool.start(["cpu", "cuda"], identify=["cpu", "cuda"], toolchains=True)
+    assert pool.identity("cpu") == {"model": "a cpu", "slot": "cpu/0"}
+    assert pool.identity("cuda") == {"model": "a cuda", "slot": "cuda/0"}
+    assert pool.toolchains() == {"cpp": {"version": "c++ 1.0"}}
+    summary = pool.kept_summary()
+    made = pool.slots_of("cpu") + pool.slots_of("cuda")
+    # (prewarm, name, identity, toolchains): each kind's first slot its identity, the CPU one the toolchains
+    assert [(s.name, s.actor.calls) for s in made] == [
+        ("cpu/0", [("describe", (True, "cpu/0", True, True))]),
+        ("cuda/0", [("describe", (True, "cuda/0", True, False))]),
+        ("cuda/1", [("describe", (True, "cuda/1", False, False))])]
+    assert summary["calls"] == summary["slots"] == 3 and summary["probed"] == 0
+    assert summary["toolchains"] == "cache" and summary["answer_s"] >= 0
+
+
+def test_a_failing_device_probe_is_raised_where_its_identity_is_needed():
+    """The slot returns its probe's failure with its description; the driver raises it, with the
+    slot's own text, when it asks for that identity. A kind started without its identity is
+    asked for it with one more call."""
+    pool = slots.SlotPool({"flopwatch_cpu": 1, "flopwatch_cuda": 1, "GPU": 1}, make_actor=_FakeActor,
+                          persistent=True, view=_KeptSlots(failing={"cuda"}))
+    pool.start(["cpu", "cuda"], identify=["cuda"], toolchains=True)
+    with pytest.raises(RuntimeError, match=r"^device probe on cuda/0 failed \(1\): no device$"):
+        pool.identity("cuda")
+    (cpu,) = pool.slots_of("cpu")
+    assert pool.identity("cpu")["slot"] == "cpu/0"
+    assert cpu.actor.calls == [("describe", (True, "cpu/0", False, True)),
+                               ("describe", (False, None, True, False))]
+    assert pool.kept_summary()["calls"] == 3
+
+    # The slot's side: the failure comes back as an answer, beside the toolchains, not raised.
+    slot = slots.DeviceSlot("cuda", "cuda/0", warm=False)
+
+    def no_device():
+        raise RuntimeError("device probe on cuda/0 failed (1): no device")
+
+    slot._probe, slot.toolchains = no_device, lambda: {"cpp": {}}
+    assert slot._answers(identity=True, toolchains=True) == {
+        "identity_error": "device probe on cuda/0 failed (1): no device", "toolchains": {"cpp": {}}}
+    assert slot.probes == 1 and slot._answers(identity=False, toolchains=False) == {}
 
 
 @pytest.fixture(scope="module")

@@ -214,7 +214,8 @@ def wait_probe(ref, timeout: float = 120) -> dict:
 
 
 def probe_device(info: ClusterInfo, kind: str, timeout: float = 300) -> dict:
-    """Identity of the first device of `kind`, asked by its slot (which holds the device)."""
+    """Identity of the first device of `kind`, asked by its slot (which holds the device). A
+    run's probe has it from the slot's start instead (`SlotPool.identity`), without this call."""
     pool = slots.pool(info.resources, persistent=info.kept)
     slot = pool.slots_of(kind)[0]
     return _answer(slot.actor.probe.remote(), timeout, f"the device probe of slot {slot.name}")

@@ -531,9 +531,10 @@ def prepare_slots(resources: dict) -> list:
     from pipeline.fleet import slots
 
     pool = slots.SlotPool(resources, persistent=True)
+    kinds = [k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1]
     calls = []
-    for n, kind in enumerate(k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1):
-        for i, slot in enumerate(pool._kept_slots(kind)):
+    for n, (kind, made) in enumerate(pool.kept_slots(kinds).items()):
+        for i, slot in enumerate(made):
             calls.append(slot.actor.prepare.remote(probe=i == 0, toolchains=n == 0 and i == 0))
     return calls
 

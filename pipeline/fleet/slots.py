@@ -25,6 +25,14 @@ is never reused. Such a slot is stopped by the next driver that finds it: it hol
 device's resource for ever, and left alone it would keep this driver's slot of that device
 from ever starting. Only one flopwatch version drives a cluster at a time (CI installs the
 default branch's driver), so what is stopped is an earlier version's.
+
+A driver's probe of such a cluster is one read of its nodes, one lookup by name per slot, and
+one call per slot, all sent at once (`SlotPool.start`): the call that finds where the slot is
+also carries the device's identity (the first slot of each kind that has work) and the node's
+toolchains (one slot), answered from memory by a slot found kept, and what the run says it
+found and probed (`kept_summary`) is made from those answers. Asked apart, kind after kind,
+with a second round of calls for the summary, a second driver's probe took 0.63 s on a 4-GPU
+node with every answer in memory.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.fleet.code_key import code_digest
+from pipeline.fleet.ray_access import ClusterError
 from workers.core.process_age import process_age_s
 from workers.core.records import BuildResult, Job, Variant
 from workers.isolation import affinity
@@ -130,6 +139,7 @@ class DeviceSlot:
         self.prepared = False  # readied by `prepare` before any driver asked for it
         self.commands = 0  # drivers that asked for this slot (more than one: a kept slot was found)
         self.probes = 0  # device and toolchain probes this slot has run (a driver counts what it caused)
+        self._counting = threading.Lock()  # the two probes of one `describe` run side by side
         self.toolchain_source = ""  # where its last toolchain answer came from: "cache" or "probed"
         # When this slot's start-up steps ended (epoch seconds; `timeline`): where a first
         # command's wait for its slots goes, step by step.
@@ -155,21 +165,56 @@ class DeviceSlot:
             self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
         return self.zygote
 
-    def describe(self, prewarm: bool = True, name: str | None = None) -> dict:
+    def describe(self, prewarm: bool = True, name: str | None = None, identity: bool = False,
+                 toolchains: bool = False) -> dict:
         """Where this slot is and what its processes see (the test of the visible-devices path).
         Starts the zygote, so that its imports overlap the builds instead of the first job.
-        `name`: this driver's name of the slot (a kept slot found again may have had another)."""
+        `name`: this driver's name of the slot (a kept slot found again may have had another).
+        `identity`, `toolchains`: also answer the device's identity (`probe`) and the node's
+        toolchains (`toolchains`), from memory where already asked: a driver's whole probe is
+        then one call per slot (`SlotPool.start`). "probed" counts the probes this call ran."""
         if name:
             self.name = name
         if prewarm:
             self.commands += 1
-            with self._preparing:
+        # A slot the head is readying (`prepare`): wait for it, so its probes are the head's, not this call's.
+        with self._preparing if prewarm else contextlib.nullcontext():
+            if prewarm:
                 self._warm()
+            before = self.probes
+            answers = self._answers(identity, toolchains)
         return {"name": self.name, "kind": self.kind, "node_id": ray.get_runtime_context().get_node_id(),
                 "visible": visible_devices(dict(os.environ)), "pid": os.getpid(),
                 "zygote_starts": self.zygote.started if self.zygote else 0, "commands": self.commands,
-                "probes": self.probes, "prepared": self.prepared, "toolchain_source": self.toolchain_source,
-                "marks": dict(self.marks)}
+                "probes": self.probes, "probed": self.probes - before, "prepared": self.prepared,
+                "toolchain_source": self.toolchain_source, "marks": dict(self.marks), **answers}
+
+    def _answers(self, identity: bool, toolchains: bool) -> dict:
+        """The toolchains and the identity asked of `describe`, side by side (the toolchain probe
+        runs the node's compilers, the device probe a child of the runner). A failure comes back
+        as "<what>_error", its text as the driver would have read it: raised here, it would
+        lose the slot's description with it and reach the driver as Ray's task error."""
+        asks = [(key, what, ask) for key, what, ask, wanted in
+                (("toolchains", "toolchain probe", self.toolchains, toolchains),
+                 ("identity", "device probe", self.probe, identity)) if wanted]
+        answers: dict = {}
+
+        def answer(key: str, what: str, ask) -> None:
+            try:
+                answers[key] = ask()
+            except Exception as exc:  # noqa: BLE001 (returned to the driver, which raises it)
+                answers[f"{key}_error"] = str(exc) if isinstance(exc, RuntimeError) else \
+                    f"{what} on {self.name} failed: {type(exc).__name__}: {exc}"
+
+        beside = [threading.Thread(target=answer, args=ask, name="flopwatch-probe", daemon=True)
+                  for ask in asks[1:]]
+        for thread in beside:
+            thread.start()
+        if asks:
+            answer(*asks[0])
+        for thread in beside:
+            thread.join()
+        return answers
 
     def _warm(self) -> None:
         """`import torch` here (the runner's dtype sizes: not on the first job's clock; no device
@@ -233,7 +278,8 @@ class DeviceSlot:
         if self._toolchains is None or self._toolchains[0] != mark:
             found, how = build.cached_toolchains()
             self.toolchain_source = how["source"]
-            self.probes += how["source"] == "probed"
+            with self._counting:
+                self.probes += how["source"] == "probed"
             self._toolchains = (mark, found)
             self.marks.setdefault("toolchains", time.time())
         return self._toolchains[1]
@@ -243,7 +289,8 @@ class DeviceSlot:
         the actor itself never creates a GPU context (it would hold device memory for the slot's
         whole life), and a fresh interpreter would pay `import torch` again."""
         if self._identity is None:
-            self.probes += 1
+            with self._counting:
+                self.probes += 1
             self._identity = self._probe()
             self.marks.setdefault("probe", time.time())
         return self._identity
@@ -357,7 +404,14 @@ class Slot:
     busy_until: float = 0.0
     found: bool = False  # a kept slot an earlier driver started
     prepared: bool = False  # a kept slot flopwatch's local Ray readied as it started, first asked by this driver
-    probes: int = 0  # its probes when this driver found it
+    probed: bool = False  # a device or toolchain probe ran on it for this driver
+    toolchain_source: str = ""  # where its node's toolchains came from, as its last answer said
+    # What its describe calls answered of the probes: "identity", "toolchains", or "<that>_error".
+    answers: dict = field(default_factory=dict)
+    marks: dict = field(default_factory=dict)  # when its start-up steps ended (`DeviceSlot.marks`), epoch seconds
+
+
+ANSWERS = ("identity", "identity_error", "toolchains", "toolchains_error")
 
 
 @dataclass
@@ -408,6 +462,12 @@ class SlotPool:
         self.persistent = persistent
         self.stopped_stale = 0  # kept slots of another flopwatch or token that this driver stopped
         self._stale_checked = False
+        # What starting and probing the slots cost (`kept_summary`): the calls made to them (one
+        # per slot: its describe call carries the probes, `start`), the seconds spent finding or
+        # creating the kept slots by name, and those the driver waited for the slots' answers.
+        self.calls = 0
+        self.lookup_s = 0.0
+        self.answer_s = 0.0
         self._make_actor = make_actor or self._ray_actor
         self.slots: dict[str, list[Slot]] = {}
         self._starting: dict[str, tuple] = {}  # kind -> (slots, their describe calls, kept): `start`
@@ -428,12 +488,22 @@ class SlotPool:
     def _ray_actor(self, kind: str, name: str, warm: bool):
         return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
 
-    def _kept_slots(self, kind: str) -> list[Slot]:
-        """The kept slots of `kind`, node by node: found where an earlier driver of this key
-        left them, else started there (pinned to the node, so that the name tells where it is)."""
-        self._stop_stale()
+    def kept_slots(self, kinds) -> dict[str, list[Slot]]:
+        """{kind: its kept slots} (`_kept_slots`), the cluster's nodes read once for all the
+        kinds, after the stale slots are stopped (once per pool)."""
+        began = time.perf_counter()
+        nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: n["NodeID"])
+        self._stop_stale(nodes)
+        made = {kind: self._kept_slots(kind, nodes) for kind in kinds}
+        self.lookup_s += time.perf_counter() - began
+        return made
+
+    def _kept_slots(self, kind: str, nodes: list[dict]) -> list[Slot]:
+        """The kept slots of `kind` on these live nodes, node by node: found where an earlier
+        driver of this key left them, else started there (pinned to the node, so that the name
+        tells where it is). Each is a lookup by name in the cluster's control store."""
         key, made = kept_key(), []
-        for node in sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: n["NodeID"]):
+        for node in nodes:
             for i in range(slot_count(node.get("Resources", {}), kind)):
                 name = f"{kind}/{len(made)}"
                 here = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
@@ -443,13 +513,13 @@ class SlotPool:
                 made.append(Slot(kind, name, actor))
         return made
 
-    def _stop_stale(self) -> None:
-        """Stop the kept slots of another key, or of a node that is gone (once per pool)."""
+    def _stop_stale(self, nodes: list[dict]) -> None:
+        """Stop the kept slots of another key, or of a node not among the live `nodes` (once per pool)."""
         if self._stale_checked:
             return
         self._stale_checked = True
         ours = f"{KEPT_PREFIX}{kept_key()}-"
-        alive = {n["NodeID"][:NODE_CHARS] for n in ray.nodes() if n.get("Alive")}
+        alive = {n["NodeID"][:NODE_CHARS] for n in nodes}
         for name in ray.util.list_named_actors():  # this driver's namespace, flopwatch's
             if not name.startswith(KEPT_PREFIX) or (name.startswith(ours) and
                                                      name[len(ours):len(ours) + NODE_CHARS] in alive):
@@ -460,23 +530,46 @@ class SlotPool:
             except ValueError:  # gone meanwhile
                 pass
 
-    def start(self, kinds) -> None:
+    def start(self, kinds, identify=(), toolchains: bool = False) -> None:
         """Start the slots of these kinds at once without waiting for them (`slots_of` waits):
         asked one kind after the other, a node's CPU slot and then its GPU slots each paid a
-        worker's start, `import torch` and a zygote in turn (issue 39)."""
-        for kind in kinds:
-            if kind in self.slots or kind in self._starting:
-                continue
-            kept = self.persistent and self._make_actor == self._ray_actor
-            if kept:
-                made = self._kept_slots(kind)
-            else:
-                made = [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm))
-                        for i in range(slot_count(self.resources, kind))]
-            # Asking also starts the actors; each on its node with its devices.
-            refs = [s.actor.describe.remote(True, s.name) for s in made] \
-                if made and self._make_actor == self._ray_actor else []
-            self._starting[kind] = (made, refs, kept)
+        worker's start, `import torch` and a zygote in turn (issue 39).
+
+        Each slot gets one call, which also carries what the driver needs of it: the device's
+        identity from the first slot of each kind in `identify`, the node's toolchains from
+        the first slot of `toolchain_kind` when `toolchains` (`identity`, `toolchains` read
+        the answers). Asked apart, kind after kind, they were round trips a kept cluster's
+        driver paid on every command (module docstring, "Kept slots")."""
+        new = [k for k in dict.fromkeys(kinds) if k not in self.slots and k not in self._starting]
+        if not new:
+            return
+        real = self._make_actor == self._ray_actor
+        if self.persistent and real:
+            made = self.kept_slots(new)
+        else:
+            made = {kind: [Slot(kind, f"{kind}/{i}", self._make_actor(kind, f"{kind}/{i}", self.warm))
+                           for i in range(slot_count(self.resources, kind))] for kind in new}
+        # Asking also starts the actors; each on its node with its devices. Stand-in actors (a
+        # replay's, a test's) are asked only when a probe is wanted of them.
+        ask = real or bool(identify) or toolchains
+        for kind in new:
+            refs = [self._describe(s, True, s.name, kind in identify and i == 0,
+                                   toolchains and kind == self.toolchain_kind() and i == 0)
+                    for i, s in enumerate(made[kind])] if ask else []
+            self._starting[kind] = (made[kind], refs, self.persistent and real)
+
+    def _describe(self, slot: Slot, *args):
+        """A describe call to `slot` (`DeviceSlot.describe`), counted in `calls`."""
+        self.calls += 1
+        return slot.actor.describe.remote(*args)
+
+    def _answered(self, refs: list, timeout: float) -> list[dict]:
+        """The answers of describe calls; the wait is counted in `answer_s`."""
+        began = time.perf_counter()
+        try:
+            return self.view.results(refs, timeout)
+        finally:
+            self.answer_s += time.perf_counter() - began
 
     def slots_of(self, kind: str) -> list[Slot]:
         if kind not in self.slots:
@@ -484,17 +577,43 @@ class SlotPool:
             made, refs, kept = self._starting.pop(kind)
             if refs:
                 try:
-                    described = ray.get(refs, timeout=600)
+                    described = self._answered(refs, 600)
                 except ray.exceptions.GetTimeoutError:
                     raise RuntimeError(f"the {len(made)} {kind} device slot(s) of the cluster did not all start in "
                                        f"600 s (resources {self.resources})") from None
                 for slot, d in zip(made, described):
                     slot.node_id, slot.visible = d["node_id"], d["visible"]
-                    slot.found, slot.probes = kept and d["commands"] > 1, d["probes"]
+                    slot.found = kept and d["commands"] > 1
                     slot.prepared = kept and d.get("prepared", False) and d["commands"] == 1
+                    _take(slot, d)
             self.slots[kind] = made
             self.queues[kind] = []
         return self.slots[kind]
+
+    def identity(self, kind: str) -> dict:
+        """The identity of the first device of `kind` (what `DeviceSlot.probe` returns), as its
+        slot answered it in `start`, else asked of it now. Its probe's failure is raised here,
+        where the identity is needed ("device probe on ... failed (...): ...")."""
+        return self._answer(self.slots_of(kind)[0], "identity", "device probe", 300)
+
+    def toolchains(self) -> dict:
+        """The toolchains of the node of the first slot of `toolchain_kind` (a kept slot answers
+        from memory between commands), as it answered them in `start`, else asked of it now."""
+        return self._answer(self.slots_of(self.toolchain_kind())[0], "toolchains", "toolchain probe", 120)
+
+    def _answer(self, slot: Slot, key: str, what: str, timeout: float) -> dict:
+        if key not in slot.answers and f"{key}_error" not in slot.answers:  # not asked when it started
+            ref = self._describe(slot, False, None, key == "identity", key == "toolchains")
+            try:
+                (d,) = self._answered([ref], timeout)
+            except ray.exceptions.GetTimeoutError:
+                raise ClusterError(f"the {what} of slot {slot.name} did not answer in {timeout:g} s (the "
+                                   f"node may be overloaded or its worker stuck: `flopwatch doctor` shows "
+                                   f"the cluster)") from None
+            _take(slot, d)
+        if f"{key}_error" in slot.answers:
+            raise RuntimeError(slot.answers[f"{key}_error"])
+        return slot.answers[key]
 
     def submit(self, kind: str, method: str, args: tuple, tag, slot: Slot | None = None,
                cost_s: float = 0.0, work: float = 0.0, first: bool = False) -> None:
@@ -678,30 +797,32 @@ class SlotPool:
         """The kind of the slot a kept cluster's toolchain probe is asked of: CPU, else a GPU."""
         return next((k for k in ("cpu", "cuda", "rocm") if slot_count(self.resources, k) >= 1), None)
 
-    def toolchains_ref(self):
-        """The toolchain probe, from a kept slot (a CPU slot, else a GPU one: it answers from
-        memory between commands), else None (the caller runs the probe task)."""
-        kind = self.toolchain_kind()
-        if not self.persistent or kind is None:
-            return None
-        return self.slots_of(kind)[0].actor.toolchains.remote()
+    def toolchains_from_slot(self) -> bool:
+        """Whether a slot answers the toolchain probe (`toolchains`): a kept one (a CPU slot, else
+        a GPU one: it answers from memory between commands); if not, the caller runs the probe task."""
+        return self.persistent and self.toolchain_kind() is not None
 
     def kept_summary(self) -> dict:
         """What this driver found of the kept slots and what it had probed: {"slots", "found",
         "nodes" (those found on), "probed" (slots whose probe ran for this driver), "stopped"
-        (stale slots stopped)}. Asks each slot once more (a call answered from memory)."""
+        (stale slots stopped), "calls" (made to the slots to start and probe them), "lookup_s"
+        (finding them by name), "answer_s" (waiting for their answers)}. From the slots' own
+        answers to this driver's calls: it asks nothing more."""
         made = [s for kind in self.slots.values() for s in kind]
         if not made:
             return {}
-        now = ray.get([s.actor.describe.remote(False) for s in made], timeout=120)
-        probed = sum(d["probes"] > s.probes for s, d in zip(made, now))
         summary = {"slots": len(made), "found": sum(s.found for s in made),
-                   "nodes": len({s.node_id for s in made if s.found}), "probed": probed, "stopped": self.stopped_stale}
+                   "nodes": len({s.node_id for s in made if s.found}), "probed": sum(s.probed for s in made),
+                   "stopped": self.stopped_stale, "calls": self.calls, "lookup_s": round(self.lookup_s, 3),
+                   "answer_s": round(self.answer_s, 3)}
         if any(s.prepared for s in made):
             summary["prepared"] = sum(s.prepared for s in made)
-        sources = sorted({d.get("toolchain_source") for d in now if d.get("toolchain_source")})
+        sources = sorted({s.toolchain_source for s in made if s.toolchain_source})
         if sources:
             summary["toolchains"] = "/".join(sources)
+        marks = {s.name: s.marks for s in made if s.marks}
+        if marks:
+            summary["marks"] = marks
         return summary
 
 
@@ -761,8 +882,23 @@ def kept_line(summary: dict) -> str:
     return line
 
 
+def _take(slot: Slot, described: dict) -> None:
+    """What a slot's describe answer says of its probes: their answers, whether one ran for
+    this driver, where its toolchains came from."""
+    slot.probed = slot.probed or described.get("probed", 0) > 0
+    slot.toolchain_source = described.get("toolchain_source", "")
+    slot.marks = described.get("marks") or slot.marks
+    slot.answers.update({key: described[key] for key in ANSWERS if key in described})
+
+
 class RayView:
-    """What the pool asks Ray about its slots' health (a stand-in replaces it in unit tests)."""
+    """What the pool asks Ray about its slots: their answers and health (a stand-in replaces
+    it in unit tests)."""
+
+    @staticmethod
+    def results(refs: list, timeout: float) -> list:
+        """The values of these calls, in order (Ray's GetTimeoutError past `timeout`)."""
+        return ray.get(refs, timeout=timeout)
 
     @staticmethod
     def call_failed(ref) -> bool:

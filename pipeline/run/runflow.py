@@ -143,9 +143,18 @@ class Session:
         probed = {"probe": self.probe_notes} if self.probe_notes else {}
         if info is None:
             return {"mode": "not started", **probed}
-        kept = {"slots": self.kept} if self.kept else {}
+        kept = {"slots": self._with_timeline(self.kept)} if self.kept else {}
         head = {"head": info.head} if info.head else {}
         return {"mode": info.mode, "connect_s": round(info.connect_s, 3), **head, **kept, **probed}
+
+    def _with_timeline(self, kept: dict) -> dict:
+        """The kept slots' summary with each slot's start-up marks as seconds into this command
+        (when its process started, its runner's imports ended, its probes answered)."""
+        if not kept.get("marks"):
+            return kept
+        timeline = {name: {step: self.clock.since_start(at) for step, at in sorted(marks.items(), key=lambda m: m[1])}
+                    for name, marks in kept["marks"].items()}
+        return {**{k: v for k, v in kept.items() if k != "marks"}, "timeline": timeline}
 
     def slots_line(self) -> str:
         """The phase line of the slots kept on the cluster ("slots: 1 found on 1 node, 0 probed"), or ""."""
@@ -167,8 +176,9 @@ class Session:
 
     def probe(self, kinds: set[str] | None = None) -> None:
         """Toolchains, and the identity of each device kind that has work (`kinds`; all if None).
-        The toolchain probe (a task on a build node) runs while the device slots start; before
-        a deferred Ray is started, both are asked on this machine."""
+        Both are answered by the device slots as they start (`SlotPool.start`), the toolchains
+        by a task on a build node where no kept slot answers them; before a deferred Ray is
+        started, both are asked on this machine."""
         wanted = [k for k in ("cpu", "cuda", "rocm")
                   if (kinds is None or k in kinds) and k not in self.devices and self.has_kind(k)]
         with self.clock.phase("probe"):
@@ -185,16 +195,20 @@ class Session:
                     return
             pool = self.slots
             # Every kind's slots start together (and the one asked for the toolchains), not one
-            # kind after the other.
-            pool.start([k for k in ("cpu", "cuda", "rocm")
-                        if k in wanted or (not self.toolchains and k == pool.toolchain_kind())])
-            pending = (pool.toolchains_ref() or cluster.probe_toolchains_async()) if not self.toolchains else None
+            # kind after the other, each with one call that also carries the probes wanted of it:
+            # the identity from each kind's first slot, the toolchains from a kept slot, else a task.
+            tools = not self.toolchains
+            from_slot = tools and pool.toolchains_from_slot()
+            starting = [k for k in ("cpu", "cuda", "rocm")
+                        if k in wanted or (tools and k == pool.toolchain_kind())]
+            pool.start(starting, identify=wanted, toolchains=from_slot)
+            pending = cluster.probe_toolchains_async() if tools and not from_slot else None
             for kind in wanted:
-                self.devices[kind] = cluster.probe_device(self.cluster_info, kind)
-            if pending is not None:
-                self.toolchains = cluster.wait_probe(pending)
-            if wanted or pending is not None:
-                self.kept = self.slots.kept_summary()
+                self.devices[kind] = pool.identity(kind)
+            if tools:
+                self.toolchains = pool.toolchains() if from_slot else cluster.wait_probe(pending)
+            if wanted or tools:
+                self.kept = pool.kept_summary()
 
 
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
