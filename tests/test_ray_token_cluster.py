@@ -300,7 +300,12 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join"}
         # It was started before the command's own imports (`pipeline.fleet.head_ahead`).
         assert report1["ray"]["head"]["ahead"] is True
-        assert report1["ray"]["slots"]["prepared"] == 1 and report1["ray"]["slots"]["probed"] == 0
+        # The slot's start-up, step by step, in seconds into the command: its process began
+        # after the command did, its runner's imports before its probes answered.
+        steps = report1["ray"]["slots"]["timeline"]["cpu/0"]
+        assert 0 < steps["process"] <= steps["actor"] <= steps["runner_ready"] <= steps["probe"], steps
+        assert steps["runner_spawned"] <= steps["runner_torch"] <= steps["runner_ready"], steps
+        assert report1["ray"]["slots"].get("prepared") == 1 and report1["ray"]["slots"]["probed"] == 0, report1["ray"]
         assert report1["ray"]["slots"]["calls"] == 1  # one call to the one slot: start, identity, toolchains
 
         # Hold the head as an attached command does (a shared lock on its in-use file) while the

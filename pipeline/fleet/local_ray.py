@@ -533,7 +533,7 @@ def prepare_slots(resources: dict) -> list:
     pool = slots.SlotPool(resources, persistent=True)
     kinds = [k for k in ("cpu", "cuda", "rocm") if slots.slot_count(resources, k) >= 1]
     calls = []
-    for n, (kind, made) in enumerate(pool.kept_slots(kinds).items()):
+    for n, (kind, made) in enumerate(pool.kept_slots(kinds, readying=True).items()):
         for i, slot in enumerate(made):
             calls.append(slot.actor.prepare.remote(probe=i == 0, toolchains=n == 0 and i == 0))
     return calls

@@ -123,8 +123,13 @@ def pinned_threads(threads: int, cpus: frozenset[int] | None) -> int:
 class DeviceSlot:
     """Ray actor body: one device, one zygote, one job at a time."""
 
-    def __init__(self, kind: str, name: str, warm: bool = True):
+    def __init__(self, kind: str, name: str, warm: bool = True, readying: bool = False):
+        """`readying`: started by flopwatch's local Ray, which calls `prepare` next; a driver's
+        first `describe` waits for that call, whichever of the two reaches the actor first."""
         self.kind, self.name, self.warm = kind, name, warm
+        self._readied = threading.Event()
+        if not readying:
+            self._readied.set()
         self.zygote = None
         self._share: int | None = None  # host threads per GPU job on this node, asked once
         self._cpus: tuple | None = None  # (the CPUs its processes are pinned to, or None), found once
@@ -178,6 +183,8 @@ class DeviceSlot:
         if prewarm:
             self.commands += 1
         # A slot the head is readying (`prepare`): wait for it, so its probes are the head's, not this call's.
+        if prewarm:
+            self._readied.wait(READYING_WAIT_S)
         with self._preparing if prewarm else contextlib.nullcontext():
             if prewarm:
                 self._warm()
@@ -248,15 +255,14 @@ class DeviceSlot:
         flopwatch's local Ray as it starts (`pipeline.fleet.local_ray.serve`), beside the first
         command's own start; not counted as a command. A failing probe is left for the
         driver's own call to report."""
-        with self._preparing:
-            self.prepared = True
-            self._warm()
-            for wanted, ask in ((toolchains, self.toolchains), (probe, self.probe)):
-                if wanted:
-                    try:
-                        ask()
-                    except Exception:  # the driver's probe asks again and says what fails
-                        pass
+        try:
+            with self._preparing:
+                self.prepared = True
+                self._warm()
+                # Side by side; a failure is left for the driver's own call to report.
+                self._answers(probe, toolchains)
+        finally:
+            self._readied.set()
         return self.describe(False)
 
     def child_env_probe(self) -> dict:
@@ -367,6 +373,10 @@ class DeviceSlot:
         if self.zygote is not None:
             self.zygote.close()
 
+
+# How long a driver's first call waits for the head's `prepare` of a slot it started (the
+# driver's own wait for its slots is as long: 600 s).
+READYING_WAIT_S = 600.0
 
 # Two calls at a time: a GPU slot's runner holds the next job while one runs (`SlotPool.depth`).
 _Actor = ray.remote(max_restarts=-1, max_task_retries=0, max_concurrency=2)(DeviceSlot)
@@ -488,17 +498,18 @@ class SlotPool:
     def _ray_actor(self, kind: str, name: str, warm: bool):
         return _Actor.options(**slot_options(kind), name=None).remote(kind, name, warm)
 
-    def kept_slots(self, kinds) -> dict[str, list[Slot]]:
+    def kept_slots(self, kinds, readying: bool = False) -> dict[str, list[Slot]]:
         """{kind: its kept slots} (`_kept_slots`), the cluster's nodes read once for all the
-        kinds, after the stale slots are stopped (once per pool)."""
+        kinds, after the stale slots are stopped (once per pool). `readying`: the caller
+        (flopwatch's local Ray) calls `prepare` on each next (`DeviceSlot`)."""
         began = time.perf_counter()
         nodes = sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: n["NodeID"])
         self._stop_stale(nodes)
-        made = {kind: self._kept_slots(kind, nodes) for kind in kinds}
+        made = {kind: self._kept_slots(kind, nodes, readying) for kind in kinds}
         self.lookup_s += time.perf_counter() - began
         return made
 
-    def _kept_slots(self, kind: str, nodes: list[dict]) -> list[Slot]:
+    def _kept_slots(self, kind: str, nodes: list[dict], readying: bool = False) -> list[Slot]:
         """The kept slots of `kind` on these live nodes, node by node: found where an earlier
         driver of this key left them, else started there (pinned to the node, so that the name
         tells where it is). Each is a lookup by name in the cluster's control store."""
@@ -509,7 +520,7 @@ class SlotPool:
                 here = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
                 actor = _Actor.options(**slot_options(kind), name=kept_name(key, node["NodeID"], kind, i, self.warm),
                                        namespace=KEPT_NAMESPACE, lifetime="detached", get_if_exists=True,
-                                       scheduling_strategy=here).remote(kind, name, self.warm)
+                                       scheduling_strategy=here).remote(kind, name, self.warm, readying)
                 made.append(Slot(kind, name, actor))
         return made
 
