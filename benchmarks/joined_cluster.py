@@ -55,8 +55,12 @@ def start_head(base: Path, gpus: int) -> tuple[subprocess.Popen, str, dict]:
     (Path(env["HOME"]) / ".ray" / "auth_token").chmod(0o600)
     port = 6390
     log = open(base / "head.log", "ab")
+    # As the README's Clusters section starts a node: its GPUs and a CPU slot offered to flopwatch
+    # through flopwatch's resources (without them Ray has the GPUs and flopwatch no slot).
+    offered = json.dumps({"flopwatch_cpu": 1, "flopwatch_cuda": gpus})
     head = subprocess.Popen([*RAY, "start", "--head", "--port", str(port), "--num-gpus", str(gpus),
-                             "--include-dashboard", "false", "--block"], env=env, stdin=subprocess.DEVNULL,
+                             "--resources", offered, "--include-dashboard", "false", "--block"], env=env,
+                            stdin=subprocess.DEVNULL,
                             stdout=log, stderr=log, start_new_session=True)
     address = f"127.0.0.1:{port}"
     probe = (f"import ray; ray.init(address={address!r}, logging_level='ERROR'); "
@@ -105,10 +109,19 @@ def main() -> int:
     print(f"{'command':24} {'exit':>4} {'wall':>7} {'probe':>7} {'builds+jobs':>11} {'paired':>7} "
           f"{'outside jobs':>12} {'nvidia-smi in jobs':>20}  slots")
     for r in rows:
+        slots = {k: v for k, v in (r["slots"] or {}).items() if k != "timeline"} if isinstance(r["slots"], dict) else ""
         print(f"{r['name']:24} {r['exit']:>4} {r['command_wall_s']:>6.1f}s {r['probe_s']:>6.2f}s "
               f"{r['builds_and_jobs_s']:>10.1f}s {r['paired_s']:>6.1f}s {r['outside_s']:>11.1f}s "
-              f"{r['util_jobs']:>20}  {r['slots']}")
-    return 0 if all(r["exit"] == 0 for r in rows) else 1
+              f"{r['util_jobs']:>20}  {'/'.join(r['statuses'])}  {slots}")
+    # A figure counts only where the commands measured what they were asked: every result of
+    # the first driver measured (not skipped), and the compare's changed variant timed.
+    measured = [r for r in rows if r["statuses"]]
+    ok = all(r["exit"] == 0 for r in rows) and all("skipped" not in r["statuses"] for r in measured) \
+        and rows[0]["statuses"] == ["ok"]
+    if not ok:
+        print("NOT VALID: a command failed, or a result was skipped (statuses: "
+              + "; ".join(f"{r['name']} {r['statuses']}" for r in rows) + ")")
+    return 0 if ok else 1
 
 
 def _row(s: dict, db: Path, gpus: int) -> dict:
@@ -120,7 +133,8 @@ def _row(s: dict, db: Path, gpus: int) -> dict:
             "paired_s": float(phases.get("paired", 0.0)), "outside_s": f["driver_outside_jobs_s"],
             "util_jobs": " / ".join(f"{v:.0f}%" for v in util.values()) if isinstance(util, dict) else str(util),
             "slots": (s.get("ray") or {}).get("slots", ""), "phases": phases,
-            "verdicts": f.get("verdicts"), "jobs_wall_s": f["jobs_wall_s"]}
+            "verdicts": f.get("verdicts"), "jobs_wall_s": f["jobs_wall_s"],
+            "statuses": sorted({r["status"] for r in s.get("results") or []})}
 
 
 if __name__ == "__main__":

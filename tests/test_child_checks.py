@@ -139,3 +139,30 @@ def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkey
     assert r.device_info["name"] == answered.name and r.device_info["kind"] == "cpu"
     # The checks of a 64³ GEMM take milliseconds: the loop began long before the identity came.
     assert r.phases["loop_began_at"] - r.phases["began_at"] < 0.8, r.phases
+
+
+def test_a_slots_side_of_a_job_imports_no_torch(tmp_path):
+    """A slot's actor prepares and records its jobs without torch (`workers.ops.DTYPE_BYTES`):
+    its warm runner imports torch, and two such imports per slot at a fresh node's start made
+    the runner's take 4-4.5 s."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from python_kernel import python_variant
+from pathlib import Path
+from pipeline.fleet import slots
+from workers.core.records import BuildResult, Job
+from workers.job import runner
+v, files = python_variant(Path({str(tmp_path)!r}), "def gemm(a, b, c):\\n    c.copy_(a @ b.T)\\n", 60.0)
+base = runner.job_base(Job(v.name, v.op, v.shapes[0], "bf16", "cuda"), v, BuildResult(v.name, "h", True, "python"), {{}})
+from workers.ops import get_op
+assert base["bytes_moved"] == get_op("gemm").bytes_moved(v.shapes[0].dims, 2) > 0, base
+print("torch" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

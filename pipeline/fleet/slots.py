@@ -224,29 +224,14 @@ class DeviceSlot:
         return answers
 
     def _warm(self) -> None:
-        """`import torch` here (the runner's dtype sizes: not on the first job's clock; no device
-        touched) while the zygote starts beside it: each imports torch, and one after the other
-        they made a slot's start twice that long."""
-        failed: list[BaseException] = []
-
-        def start() -> None:
-            try:
-                with self._making:
-                    self._zygote().ensure_started()
-            except BaseException as exc:  # raised below, in the caller's thread
-                failed.append(exc)
-
-        starter = threading.Thread(target=start, name="flopwatch-zygote-start", daemon=True) if self.warm else None
-        if starter is not None:
-            starter.start()
-        import torch  # noqa: F401
-
-        self.marks.setdefault("torch", time.time())
-        if starter is not None:
-            starter.join()
-            if failed:
-                raise failed[0]
-            for step, at in (self.zygote.marks if self.zygote else {}).items():
+        """Start the warm runner. The actor itself imports no torch (a job's byte counts come from
+        `workers.ops.DTYPE_BYTES`): on a fresh 4-GPU node ten processes importing torch at once
+        (each slot and its runner) took 4-4.5 s for the runners' import, which is on the path
+        to the first job (docs/benchmarks.md, "A fresh node's first command")."""
+        if self.warm:
+            with self._making:
+                self._zygote().ensure_started()
+            for step, at in self.zygote.marks.items():
                 self.marks.setdefault(f"runner_{step}", at)
 
     def prepare(self, probe: bool = True, toolchains: bool = False) -> dict:

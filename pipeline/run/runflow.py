@@ -833,10 +833,26 @@ def _precheck(session: Session, v: Variant, job: Job, build: BuildResult | None)
         return Result(**base, status=status.DOES_NOT_FIT if limit else status.BUILD_FAILED,
                       diagnostic=limit or build.first_errors, stderr_tail=build.log[-4000:])
     if not session.has_kind(job.device_kind):
-        return Result(**base, status=status.SKIPPED,
-                      diagnostic=f"no {job.device_kind} device in the cluster to run it (the build and its "
-                                 f"static analysis are stored)" + left)
+        return Result(**base, status=status.SKIPPED, diagnostic=_no_slot(session, job.device_kind) + left)
     return None
+
+
+def _no_slot(session: Session, kind: str) -> str:
+    """Why no slot of `kind` runs a job: the cluster has no such device, or it has them but
+    no node offers them to flopwatch (a node started without flopwatch's resource, as
+    `ray start --num-gpus 4` alone: its GPUs are Ray's, not a flopwatch slot's)."""
+    resources = session.cluster_info.resources if session.cluster_info is not None else session.local_resources
+    ray_has = resources.get("GPU" if kind != "cpu" else "CPU", 0)
+    if session.cluster_info is not None and ray_has and (kind == "cpu" or kind in slots.GPU_RESOURCE):
+        name = slots.CPU_RESOURCE if kind == "cpu" else slots.GPU_RESOURCE[kind]
+        unit = "CPU(s)" if kind == "cpu" else "GPU(s)"
+        count = 1 if kind == "cpu" else int(ray_has)
+        example = f"--resources '{{\"{name}\": {count}}}'" if kind == "cpu" else \
+            f"--num-gpus {count} --resources '{{\"{name}\": {count}}}'"
+        return (f"the cluster's nodes offer {int(ray_has)} {unit} to Ray but no {name} resource, so flopwatch has "
+                f"no {kind} slot there: start those nodes with `ray start ... {example}` (README, Clusters); "
+                f"the build and its static analysis are stored")
+    return f"no {kind} device in the cluster to run it (the build and its static analysis are stored)"
 
 
 def _invalid_result(bad: InvalidVariant) -> Result:

@@ -20,7 +20,7 @@ from workers.core import status
 from workers.core.records import BuildResult, Job, Result, Variant
 from workers.isolation import containment, device_lock
 from workers.isolation.sandbox import ChildOutcome, run_child
-from workers.ops import get_op, torch_dtype
+from workers.ops import dtype_bytes, get_op
 from workers.toolkit.bundle import unpack
 
 _FAULT_HINTS = ("Memory access fault", "illegal memory access", "an illegal instruction",
@@ -72,7 +72,7 @@ def execute_job(job: Job, variant: Variant, build: BuildResult, artifact: dict[s
 
 def job_base(job: Job, variant: Variant, build: BuildResult, settings: dict) -> dict:
     """The fields of a job's `Result` known before it runs (its counts from the op)."""
-    itemsize = torch_dtype(job.dtype).itemsize
+    itemsize = dtype_bytes(job.dtype)
     # A repository op's counts are its code's: they come back from the sandboxed child.
     op = None if variant.repo_op else get_op(variant.op)
     return dict(variant=variant.name, op=variant.op, backend=variant.backend, shape=job.shape.key,

@@ -147,6 +147,16 @@ def torch_dtype(name: str):
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
+# Bytes per element of each data type name: what a job's byte counts need, known without
+# importing torch (a slot's actor never does: its start is on a fresh node's path to the first
+# job, beside its warm runner's own `import torch`).
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def dtype_bytes(name: str) -> int:
+    return DTYPE_BYTES[name]
+
+
 def scalars(op, dims: dict) -> dict:
     """The op's named scalar arguments for this shape (attention's `scale`), or none."""
     fn = getattr(op, "scalars", None)
