@@ -149,6 +149,18 @@ class DeviceSlot:
         # When this slot's start-up steps ended (epoch seconds; `timeline`): where a first
         # command's wait for its slots goes, step by step.
         self.marks: dict[str, float] = {"process": time.time() - (process_age_s() or 0.0), "actor": time.time()}
+        if warm:
+            # The runner starts with the actor, not with its first call: that call came 0.2-0.7 s
+            # after the actor was up on a fresh 4-GPU node, and the runner's imports are the
+            # longest step before the first job. `_warm` waits for it (a failure is raised there).
+            threading.Thread(target=self._start_runner, name="flopwatch-runner-start", daemon=True).start()
+
+    def _start_runner(self) -> None:
+        try:
+            with self._making:
+                self._zygote().ensure_started()
+        except Exception:  # noqa: BLE001 — `_warm` starts it again and raises what fails
+            pass
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
