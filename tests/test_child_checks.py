@@ -166,3 +166,40 @@ print("torch" in sys.modules)
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def test_a_job_given_its_slots_device_identity_asks_no_vendor_tool(tmp_path, monkeypatch):
+    """A GPU slot hands its jobs the identity its first job read (`device.reusable_identity`):
+    the job records it as is and runs no nvidia-smi / rocm-smi of its own."""
+    import os
+    import time
+
+    from workers.isolation.sandbox import ChildOutcome
+    from workers.job import runner
+    from workers.measure import device
+
+    def no_tool(kind):
+        raise AssertionError("the vendor's tool was asked")
+
+    monkeypatch.setattr(device, "info", no_tool)
+
+    def in_this_process(args, timeout_s, workdir, max_write_bytes=None):
+        here = os.getcwd()
+        os.chdir(workdir)
+        try:
+            t0 = time.perf_counter()
+            child.main(["child", *args])
+            return ChildOutcome(0, "", False, time.perf_counter() - t0, "", "")
+        finally:
+            os.chdir(here)
+
+    first = {"kind": "cpu", "name": "Test CPU", "uuid": "CPU-1", "extra": {"sm_clock_mhz": 1980.0, "power_limit_w": 700.0},
+             "slot": "cuda/0", "ray_node_id": "n1", "cpus": "0-7"}
+    known = device.reusable_identity(first)
+    assert "sm_clock_mhz" not in known["extra"] and known["extra"]["power_limit_w"] == 700.0  # a reading, not the device
+    assert not {"slot", "ray_node_id", "cpus"} & set(known)
+    job, v, build, files = _python_job(tmp_path, "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n")
+    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1, "device_identity": known},
+                           in_this_process)
+    assert r.status == "ok", r.diagnostic
+    assert r.device_info["name"] == "Test CPU" and r.device_info["uuid"] == "CPU-1"

@@ -5,6 +5,7 @@ several, and Ray's per-GPU CUDA_VISIBLE_DEVICES reaches the children the slot's 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -428,3 +429,24 @@ def test_a_variants_shapes_are_spread_over_idle_slots_and_the_bound_is_reported(
     assert b["slots"] == 4 and 0 < b["bound_s"] <= b["wall_s"]
     assert b["bound_s"] == pytest.approx(max(b["longest_job_s"], b["work_s"] / 4), abs=1e-3)
     assert session.store.run_summary(second.commit.sha)["bounds"] == second.bounds
+
+
+def test_a_gpu_slot_hands_its_next_jobs_the_identity_its_first_job_read(monkeypatch):
+    from types import SimpleNamespace
+
+    from workers.core.records import Result
+
+    monkeypatch.setattr(slots.ray, "get_runtime_context", lambda: SimpleNamespace(get_node_id=lambda: "n1"))
+    slot = slots.DeviceSlot("cuda", "cuda/0", warm=False)
+    assert "device_identity" not in slot._with_host_threads({"threads": 2})  # nothing read yet
+    read = {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "extra": {"sm_clock_mhz": 1755.0}}
+    result = Result(variant="v", op="gemm", backend="cuda", shape="M=1", dtype="bf16", device="cuda", status="ok",
+                    device_info=read, phases={})
+    recorded = slot._measured_here(result, 0.0)
+    assert recorded["device_info"]["extra"] == {"sm_clock_mhz": 1755.0}  # as read
+    given = slot._with_host_threads({"threads": 2})["device_identity"]
+    assert given["uuid"] == "GPU-1" and given["extra"] == {} and "slot" not in given
+    # A CPU slot's jobs read their own (nothing of a vendor's tool to save there).
+    cpu = slots.DeviceSlot("cpu", "cpu/0", warm=False)
+    cpu._measured_here(dataclasses.replace(result, device_info={"kind": "cpu", "name": "x", "uuid": ""}), 0.0)
+    assert "device_identity" not in cpu._with_host_threads({})

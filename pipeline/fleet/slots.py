@@ -136,6 +136,8 @@ class DeviceSlot:
         # A slot kept between commands (flopwatch's own local Ray) answers these from memory:
         # its device does not change, and its node's toolchains only with their fingerprint.
         self._identity: dict | None = None
+        # Its device's identity as its first measured job read it, for its next jobs to reuse.
+        self._device_identity: dict | None = None
         self._toolchains: tuple[str, dict] | None = None
         self._making = threading.Lock()  # two calls run at once (`_Actor`): one makes the runner
         # Held by `prepare` (flopwatch's local Ray readying its slots as it starts): a driver's
@@ -311,10 +313,14 @@ class DeviceSlot:
             return {**json.loads(out.read_text()), "slot": self.name}
 
     def _with_host_threads(self, settings: dict) -> dict:
-        """A GPU job's settings with its share of the host's cores, unless `--threads` was given."""
-        if self.kind == "cpu" or settings.get("threads"):
+        """A GPU job's settings with its share of the host's cores, unless `--threads` was given,
+        and its device's identity once a job of this slot has read it (`device.reusable_identity`)."""
+        if self.kind == "cpu":
             return settings
-        return {**settings, "threads": pinned_threads(self._cpu_share(), self._job_cpus())}
+        known = {"device_identity": self._device_identity} if self._device_identity else {}
+        if settings.get("threads"):
+            return {**settings, **known}
+        return {**settings, **known, "threads": pinned_threads(self._cpu_share(), self._job_cpus())}
 
     def _job_cpus(self) -> frozenset[int] | None:
         """The CPUs of this slot's jobs (`job_cpus`), found once and named to the processes it
@@ -356,6 +362,10 @@ class DeviceSlot:
         """`result` as a record, with which Ray node and which slot measured it (where a number
         came from) and when this slot's call began."""
         d = result.to_dict()
+        if self.kind != "cpu" and self._device_identity is None and (d["device_info"] or {}).get("uuid"):
+            from workers.measure.device import reusable_identity
+
+            self._device_identity = reusable_identity(d["device_info"])
         d["device_info"] = {**d["device_info"], "ray_node_id": ray.get_runtime_context().get_node_id(),
                             "slot": self.name, "cpus": affinity.format_cpulist(self._job_cpus() or ())}
         d["phases"] = {**d["phases"], "started_at": started_at}

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ import torch
 from workers import bindings
 from workers.bindings.python_entry import PYTHON_SIDE
 from workers.core import status
-from workers.core.records import Variant
+from workers.core.records import DeviceInfo, Variant
 from workers.isolation import affinity, device_lock
 from workers.job import handoff, triton_jit
 from workers.measure import correctness, device, fit
@@ -456,9 +456,13 @@ def run(spec: dict, release: bool = True) -> dict:
     # is read when the job ends: waited for before the loop, it held the device idle for
     # 0.1-0.5 s on every job whose checks were shorter (on a 4-GPU node, where the tool answers
     # slower with every GPU busy, that was half of what the device work grew by).
-    pool = ThreadPoolExecutor(1, thread_name_prefix="flopwatch-identity")
-    identity = pool.submit(device.info, kind)
-    pool.shutdown(wait=False)
+    if spec.get("device_identity"):  # the slot's, from its first job (`device.reusable_identity`)
+        identity: Future = Future()
+        identity.set_result(DeviceInfo.from_dict(spec["device_identity"]))
+    else:
+        pool = ThreadPoolExecutor(1, thread_name_prefix="flopwatch-identity")
+        identity = pool.submit(device.info, kind)
+        pool.shutdown(wait=False)
 
     def with_identity(out: dict) -> dict:
         out["device_info"] = identity.result().to_dict()

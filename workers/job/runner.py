@@ -87,7 +87,11 @@ def job_spec(job: Job, variant: Variant, work: Path, settings: dict) -> dict:
     seeds = [secrets.randbelow(2**31) for _ in range(2)]  # fresh inputs every check
     return {"variant": variant.to_dict(), "device_kind": job.device_kind, "dims": job.shape.dims,
             "dtype": job.dtype, "artifact": str(work / "artifact"), "seeds": seeds,
-            "timing": settings.get("timing", {}), "threads": settings.get("threads")}
+            "timing": settings.get("timing", {}), "threads": settings.get("threads"),
+            # The device's identity as the slot already knows it (`device.reusable_identity`): the
+            # job then asks no vendor tool (a call of 0.1-0.5 s per job, every GPU's driver
+            # locked by it while it runs, beside the other GPUs' checks and timing loops).
+            "device_identity": settings.get("device_identity")}
 
 
 def job_timeout(variant: Variant, settings: dict) -> float:

@@ -81,6 +81,19 @@ def info(kind: str) -> DeviceInfo:
     return cpu_info() if kind == "cpu" else gpu_info(kind)
 
 
+# What the vendor's tool read at the moment it was asked, not what the device is.
+_MOMENTARY = ("sm_clock_mhz",)
+
+
+def reusable_identity(found: dict) -> dict:
+    """A job's `info` (as a dict) for the next jobs of the same slot to reuse: the device's
+    identity without the momentary reading (its SM clock then) and without what the slot adds
+    per result. Used by a GPU slot so that its jobs ask no vendor tool of their own."""
+    keep = {k: v for k, v in found.items() if k not in ("ray_node_id", "slot", "cpus")}
+    keep["extra"] = {k: v for k, v in (found.get("extra") or {}).items() if k not in _MOMENTARY}
+    return keep
+
+
 def flush_bytes(dev: DeviceInfo) -> int:
     """Twice the caches the device reports, plus what it does not report, at least 256 MiB."""
     return _flush_bytes(int(dev.extra.get("l2_bytes") or 0), dev.arch)
