@@ -257,9 +257,18 @@ class DeviceSlot:
         try:
             with self._preparing:
                 self.prepared = True
+                # The toolchain probe needs no runner: it runs beside the runner's start (on a
+                # fresh 4-GPU node it answered 5 s after the runner was ready, and the first
+                # command's builds wait for it). The device probe needs the runner.
+                tools = threading.Thread(target=self._answers, args=(False, toolchains), daemon=True,
+                                         name="flopwatch-toolchain-probe") if toolchains else None
+                if tools is not None:
+                    tools.start()
                 self._warm()
-                # Side by side; a failure is left for the driver's own call to report.
-                self._answers(probe, toolchains)
+                # A failure is left for the driver's own call to report.
+                self._answers(probe, False)
+                if tools is not None:
+                    tools.join()
         finally:
             self._readied.set()
         return self.describe(False)
