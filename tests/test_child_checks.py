@@ -104,14 +104,30 @@ def test_the_second_check_is_the_timing_loops_first_call_and_its_last_call_must_
     assert r.correctness["checks"][1]["repeat_mismatch"] == 0 and r.correctness["checks"][1]["unwritten"] == 0
 
 
-def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkeypatch):
-    """The vendor's tool (nvidia-smi / rocm-smi) answers in 0.1-0.5 s, slower with every GPU of
-    the node busy: the identity is asked beside the checks and read when the job ends, so a
-    slow answer never holds the device idle before the timing loop, and the record still has it."""
+def _in_this_process(args, timeout_s, workdir, max_write_bytes=None):
+    """A launcher (`workers.job.runner.Launcher`) that runs the job's child in this process, so a
+    test can replace what the child calls (the vendor's tool) and see it used or not."""
     import os
     import time
 
     from workers.isolation.sandbox import ChildOutcome
+
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        t0 = time.perf_counter()
+        child.main(["child", *args])
+        return ChildOutcome(0, "", False, time.perf_counter() - t0, "", "")
+    finally:
+        os.chdir(here)
+
+
+def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkeypatch):
+    """The vendor's tool (nvidia-smi / rocm-smi) answers in 0.1-0.5 s, slower with every GPU of
+    the node busy: the identity is asked beside the checks and read when the job ends, so a
+    slow answer never holds the device idle before the timing loop, and the record still has it."""
+    import time
+
     from workers.job import runner
     from workers.measure import device
 
@@ -123,18 +139,8 @@ def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkey
 
     monkeypatch.setattr(device, "info", slow_info)
 
-    def in_this_process(args, timeout_s, workdir, max_write_bytes=None):
-        here = os.getcwd()
-        os.chdir(workdir)
-        try:
-            t0 = time.perf_counter()
-            child.main(["child", *args])
-            return ChildOutcome(0, "", False, time.perf_counter() - t0, "", "")
-        finally:
-            os.chdir(here)
-
     job, v, build, files = _python_job(tmp_path, "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n")
-    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1}, in_this_process)
+    r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1}, _in_this_process)
     assert r.status == "ok", r.diagnostic
     assert r.device_info["name"] == answered.name and r.device_info["kind"] == "cpu"
     # The checks of a 64³ GEMM take milliseconds: the loop began long before the identity came.
@@ -171,10 +177,6 @@ print("torch" in sys.modules)
 def test_a_job_given_its_slots_device_identity_asks_no_vendor_tool(tmp_path, monkeypatch):
     """A GPU slot hands its jobs the identity its first job read (`device.reusable_identity`):
     the job records it as is and runs no nvidia-smi / rocm-smi of its own."""
-    import os
-    import time
-
-    from workers.isolation.sandbox import ChildOutcome
     from workers.job import runner
     from workers.measure import device
 
@@ -183,16 +185,6 @@ def test_a_job_given_its_slots_device_identity_asks_no_vendor_tool(tmp_path, mon
 
     monkeypatch.setattr(device, "info", no_tool)
 
-    def in_this_process(args, timeout_s, workdir, max_write_bytes=None):
-        here = os.getcwd()
-        os.chdir(workdir)
-        try:
-            t0 = time.perf_counter()
-            child.main(["child", *args])
-            return ChildOutcome(0, "", False, time.perf_counter() - t0, "", "")
-        finally:
-            os.chdir(here)
-
     first = {"kind": "cpu", "name": "Test CPU", "uuid": "CPU-1", "extra": {"sm_clock_mhz": 1980.0, "power_limit_w": 700.0},
              "slot": "cuda/0", "ray_node_id": "n1", "cpus": "0-7"}
     known = device.reusable_identity(first)
@@ -200,6 +192,6 @@ def test_a_job_given_its_slots_device_identity_asks_no_vendor_tool(tmp_path, mon
     assert not {"slot", "ray_node_id", "cpus"} & set(known)
     job, v, build, files = _python_job(tmp_path, "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n")
     r = runner.execute_job(job, v, build, files, {"timing": {"budget_s": 0.05}, "threads": 1, "device_identity": known},
-                           in_this_process)
+                           _in_this_process)
     assert r.status == "ok", r.diagnostic
     assert r.device_info["name"] == "Test CPU" and r.device_info["uuid"] == "CPU-1"
