@@ -149,8 +149,8 @@ def test_the_timing_loop_does_not_wait_for_the_devices_identity(tmp_path, monkey
 
 def test_a_slots_side_of_a_job_imports_no_torch(tmp_path):
     """A slot's actor prepares and records its jobs without torch (`workers.ops.DTYPE_BYTES`):
-    its warm runner imports torch, and two such imports per slot at a fresh node's start made
-    the runner's take 4-4.5 s."""
+    its warm runner imports torch, and a second import per slot at a fresh node's start only
+    competed with the runner's."""
     import subprocess
     import sys
 

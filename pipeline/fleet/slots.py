@@ -238,10 +238,9 @@ class DeviceSlot:
         return answers
 
     def _warm(self) -> None:
-        """Start the warm runner. The actor itself imports no torch (a job's byte counts come from
-        `workers.ops.DTYPE_BYTES`): on a fresh 4-GPU node ten processes importing torch at once
-        (each slot and its runner) took 4-4.5 s for the runners' import, which is on the path
-        to the first job (docs/benchmarks.md, "A fresh node's first command")."""
+        """Start the warm runner (the runner imports torch; the actor needs none: a job's byte
+        counts come from `workers.ops.DTYPE_BYTES`, and the actor's own import only added a
+        process importing torch beside each runner at a fresh node's start)."""
         if self.warm:
             with self._making:
                 self._zygote().ensure_started()
