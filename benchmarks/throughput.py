@@ -542,7 +542,19 @@ def scaling_row(s: dict, n: int) -> dict:
             # The device work: every GPU slot's busy time (its jobs' load, checks, warm-up and
             # sampling, overlaps counted once), summed; and where it went, phase by phase.
             "device_work_s": round(sum(d.get("busy_s") or 0.0 for d in rows), 2),
-            "device_phases": phase_totals([r for r in s["results"] if r["device"].startswith("cuda")])}
+            "device_phases": phase_totals([r for r in s["results"] if r["device"].startswith("cuda")]),
+            # What preparing the jobs' processes ahead cost (`child.PREPARED_AHEAD`): the device
+            # lock waited for and held, the driver's start outside it, summed.
+            "prepared_ahead": prepared_ahead([r for r in s["results"] if r["device"].startswith("cuda")])}
+
+
+def prepared_ahead(rows: list[dict]) -> dict:
+    totals: dict[str, float] = {}
+    for r in rows:
+        for k, v in ((r.get("phases") or {}).get("prepared_ahead") or {}).items():
+            if k.endswith("_s"):
+                totals[k] = round(totals.get(k, 0.0) + float(v), 2)
+    return totals
 
 
 def keep_runs(runs: dict, name: str) -> None:
@@ -623,6 +635,9 @@ def print_scaling(out: dict, counts: list[int]) -> None:
             growth = f" ({100 * (r['device_work_s'] / base_work - 1):+.1f}%)" if base_work and n != min(counts) else ""
             print(f"     device work {r['device_work_s']:.1f} s{growth}: " +
                   " ".join(f"{k}={v:.1f}" for k, v in r.get("device_phases", {}).items()))
+            if r.get("prepared_ahead"):
+                print("     processes prepared ahead: " +
+                      " ".join(f"{k}={v:.1f}" for k, v in r["prepared_ahead"].items()))
         flagged = r["peer_check"].get("flagged", [])
         checks = r["peer_check"].get("checks", [])
         if checks:

@@ -195,3 +195,34 @@ def test_a_job_given_its_slots_device_identity_asks_no_vendor_tool(tmp_path, mon
                            _in_this_process)
     assert r.status == "ok", r.diagnostic
     assert r.device_info["name"] == "Test CPU" and r.device_info["uuid"] == "CPU-1"
+
+
+def test_a_prepared_process_reports_what_its_preparation_cost_on_its_first_job_only(tmp_path, monkeypatch):
+    """A spare's preparation (`child.prepare`) holds the device lock step by step; the first job
+    the process then runs carries what that cost ("prepared_ahead": the lock waited for and
+    held), outside the job's own phases (its busy time and overhead are unchanged)."""
+    import contextlib
+    import time
+
+    from workers.job import runner
+
+    monkeypatch.setattr(child, "PREPARED_AHEAD", {})
+    steps = []
+
+    @contextlib.contextmanager
+    def slow_lock():  # each step waits 0.02 s for the lock
+        time.sleep(0.02)
+        steps.append(1)
+        yield
+
+    child.prepare("cpu", step=slow_lock)
+    job, v, build, files = _python_job(tmp_path, "def gemm(a, b, c):\n    c.copy_(a @ b.T)\n")
+    settings = {"timing": {"budget_s": 0.05}, "threads": 1}
+    first = runner.execute_job(job, v, build, files, settings, _in_this_process)
+    ahead = first.phases["prepared_ahead"]
+    assert first.status == "ok" and len(steps) == 6
+    assert ahead["waited_s"] >= 0.02 * len(steps) and ahead["held_s"] > 0 and ahead["ended_at"] <= first.phases["began_at"]
+    assert runner.phase_seconds(first.phases) == runner.phase_seconds(
+        {k: v for k, v in first.phases.items() if k != "prepared_ahead"})
+    second = runner.execute_job(job, v, build, files, settings, _in_this_process)
+    assert second.status == "ok" and "prepared_ahead" not in second.phases

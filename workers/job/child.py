@@ -301,6 +301,11 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
 
 
 PREPARED = False  # whether this process was prepared ahead of its job (a spare's, `prepare`)
+# What that preparation cost, for the first job this process runs (`run` puts it in its phases
+# as "prepared_ahead"): seconds spent waiting for the device lock and holding it, the driver's
+# start outside it, and when it ended. A timing loop waits for such steps on its device, and with
+# four GPUs busy those waits grew (docs/benchmarks.md, "Four GPUs, 2026-11-28").
+PREPARED_AHEAD: dict = {}
 
 
 def prepare(kind: str, step=contextlib.nullcontext) -> None:
@@ -313,28 +318,41 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
     context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
     the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
     global PREPARED
+    spent = {"waited_s": 0.0, "held_s": 0.0, "driver_s": 0.0}
+
+    @contextlib.contextmanager
+    def timed():  # one step under the lock: its wait for the lock, then its hold
+        asked = time.perf_counter()
+        with step():
+            got = time.perf_counter()
+            yield
+        spent["waited_s"] += got - asked
+        spent["held_s"] += time.perf_counter() - got
+
     dev = "cpu" if kind == "cpu" else "cuda"
     if dev == "cuda":
+        began = time.perf_counter()
         torch.cuda.init()
-        with step():
+        spent["driver_s"] = time.perf_counter() - began
+        with timed():
             torch.cuda.set_device(0)
             torch.empty(1, device="cuda")
             torch.cuda.synchronize()
     op = get_op("gemm")
     dims = {"M": 64, "N": 64, "K": 64}
     for name in ("bf16", "fp16", "fp32"):
-        with step():
+        with timed():
             inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
             ref = op.reference(inputs, "nt")
             _sync(kind)
-        with step():
+        with timed():
             g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
             g.out.copy_(ref)
             correctness.evaluate(g, ref, *op.TOLERANCE[name])
             correctness.moved_elements(g.out, g.out.clone())
             _sync(kind)
     if dev == "cuda":
-        with step():
+        with timed():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
@@ -343,6 +361,7 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
             start.elapsed_time(end)
             torch.cuda.empty_cache()  # the job, not the spare, decides what its memory holds
     PREPARED = True
+    PREPARED_AHEAD.update({k: round(v, 4) for k, v in spent.items()}, ended_at=time.time())
 
 
 # "0": each side of a paired timing gets buffers of its own (to measure what sharing them changes).
@@ -432,7 +451,10 @@ def run(spec: dict, release: bool = True) -> dict:
     # Durations end in `_s`; epoch marks end in `_at` (where the timing loop sat in the slot's
     # timeline: what the next job's process may overlap, and what a benchmark lines up with
     # nvidia-smi's samples).
-    phases: dict[str, float] = {"began_at": time.time()}
+    phases: dict = {"began_at": time.time()}
+    if PREPARED_AHEAD:  # this process was a spare: what preparing it cost, on its first job only
+        phases["prepared_ahead"] = dict(PREPARED_AHEAD)
+        PREPARED_AHEAD.clear()
 
     def lap(name: str) -> None:
         nonlocal clock
