@@ -549,12 +549,7 @@ def scaling_row(s: dict, n: int) -> dict:
 
 
 def prepared_ahead(rows: list[dict]) -> dict:
-    totals: dict[str, float] = {}
-    for r in rows:
-        for k, v in ((r.get("phases") or {}).get("prepared_ahead") or {}).items():
-            if k.endswith("_s"):
-                totals[k] = round(totals.get(k, 0.0) + float(v), 2)
-    return totals
+    return phase_totals([{"phases": (r.get("phases") or {}).get("prepared_ahead") or {}} for r in rows])
 
 
 def keep_runs(runs: dict, name: str) -> None:

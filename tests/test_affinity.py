@@ -133,8 +133,8 @@ def test_a_gpu_slot_pins_its_runner_caps_threads_and_records_its_cpus(monkeypatc
     slot = slots.DeviceSlot("cuda", "cuda/1")
     slot._share = 8  # the node's cores over its GPUs, capped at GPU_JOB_MAX_THREADS
     assert slot._zygote().env[affinity.ENV_CPUS] == "4-7"  # the warm runner is told its CPUs
-    assert slot._with_host_threads({})["threads"] == 4  # one thread per CPU of the set
-    assert slot._with_host_threads({"threads": 16})["threads"] == 16  # --threads as asked
+    assert slot._job_settings({})["threads"] == 4  # one thread per CPU of the set
+    assert slot._job_settings({"threads": 16})["threads"] == 16  # --threads as asked
     result = Result(variant="v", op="gemm", backend="python", shape="M=8", dtype="fp32", device="cuda:H100",
                     status="ok", phases={"timing_s": 1.0})
     measured = slot._measured_here(result, 100.0)
@@ -153,7 +153,7 @@ def test_an_unpinned_slot_keeps_its_threads_and_names_no_cpus(monkeypatch):
     slot = slots.DeviceSlot("cuda", "cuda/0")
     slot._share = 8
     assert affinity.ENV_CPUS not in slot._zygote().env
-    assert slot._with_host_threads({})["threads"] == 8
+    assert slot._job_settings({})["threads"] == 8
 
 
 def test_the_warm_runner_and_a_spawned_child_pin_themselves(tmp_path, monkeypatch):

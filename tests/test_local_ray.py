@@ -204,3 +204,13 @@ def test_planned_resources_count_the_slots_the_local_ray_will_have(monkeypatch):
     assert slots.slot_count(local_ray.planned_resources(1), "cuda") == 1
     monkeypatch.setattr(device, "gpu_kind", lambda: None)
     assert slots.slot_count(local_ray.planned_resources(None), "cuda") == 0
+
+
+def test_the_kept_local_rays_settings_are_read_once_and_refused_in_one_line():
+    assert local_ray.kept_settings({}) == (True, local_ray.DEFAULT_IDLE_S)
+    assert local_ray.kept_settings({"FLOPWATCH_RAY_REUSE": "off", "FLOPWATCH_RAY_IDLE_S": "30"}) == (False, 30.0)
+    with pytest.raises(ValueError, match=r"^FLOPWATCH_RAY_REUSE='maybe': use 1 or 0$"):
+        local_ray.kept_settings({"FLOPWATCH_RAY_REUSE": "maybe"})
+    for bad in ("soon", "0", "-5"):
+        with pytest.raises(ValueError, match=rf"^FLOPWATCH_RAY_IDLE_S='{bad}': give the idle seconds"):
+            local_ray.kept_settings({"FLOPWATCH_RAY_IDLE_S": bad})

@@ -438,15 +438,15 @@ def test_a_gpu_slot_hands_its_next_jobs_the_identity_its_first_job_read(monkeypa
 
     monkeypatch.setattr(slots.ray, "get_runtime_context", lambda: SimpleNamespace(get_node_id=lambda: "n1"))
     slot = slots.DeviceSlot("cuda", "cuda/0", warm=False)
-    assert "device_identity" not in slot._with_host_threads({"threads": 2})  # nothing read yet
+    assert "device_identity" not in slot._job_settings({"threads": 2})  # nothing read yet
     read = {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "extra": {"sm_clock_mhz": 1755.0}}
     result = Result(variant="v", op="gemm", backend="cuda", shape="M=1", dtype="bf16", device="cuda", status="ok",
                     device_info=read, phases={})
     recorded = slot._measured_here(result, 0.0)
     assert recorded["device_info"]["extra"] == {"sm_clock_mhz": 1755.0}  # as read
-    given = slot._with_host_threads({"threads": 2})["device_identity"]
+    given = slot._job_settings({"threads": 2})["device_identity"]
     assert given["uuid"] == "GPU-1" and given["extra"] == {} and "slot" not in given
     # A CPU slot's jobs read their own (nothing of a vendor's tool to save there).
     cpu = slots.DeviceSlot("cpu", "cpu/0", warm=False)
     cpu._measured_here(dataclasses.replace(result, device_info={"kind": "cpu", "name": "x", "uuid": ""}), 0.0)
-    assert "device_identity" not in cpu._with_host_threads({})
+    assert "device_identity" not in cpu._job_settings({})

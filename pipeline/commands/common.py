@@ -114,21 +114,12 @@ def add_ray_address_option(p: argparse.ArgumentParser) -> None:
 
 
 def ray_reuse(env=None) -> tuple[bool, float]:
-    """Whether to use flopwatch's kept local Ray (FLOPWATCH_RAY_REUSE, default on) and after how
-    many idle seconds it stops (FLOPWATCH_RAY_IDLE_S, default 600)."""
-    env = os.environ if env is None else env
-    reuse = env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower()
-    if reuse not in ("0", "1", "no", "yes", "false", "true", "off", "on"):
-        raise UsageError(f"FLOPWATCH_RAY_REUSE={env['FLOPWATCH_RAY_REUSE']!r}: use 1 or 0")
-    text = env.get("FLOPWATCH_RAY_IDLE_S", "").strip()
+    """Whether to use flopwatch's kept local Ray and after how many idle seconds it stops
+    (`local_ray.kept_settings`); a setting that is neither is a usage error."""
     try:
-        idle_s = float(text) if text else cluster.local_ray.DEFAULT_IDLE_S
-    except ValueError:
-        idle_s = -1.0
-    if not idle_s > 0:
-        raise UsageError(f"FLOPWATCH_RAY_IDLE_S={text!r}: give the idle seconds after which flopwatch's local "
-                         f"Ray stops, e.g. 600")
-    return reuse in ("1", "yes", "true", "on"), idle_s
+        return cluster.local_ray.kept_settings(env)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def workdir(args) -> tuple[object, Path]:

@@ -7,6 +7,7 @@ Standard library only: the head is started before a command's own imports
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -21,3 +22,10 @@ def code_digest(dirs: tuple[Path, ...] = CODE_DIRS) -> str:
         for path in sorted(root.rglob("*.py")):
             h.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+@functools.cache
+def own_digest() -> str:
+    """This flopwatch's `code_digest`, read once per process (a command computes the local Ray
+    head's key before its imports and again when it attaches, and the kept slots' key too)."""
+    return code_digest()

@@ -23,56 +23,53 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from pipeline.fleet import local_ray
+from pipeline.fleet.ray_access import ClusterError, resolve_address
+
 # The commands that start or attach to a Ray as they open (`open_session` without defer_ray).
 STARTS_RAY = ("run", "bisect", "nightly")
 AHEAD_VARIABLE = "FLOPWATCH_HEAD_AHEAD"
-ADDRESS_VARIABLES = ("FLOPWATCH_RAY_ADDRESS", "RAY_ADDRESS")  # as `ray_access.resolve_address` reads them
+
+
+def _option(args: list[str], name: str) -> str | None:
+    """The value of `--name V` or `--name=V` on the command line (the last one), else None."""
+    value = None
+    for i, a in enumerate(args):
+        if a.startswith(f"{name}="):
+            value = a.split("=", 1)[1]
+        elif a == name and i + 1 < len(args):
+            value = args[i + 1]
+    return value
 
 
 def wanted(argv: Sequence[str], env: Mapping[str, str]) -> tuple[bool, int | None, float | None]:
     """(whether to start the head ahead, its --num-gpus, its idle seconds or None for the default)."""
+    no = (False, None, None)
     if not argv or argv[0] not in STARTS_RAY or env.get(AHEAD_VARIABLE) == "0":
-        return False, None, None
+        return no
     args = list(argv[1:])
     if {"-h", "--help", "--no-ray-reuse"} & set(args):
-        return False, None, None
-    if any(a == "--ray-address" or a.startswith("--ray-address=") for a in args):
-        return False, None, None
-    if any((env.get(name) or "").strip() not in ("", "local") for name in ADDRESS_VARIABLES):
-        return False, None, None
-    if env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower() not in ("1", "yes", "true", "on"):
-        return False, None, None
-    num_gpus = None
-    for i, a in enumerate(args):
-        value = a.split("=", 1)[1] if a.startswith("--num-gpus=") else (
-            args[i + 1] if a == "--num-gpus" and i + 1 < len(args) else None)
-        if value is not None:
-            try:
-                num_gpus = int(value)
-            except ValueError:
-                return False, None, None  # the command's own parser says what is wrong
-    idle = (env.get("FLOPWATCH_RAY_IDLE_S") or "").strip()
-    try:
-        idle_s = float(idle) if idle else None
-    except ValueError:
-        return False, None, None
-    if idle_s is not None and not idle_s > 0:
-        return False, None, None
-    return True, num_gpus, idle_s
+        return no
+    try:  # the same readings the command makes; what it would refuse starts nothing here
+        if resolve_address(_option(args, "--ray-address"), env) is not None or "--ray-address" in args:
+            return no
+        reuse, idle_s = local_ray.kept_settings(env)
+        gpus = _option(args, "--num-gpus")
+        num_gpus = int(gpus) if gpus is not None else None
+    except (ClusterError, ValueError):
+        return no
+    if not reuse:
+        return no
+    return True, num_gpus, idle_s if (env.get("FLOPWATCH_RAY_IDLE_S") or "").strip() else None
 
 
 def start(argv: Sequence[str], env: Mapping[str, str] | None = None) -> bool:
     """Start the head ahead of the command when `wanted`; whether one was started. Never
     raises: a head that cannot start here is started (and its failure reported) by the command."""
-    env = os.environ if env is None else env
-    go, num_gpus, idle_s = wanted(argv, env)
+    go, num_gpus, idle_s = wanted(argv, os.environ if env is None else env)
     if not go:
         return False
-    from pipeline.fleet import local_ray
-
     try:
-        if idle_s is None:
-            return local_ray.start_ahead(num_gpus)
-        return local_ray.start_ahead(num_gpus, idle_s)
+        return local_ray.start_ahead(num_gpus, local_ray.DEFAULT_IDLE_S if idle_s is None else idle_s)
     except Exception:  # noqa: BLE001 — the command starts it itself and says what fails
         return False

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.fleet.code_key import code_digest  # the kept slots' key has it too
+from pipeline.fleet.code_key import code_digest, own_digest  # noqa: F401 (code_digest: read here by tests)
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
 from workers.core.process_age import process_age_s
 from workers.job.runner import SECRET_VARIABLES
@@ -167,8 +167,27 @@ def head_key(num_gpus: int | None, *, uid: int | None = None, python: str = sys.
     """The folder name of the head that suits this command (see the module docstring)."""
     if ray_version is None:
         ray_version = installed_ray_version()
-    parts = [os.getuid() if uid is None else uid, python, ray_version, code or code_digest(), num_gpus]
+    parts = [os.getuid() if uid is None else uid, python, ray_version, code or own_digest(), num_gpus]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+def kept_settings(env: Mapping[str, str] | None = None) -> tuple[bool, float]:
+    """Whether to use flopwatch's kept local Ray (FLOPWATCH_RAY_REUSE, default on) and after how
+    many idle seconds it stops (FLOPWATCH_RAY_IDLE_S, default 600). ValueError, in one line,
+    for a setting that is neither."""
+    env = os.environ if env is None else env
+    reuse = env.get("FLOPWATCH_RAY_REUSE", "1").strip().lower()
+    if reuse not in ("0", "1", "no", "yes", "false", "true", "off", "on"):
+        raise ValueError(f"FLOPWATCH_RAY_REUSE={env['FLOPWATCH_RAY_REUSE']!r}: use 1 or 0")
+    text = env.get("FLOPWATCH_RAY_IDLE_S", "").strip()
+    try:
+        idle_s = float(text) if text else DEFAULT_IDLE_S
+    except ValueError:
+        idle_s = -1.0
+    if not idle_s > 0:
+        raise ValueError(f"FLOPWATCH_RAY_IDLE_S={text!r}: give the idle seconds after which flopwatch's local "
+                         f"Ray stops, e.g. 600")
+    return reuse in ("1", "yes", "true", "on"), idle_s
 
 
 def installed_ray_version() -> str:

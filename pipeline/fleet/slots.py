@@ -53,7 +53,7 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from pipeline.fleet.code_key import code_digest
+from pipeline.fleet.code_key import own_digest
 from pipeline.fleet.ray_access import ClusterError
 from workers.core.process_age import process_age_s
 from workers.core.records import BuildResult, Job, Variant
@@ -159,10 +159,13 @@ class DeviceSlot:
 
     def _start_runner(self) -> None:
         try:
-            with self._making:
-                self._zygote().ensure_started()
+            self._ensure_runner()
         except Exception:  # noqa: BLE001 — `_warm` starts it again and raises what fails
             pass
+
+    def _ensure_runner(self) -> None:
+        with self._making:
+            self._zygote().ensure_started()
 
     def _launcher(self, settings: dict):
         if not self.warm or settings.get("spawn_per_job"):
@@ -242,8 +245,7 @@ class DeviceSlot:
         counts come from `workers.ops.DTYPE_BYTES`, and the actor's own import only added a
         process importing torch beside each runner at a fresh node's start)."""
         if self.warm:
-            with self._making:
-                self._zygote().ensure_started()
+            self._ensure_runner()
             for step, at in self.zygote.marks.items():
                 self.marks.setdefault(f"runner_{step}", at)
 
@@ -320,7 +322,7 @@ class DeviceSlot:
                                    f"{outcome.stderr_tail.strip()[-2000:]}")
             return {**json.loads(out.read_text()), "slot": self.name}
 
-    def _with_host_threads(self, settings: dict) -> dict:
+    def _job_settings(self, settings: dict) -> dict:
         """A GPU job's settings with its share of the host's cores, unless `--threads` was given,
         and its device's identity once a job of this slot has read it (`device.reusable_identity`)."""
         if self.kind == "cpu":
@@ -351,7 +353,7 @@ class DeviceSlot:
 
     def run(self, job: dict, variant: dict, build: dict, artifact: dict, settings: dict) -> dict:
         started_at = time.time()
-        settings = self._with_host_threads(settings)
+        settings = self._job_settings(settings)
         result = runner.execute_job(Job.from_dict(job), Variant.from_dict(variant), BuildResult.from_dict(build),
                                     artifact, settings, self._launcher(settings))
         return self._measured_here(result, started_at)
@@ -361,7 +363,7 @@ class DeviceSlot:
         from workers.job.batch import execute_batch
 
         started_at = time.time()
-        settings = self._with_host_threads(settings)
+        settings = self._job_settings(settings)
         results = execute_batch([Job.from_dict(j) for j in jobs], Variant.from_dict(variant),
                                 BuildResult.from_dict(build), artifact, settings, self._launcher(settings))
         return [self._measured_here(r, started_at) for r in results]
@@ -380,7 +382,7 @@ class DeviceSlot:
         return d
 
     def run_pair(self, job: dict, variants: list, artifact_a: dict, artifact_b: dict, settings: dict) -> dict:
-        settings = self._with_host_threads(settings)
+        settings = self._job_settings(settings)
         return runner.execute_pair(Job.from_dict(job), tuple(Variant.from_dict(v) for v in variants),
                                    (artifact_a, artifact_b), settings, self._launcher(settings))
 
@@ -868,7 +870,7 @@ def kept_key(env=None) -> str:
 
 @functools.cache
 def _code_key() -> str:
-    return hashlib.sha256(f"{code_digest()}\0{ray.__version__}".encode()).hexdigest()[:10]
+    return hashlib.sha256(f"{own_digest()}\0{ray.__version__}".encode()).hexdigest()[:10]
 
 
 def token_digest(env=None) -> str:

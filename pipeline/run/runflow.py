@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import os
 import platform
@@ -847,8 +848,7 @@ def _no_slot(session: Session, kind: str) -> str:
         name = slots.CPU_RESOURCE if kind == "cpu" else slots.GPU_RESOURCE[kind]
         unit = "CPU(s)" if kind == "cpu" else "GPU(s)"
         count = 1 if kind == "cpu" else int(ray_has)
-        example = f"--resources '{{\"{name}\": {count}}}'" if kind == "cpu" else \
-            f"--num-gpus {count} --resources '{{\"{name}\": {count}}}'"
+        example = ("" if kind == "cpu" else f"--num-gpus {count} ") + f"--resources '{json.dumps({name: count})}'"
         return (f"the cluster's nodes offer {int(ray_has)} {unit} to Ray but no {name} resource, so flopwatch has "
                 f"no {kind} slot there: start those nodes with `ray start ... {example}` (README, Clusters); "
                 f"the build and its static analysis are stored")
