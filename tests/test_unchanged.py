@@ -13,7 +13,7 @@ from suite_repo import make_suite_repo
 
 from pipeline import cli
 from pipeline.fleet import cluster
-from pipeline.history.unchanged import NO_NUMBER, SAME_BUILD, SeriesInfo, plan_series
+from pipeline.history.unchanged import NO_NUMBER, PEER_AT_HEAD, SAME_BUILD, SeriesInfo, plan_series
 from pipeline.run import identity
 
 
@@ -45,14 +45,17 @@ def test_no_toolchain_here_and_the_same_build_inputs_is_unchanged_too():
     assert plan.untimed == {("a",)} and plan.measure == {("b",)}
 
 
-def test_a_changed_identity_is_measured_at_both_commits_and_so_is_its_ops_peer():
+def test_a_changed_identity_is_measured_at_both_commits_and_its_ops_peer_at_head_only():
     base = {("a",): info("a1"), ("b",): info("b1"), ("peer",): info("p1", peer=True),
             ("copy_peer",): info("c1", op="copy", peer=True)}
     head = {("a",): info("a2"), ("b",): info("b1"), ("peer",): info("p1", peer=True),
             ("copy_peer",): info("c1", op="copy", peer=True)}
     plan = plan_series(base, head, no_store)
-    assert plan.measure == {("a",), ("peer",)}
-    assert plan.unchanged == {("b",), ("copy_peer",)}  # another op's peer stays untimed
+    assert plan.measure == {("a",)}
+    # the peer's build is the same at both commits: timed once, at head, never paired
+    assert plan.head_only == {("peer",)} and plan.at_head == {("a",), ("peer",)}
+    assert plan.unchanged == {("b",), ("copy_peer",), ("peer",)}  # another op's peer stays untimed
+    assert ("copy_peer",) not in plan.at_head
     assert plan.reasons[("peer",)] == "peer of a changed series"
 
 
@@ -68,10 +71,10 @@ def test_a_series_without_identity_at_either_commit_does_not_drag_its_ops_peer()
     base = {("hip",): info("", kind="rocm"), ("peer",): info("p", peer=True, kind="rocm")}
     head = {("hip",): info("", kind="rocm"), ("peer",): info("p", peer=True, kind="rocm")}
     plan = plan_series(base, head, no_store)
-    assert plan.measure == {("hip",)} and plan.unchanged == {("peer",)}
-    # one side with an identity: something is timed there, so the peer is too
+    assert plan.measure == {("hip",)} and plan.unchanged == {("peer",)} and not plan.head_only
+    # one side with an identity: something is timed there, so the peer is too (at head)
     head[("hip",)] = info("h", kind="rocm")
-    assert plan_series(base, head, no_store).measure == {("hip",), ("peer",)}
+    assert plan_series(base, head, no_store).at_head == {("hip",), ("peer",)}
 
 
 def test_series_on_one_side_only_or_without_identity_are_measured():
@@ -82,6 +85,9 @@ def test_series_on_one_side_only_or_without_identity_are_measured():
 def test_all_forces_every_series():
     plan = plan_series({("a",): info("same")}, {("a",): info("same")}, no_store, force=True)
     assert plan.measure == {("a",)} and not plan.unchanged
+    peers = {("a",): info("a1"), ("peer",): info("p", peer=True)}
+    forced = plan_series(peers, {**peers, ("a",): info("a2")}, no_store, force=True)
+    assert forced.measure == {("a",), ("peer",)} and not forced.head_only  # --all pairs the peer too
 
 
 # -- the identity ----------------------------------------------------------------------------
@@ -273,11 +279,17 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     assert _count(db) == before + 6  # 3 series at both commits
     assert {r["kind"] for r in report["rows"]} <= {"same", "unsure", "slower", "faster"}
 
-    # One variant's flags: that variant and the op's peer are timed; the other is not.
+    # One variant's flags: that variant is timed at both commits and paired, the op's peer once,
+    # at head (its row carries that number for both sides); the other is not timed.
+    before = _count(db)
     code, report = _compare(capsys, root, db, c2, c3)
     rows = _rows(report)
-    assert not rows["cpp_naive"]["note"] and not rows["torch_ref"]["note"]
+    assert not rows["cpp_naive"]["note"] and rows["cpp_naive"]["kind"] in {"same", "unsure", "slower", "faster"}
+    peer = rows["torch_ref"]
+    assert peer["kind"] == "unchanged" and peer["note"] == PEER_AT_HEAD
+    assert peer["head"]["samples"] and peer["base"] == peer["head"], peer
     assert rows["cpp_blocked"]["kind"] == "unchanged" and rows["cpp_blocked"]["note"].startswith("same build")
+    assert _count(db) == before + 3  # the variant at both commits, the peer at head
 
     # A new flopwatch harness: the stored results no longer match, and both commits have the
     # same identity: unchanged, with no number, and nothing timed.

@@ -73,10 +73,14 @@ def main(args) -> int:
 
         def measure(rev: str) -> list[dict]:
             # Only what may have changed: with nothing to time, nothing is built and no Ray starts.
-            last[rev] = run_commit(session, repo, rev, options, planned[rev], set(decision.measure))
+            wanted = decision.at_head if rev == head.sha else decision.measure
+            last[rev] = run_commit(session, repo, rev, options, planned[rev], set(wanted))
             return [r.to_dict() for r in last[rev].results]
 
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
+        # The peers timed at head only stand for both commits (`unchanged`, module docstring there).
+        peers_at_head = {cmp.series_key(r): r for r in head_rows if cmp.series_key(r) in decision.head_only}
+        head_rows = [r for r in head_rows if cmp.series_key(r) not in decision.head_only]
         pair_settings = {"timing": {"budget_s": args.pair_budget}, "threads": args.threads}
         with session.clock.phase("paired"):
             pairs = paired.paired_samples(session, last[base.sha], last[head.sha], pair_settings)
@@ -89,10 +93,11 @@ def main(args) -> int:
             measured = cmp.with_copy_check(measured, offsets)
     finally:
         session.shutdown()
-    untimed = {**decision.reuse, **dict.fromkeys(decision.untimed)}
+    untimed = {**decision.reuse, **dict.fromkeys(decision.untimed), **peers_at_head}
     notes = {k: f"{unchanged.SAME_BUILD}: stored result of {str(row.get('commit_sha', ''))[:10]}"
              for k, row in decision.reuse.items()}
     notes.update({k: unchanged.NO_NUMBER for k in decision.untimed})
+    notes.update({k: unchanged.PEER_AT_HEAD for k in peers_at_head})
     rows = cmp.merge_rows(measured, cmp.unchanged_rows(untimed, notes, threshold))
     report = cmp.Report(base.sha, base.subject, head.sha, head.subject, threshold, args.rounds, tuple(rows))
     markdown = cmp.render_markdown(report)

@@ -12,10 +12,13 @@ commits (`PlannedCommit.untooled`): whatever toolchain built it, it would build 
 
 Everything else is timed at both commits as before: a series whose identity differs, a series
 on one side only, one without an identity (no toolchain here) whose build inputs changed, and
-the peer of an op on a
-device kind where any other series of that op changed (and can be timed: not one without an
-identity at both commits), so "% of peer" and the peer's own row are measured beside the
-change. `force` (`compare --all`) times every series at both commits.
+The
+peer of an op on a device kind where any other series of that op changed (and can be timed:
+not one without an identity at both commits) is timed too, so that the head's "% of peer" is
+measured beside the change; but at head only, and not paired: its build is the same at both
+commits, so timing it at base and pairing the two copies (half of a one-variant compare's
+paired timing on 4 GPUs) could only measure noise. Its row is `unchanged` with the head's
+fresh number. `force` (`compare --all`) times every series at both commits.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from dataclasses import dataclass, field
 SeriesKey = tuple[str, str, str, str]  # variant, shape key, dtype, device key
 
 SAME_BUILD = "same build"
+# The note of the peer of a changed series, timed at head only (module docstring).
+PEER_AT_HEAD = f"{SAME_BUILD}: the peer, timed at head beside the change"
 # The note of an unchanged series with no stored result: its row carries no number.
 NO_NUMBER = f"{SAME_BUILD}: not timed, no number was needed"
 
@@ -44,17 +49,23 @@ class SeriesInfo:
 @dataclass(frozen=True)
 class SeriesPlan:
     """measure: timed at both commits. untimed: unchanged, nothing stored, no number needed.
-    reuse: unchanged, {series: the stored result row it carries}. reasons: why each series is
-    where it is."""
+    reuse: unchanged, {series: the stored result row it carries}. head_only: unchanged, timed
+    at head only (the peer of a changed series). reasons: why each series is where it is."""
 
     measure: frozenset
     untimed: frozenset
     reuse: dict
     reasons: dict = field(default_factory=dict)
+    head_only: frozenset = frozenset()
 
     @property
     def unchanged(self) -> frozenset:
-        return self.untimed | frozenset(self.reuse)
+        return self.untimed | frozenset(self.reuse) | self.head_only
+
+    @property
+    def at_head(self) -> frozenset:
+        """Every series the head's run times."""
+        return self.measure | self.head_only
 
 
 def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesInfo],
@@ -86,11 +97,12 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
         timeable = any(side is not None and side.identity for side in (base.get(key), head.get(key)))
         if not info.peer and (timeable or force):
             changed_ops.add((info.op, info.device_kind))
+    head_only = set()
     for key in sorted(same):
         info = head[key]
         if info.peer and (info.op, info.device_kind) in changed_ops:
             same.discard(key)
-            measure.add(key)
+            head_only.add(key)
             reasons[key] = "peer of a changed series"
     with_identity = [head[k].identity for k in same if head[k].identity]
     found = stored(with_identity) if with_identity else {}
@@ -98,4 +110,4 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
     untimed = frozenset(k for k in same if k not in reuse)
     for k in same:
         reasons[k] = SAME_BUILD
-    return SeriesPlan(frozenset(measure), untimed, reuse, reasons)
+    return SeriesPlan(frozenset(measure), untimed, reuse, reasons, frozenset(head_only))
