@@ -310,3 +310,36 @@ def _no_ray(use: dict) -> bool:
     """`--json`'s ray record of a command that started no Ray: its mode, no slots; what the probe
     without Ray found (the toolchains from the cache) may be said beside."""
     return use.get("mode") == "not started" and "slots" not in use and "connect_s" not in use
+
+
+@pytest.mark.slow
+def test_builds_submitted_ahead_are_taken_over_by_their_run(history, ray_cluster, tmp_path, monkeypatch):
+    """`build_ahead` (a compare's head builds while its base runs): the run that needs a build
+    submitted ahead takes its ref over and submits nothing again; a cached build is not
+    submitted ahead."""
+    from pipeline.project import checkout
+    from pipeline.run import runflow
+    from pipeline.run.progress import Progress
+    from pipeline.store import Store
+
+    root, (_c0, _c1, _c2, c3) = history
+    submitted = []
+    real_submit = cluster.submit_build
+
+    def counting(variant, *args, **kwargs):
+        submitted.append(variant.name)
+        return real_submit(variant, *args, **kwargs)
+
+    monkeypatch.setattr(cluster, "submit_build", counting)
+    session = runflow.Session(Store(tmp_path / "r.db"), tmp_path / "work", ray_cluster, Progress(enabled=False),
+                              cache=tmp_path / "cache")
+    repo = checkout.open_repo(root)
+    options = runflow.RunOptions(budget_s=0.2)
+    planned = runflow.plan_commit(session, repo, c3, options)
+    wanted = {planned.series(j, session) for j in planned.jobs if j.variant == "cpp_naive"}
+    assert runflow.build_ahead(session, planned, wanted, options) == 1 and submitted == ["cpp_naive"]
+    assert runflow.build_ahead(session, planned, wanted, options) == 0  # already in flight
+    outcome = runflow.run_commit(session, repo, c3, options, planned, wanted)
+    assert submitted == ["cpp_naive"] and not session.builds_ahead  # taken over, not submitted again
+    assert outcome.rebuilt == 1 and {r.status for r in outcome.results} == {"ok"}
+    assert runflow.build_ahead(session, planned, wanted, options) == 0  # now in the cache

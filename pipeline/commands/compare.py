@@ -13,7 +13,7 @@ from pipeline.history import causes, paired, series, unchanged
 from pipeline.history import compare as cmp
 from pipeline.project import checkout, config
 from pipeline.run import driver_clock
-from pipeline.run.runflow import PlannedCommit, Session, plan_commit, run_commit
+from pipeline.run.runflow import PlannedCommit, Session, build_ahead, plan_commit, run_commit
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
 
@@ -77,6 +77,11 @@ def main(args) -> int:
             last[rev] = run_commit(session, repo, rev, options, planned[rev], set(wanted))
             return [r.to_dict() for r in last[rev].results]
 
+        if not any(j.device_kind == "cpu" for j in planned[base.sha].jobs
+                   if planned[base.sha].series(j, session) in decision.measure):
+            # The head's builds compile while the base builds and runs. Not beside a CPU job of
+            # the base: its timing must not share the cores with compilers (a run builds first).
+            build_ahead(session, planned[head.sha], set(decision.at_head), options)
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
         # The peers timed at head only stand for both commits (`unchanged`, module docstring there).
         peers_at_head = {cmp.series_key(r): r for r in head_rows if cmp.series_key(r) in decision.head_only}

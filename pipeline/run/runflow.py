@@ -119,6 +119,8 @@ class Session:
     # What the probe on this machine did, before any Ray: {"toolchains": {"source": "cache" or
     # "probed", ...}, "devices": {kind: "this machine"}} (`local_probe.probe`).
     probe_notes: dict = field(default_factory=dict)
+    # Builds submitted before the run that needs them (`build_ahead`): build hash -> Ray ref.
+    builds_ahead: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cache is None:
@@ -251,6 +253,25 @@ def plan_commit(session: Session, repo, rev: str | None, options: RunOptions) ->
     root, info = checkout_commit(session, repo, rev)
     with session.clock.phase("plan"):
         return _plan(session, root, info, options)
+
+
+def build_ahead(session: Session, planned: PlannedCommit, series: set, options: RunOptions) -> int:
+    """Submit now the builds that a later `run_commit(planned, series)` would submit, so that
+    they compile while this command does something else (a compare builds its head while its
+    base runs: the two commits' builds and the base's jobs overlap instead of following each
+    other). Only builds missing from the cache; the run takes over their refs as its own. Starts
+    the command's Ray if a build is needed. Returns how many were submitted."""
+    names = {j.variant for j in planned.jobs if planned.series(j, session) in series}
+    cache = build_cache.builds_dir(session.cache)
+    missing = [plan for name, plan in planned.plans.items()
+               if name in names and plan.build_hash not in session.builds_ahead
+               and not (cache / plan.build_hash / "build.json").exists()]
+    if missing:
+        session.ensure_cluster()
+    for plan in missing:
+        session.builds_ahead[plan.build_hash] = cluster.submit_build(
+            plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
+    return len(missing)
 
 
 class SelectionError(ValueError):
@@ -414,6 +435,8 @@ class _Stream:
                 found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
+            elif plan.build_hash in self.session.builds_ahead:  # submitted earlier (`build_ahead`)
+                builds[self.session.builds_ahead.pop(plan.build_hash)] = name
             else:
                 builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs,
                                             self.options.limits.build_timeout_s)] = name
