@@ -50,6 +50,9 @@
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
 #             from each count held against the others, learned and default growth)
+# scaling14_context  scaling on 1 GPU and every GPU, then on every GPU `run A` with the spares' context made outside the
+#             device lock and inside it (FLOPWATCH_SPARE_CONTEXT_LOCK=0 / default; a Ray of each run's own):
+#             device work, each preparation step's hold, and every median off vs on
 # scaling_again  the same runs again after scaling, the GPU counts in the reverse order (each count
 #             measured once early and once late in the growing store)
 # scaling_threads8  the same with every job on 8 host threads (--threads 8) instead of the node's cores over its GPUs
@@ -139,6 +142,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     settling) cmd=(python3 benchmarks/gpu_settling.py) ;;
     scaling) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all) ;;
     scaling124) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus 2 --gpus all) ;;
+    scaling14_context) cmd=(python3 benchmarks/throughput.py --scaling --gpus 1 --gpus all --ab context) ;;
     scaling_again) cmd=(python3 benchmarks/throughput.py --scaling-again --gpus 1 --gpus all) ;;
     scaling_threads8) cmd=(python3 benchmarks/throughput.py --scaling-threads 8 --gpus 1 --gpus all) ;;
     report_profile) cmd=(python3 -c 'import cProfile, pstats, time

@@ -339,7 +339,10 @@ def print_table(rows: list[dict]) -> None:
 
 
 # --ab NAME: a setting the driver reads, turned off for one `run A` and back on for another.
-AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH", "warm": "FLOPWATCH_WARM_BESIDE_STEP"}
+AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH", "warm": "FLOPWATCH_WARM_BESIDE_STEP",
+               "context": "FLOPWATCH_SPARE_CONTEXT_LOCK"}
+# Read by the slots' job processes, not the driver: their runs start a Ray of their own.
+RUNNER_SETTINGS = {"context"}
 
 
 def setting_ab(kind: str, gpus: int, table: list[dict], name: str) -> list[dict]:
@@ -479,7 +482,7 @@ def scaling(counts: list[int]) -> dict:
         p.unlink()
     most = max(counts)
     flopwatch(repo, f"run_cold_{most}gpu", db, kind, "run", shas["A"], "--num-gpus", str(most))
-    runs = {}
+    runs: dict = {}
     for n in counts:
         # Every count's run in the same state: its kept local Ray started, slots, probes and the
         # slots' prepared job processes up (a slot drops them after 30 s idle), by a small run.
@@ -497,6 +500,37 @@ def scaling(counts: list[int]) -> dict:
     (OUT / "scaling.json").write_text(json.dumps(out, indent=1, default=str))
     keep_runs(runs, "runs.json")
     print_scaling(out, counts)
+    out["_runs"] = runs
+    return out
+
+
+def scaling_ab(n: int, names: list[str], table_run: dict) -> list[dict]:
+    """After `scaling`, on the most GPUs: `run A` with each setting of `names` off, then on
+    (`AB_SETTINGS`): its device work, phases and preparations beside the table's run (on), and
+    every series' median off vs on and on vs the table's run (run-to-run noise)."""
+    kind, repo, db = machine_kind(), OUT / "suite", OUT / "scaling.db"
+    shas = json.loads((OUT / "shas.json").read_text())
+    table = [{"name": f"run_{n}gpu", "medians": figures(table_run, db, kind, n)["medians"]}]
+    out = []
+    for name in names:
+        rows, medians = [], []
+        for state, value in (("off", "0"), ("on", "")):
+            env = {AB_SETTINGS[name]: value}
+            if name in RUNNER_SETTINGS:  # the slots' processes read it at their start: a Ray of the command's own
+                env["FLOPWATCH_RAY_REUSE"] = "0"
+            s = flopwatch(repo, f"run_{name}_{state}_{n}gpu", db, kind, "run", shas["A"], "--num-gpus", str(n),
+                          env_extra=env)
+            rows.append({**scaling_row(s, n), "name": f"{name} {state}"})
+            medians.append({"medians": figures(s, db, kind, n)["medians"]})
+        print(f"\n{name} ({AB_SETTINGS[name]}) off / on, {n} GPUs:")
+        for r in rows:
+            print(f"  {r['name']:>12}: command {r['command_wall_s']:.1f} s, jobs wall {r['jobs_wall_s'] or 0:.1f} s, "
+                  f"device work {r['device_work_s']:.1f} s: " +
+                  " ".join(f"{k}={v:.1f}" for k, v in r["device_phases"].items()))
+            print("               prepared ahead: " + " ".join(f"{k}={v:.1f}" for k, v in r["prepared_ahead"].items()))
+        _medians_ab(medians, table, n, name)
+        out += rows
+    (OUT / "scaling_ab.json").write_text(json.dumps(out, indent=1, default=str))
     return out
 
 
@@ -690,8 +724,12 @@ def main() -> None:
         counts = sorted({total if g == "all" else int(g) for g in (args.gpus or ["1", "all"])})
         if args.scaling_threads:
             scaling_again(counts, threads=args.scaling_threads)
+        elif args.scaling_again:
+            scaling_again(counts)
         else:
-            (scaling_again if args.scaling_again else scaling)(counts)
+            out = scaling(counts)
+            if args.ab:
+                scaling_ab(max(counts), args.ab, out["_runs"][max(counts)])
         return
     if args.hog:
         hog()

@@ -222,6 +222,10 @@ def test_a_prepared_process_reports_what_its_preparation_cost_on_its_first_job_o
     ahead = first.phases["prepared_ahead"]
     assert first.status == "ok" and len(steps) == 6
     assert ahead["waited_s"] >= 0.02 * len(steps) and ahead["held_s"] > 0 and ahead["ended_at"] <= first.phases["began_at"]
+    # each kind of step's hold, and the longest one (what a timing loop may have to wait for)
+    per_step = {k: v for k, v in ahead.items() if k.endswith("_held_s") and k != "longest_held_s"}
+    assert set(per_step) == {"reference_held_s", "checks_held_s"}  # a CPU spare: no context, no events
+    assert abs(sum(per_step.values()) - ahead["held_s"]) < 1e-3 and 0 < ahead["longest_held_s"] <= ahead["held_s"]
     assert runner.phase_seconds(first.phases) == runner.phase_seconds(
         {k: v for k, v in first.phases.items() if k != "prepared_ahead"})
     second = runner.execute_job(job, v, build, files, settings, _in_this_process)

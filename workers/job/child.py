@@ -303,9 +303,13 @@ def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> d
 PREPARED = False  # whether this process was prepared ahead of its job (a spare's, `prepare`)
 # What that preparation cost, for the first job this process runs (`run` puts it in its phases
 # as "prepared_ahead"): seconds spent waiting for the device lock and holding it, the driver's
-# start outside it, and when it ended. A timing loop waits for such steps on its device, and with
-# four GPUs busy those waits grew (docs/benchmarks.md, "Four GPUs, 2026-11-28").
+# start outside it, the hold of each kind of step ("<step>_held_s") and the longest single hold,
+# and when it ended. A timing loop waits for such steps on its device, and with four GPUs busy
+# those waits grew (docs/benchmarks.md, "Four GPUs, 2026-11-28").
 PREPARED_AHEAD: dict = {}
+# "0": the spare makes its GPU context outside the device lock (to measure what holding it costs
+# the timing loops and whether making a context beside one moves its samples).
+CONTEXT_LOCK_ENV = "FLOPWATCH_SPARE_CONTEXT_LOCK"
 
 
 def prepare(kind: str, step=contextlib.nullcontext) -> None:
@@ -318,41 +322,49 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
     context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
     the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
     global PREPARED
-    spent = {"waited_s": 0.0, "held_s": 0.0, "driver_s": 0.0}
+    spent = {"waited_s": 0.0, "held_s": 0.0, "driver_s": 0.0, "longest_held_s": 0.0}
 
     @contextlib.contextmanager
-    def timed():  # one step under the lock: its wait for the lock, then its hold
+    def timed(name: str, locked: bool = True):  # one step under the lock: its wait for it, then its hold
         asked = time.perf_counter()
-        with step():
+        with step() if locked else contextlib.nullcontext():
             got = time.perf_counter()
             yield
+        held = time.perf_counter() - got
         spent["waited_s"] += got - asked
-        spent["held_s"] += time.perf_counter() - got
+        spent["held_s" if locked else "unlocked_s"] = spent.get("held_s" if locked else "unlocked_s", 0.0) + held
+        spent[f"{name}_held_s"] = spent.get(f"{name}_held_s", 0.0) + held
+        if locked:
+            spent["longest_held_s"] = max(spent["longest_held_s"], held)
 
     dev = "cpu" if kind == "cpu" else "cuda"
     if dev == "cuda":
         began = time.perf_counter()
         torch.cuda.init()
         spent["driver_s"] = time.perf_counter() - began
-        with timed():
+        with timed("context", locked=os.environ.get(CONTEXT_LOCK_ENV) != "0"):
+            # The primary context (torch's set_device alone does not make it on device 0; a
+            # device synchronize does): host and driver work, no kernel, no allocation of ours.
             torch.cuda.set_device(0)
+            torch.cuda.synchronize()
+        with timed("first_alloc"):
             torch.empty(1, device="cuda")
             torch.cuda.synchronize()
     op = get_op("gemm")
     dims = {"M": 64, "N": 64, "K": 64}
     for name in ("bf16", "fp16", "fp32"):
-        with timed():
+        with timed("reference"):
             inputs = op.make_inputs(dims, torch_dtype(name), "nt", dev, generator(0, dev))
             ref = op.reference(inputs, "nt")
             _sync(kind)
-        with timed():
+        with timed("checks"):
             g = correctness.guarded_output(op.output_shape(dims), torch.float32, dev)
             g.out.copy_(ref)
             correctness.evaluate(g, ref, *op.TOLERANCE[name])
             correctness.moved_elements(g.out, g.out.clone())
             _sync(kind)
     if dev == "cuda":
-        with timed():
+        with timed("events"):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             torch.empty(1 << 20, dtype=torch.int32, device="cuda").zero_()
