@@ -51,7 +51,7 @@
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
 #             from each count held against the others, learned and default growth)
 # scaling14_context  scaling on 1 GPU and every GPU, then on every GPU `run A` with the spares' context made outside the
-#             device lock and inside it (FLOPWATCH_SPARE_CONTEXT_LOCK=0 / default; a Ray of each run's own):
+#             device lock and inside it (FLOPWATCH_SPARE_CONTEXT_LOCK=0, the default, / =1; a Ray of each run's own):
 #             device work, each preparation step's hold, and every median off vs on
 # scaling_again  the same runs again after scaling, the GPU counts in the reverse order (each count
 #             measured once early and once late in the growing store)

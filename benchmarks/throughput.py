@@ -343,6 +343,8 @@ AB_SETTINGS = {"overlap": "FLOPWATCH_OVERLAP", "batch": "FLOPWATCH_BATCH", "warm
                "context": "FLOPWATCH_SPARE_CONTEXT_LOCK"}
 # Read by the slots' job processes, not the driver: their runs start a Ray of their own.
 RUNNER_SETTINGS = {"context"}
+# A setting whose "on" is not its default: the values of its off and on runs.
+AB_VALUES = {"context": (("off", "0"), ("on", "1"))}
 
 
 def setting_ab(kind: str, gpus: int, table: list[dict], name: str) -> list[dict]:
@@ -514,7 +516,7 @@ def scaling_ab(n: int, names: list[str], table_run: dict) -> list[dict]:
     out = []
     for name in names:
         rows, medians = [], []
-        for state, value in (("off", "0"), ("on", "")):
+        for state, value in AB_VALUES.get(name, (("off", "0"), ("on", ""))):
             env = {AB_SETTINGS[name]: value}
             if name in RUNNER_SETTINGS:  # the slots' processes read it at their start: a Ray of the command's own
                 env["FLOPWATCH_RAY_REUSE"] = "0"

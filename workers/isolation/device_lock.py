@@ -1,10 +1,11 @@
 """Who may use a slot's GPU while a job times on it.
 
 A slot's warm runner prepares the next jobs' processes while the current job runs
-(`workers.job.spare`). Two processes on one GPU share it by time slices, so a preparation must never
-overlap a timing loop (warm-up and samples). A preparation is a few short steps (the context,
-the first use of a few kernels); each step holds the device lock shared, and a timing loop holds
-it exclusively. A second lock, the gate, gives timing loops the right of way: a timing loop
+(`workers.job.spare`). Two processes on one GPU share it by time slices, so a preparation's
+kernels must never overlap a timing loop (warm-up and samples). A preparation is a few short
+steps (the first use of a few kernels, after its context, which is made outside the lock: it
+runs no kernel); each step holds the device lock shared, and a timing loop holds it
+exclusively. A second lock, the gate, gives timing loops the right of way: a timing loop
 takes the gate first, so no step starts once a loop is waiting, and the loop waits only for the
 step in progress (≤ 0.3 s on an H200). The correctness checks take no lock: they are not timed,
 and that is where the preparation hides.

@@ -307,8 +307,13 @@ PREPARED = False  # whether this process was prepared ahead of its job (a spare'
 # and when it ended. A timing loop waits for such steps on its device, and with four GPUs busy
 # those waits grew (docs/benchmarks.md, "Four GPUs, 2026-11-28").
 PREPARED_AHEAD: dict = {}
-# "0": the spare makes its GPU context outside the device lock (to measure what holding it costs
-# the timing loops and whether making a context beside one moves its samples).
+# "1": the spare makes its GPU context under the device lock, as its other steps. By default it
+# does not: making a context is host and driver work (no kernel, no allocation of ours), and it
+# was the step that grew with four GPUs busy (its holds summed 10.5 s over a 1-GPU run of the
+# bundled suite, 19.5 s over a 4-GPU run on 4x H100), each hold one a timing loop had to warm up
+# through. Made outside the lock, the 4-GPU run's warm-up fell from 15.3 to 8.2 s while every
+# series' median moved no more than between two runs with it held (|change| median 0.53% vs
+# 0.59%, mean 1.24% vs 1.21%, 81 series; docs/benchmarks.md, "The spares' context").
 CONTEXT_LOCK_ENV = "FLOPWATCH_SPARE_CONTEXT_LOCK"
 
 
@@ -318,7 +323,7 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
     handle of the reference, and the first use of torch's kernels that draw inputs, guard and
     check outputs and record events. Nothing of the job's variant runs here. Each use of the
     device runs inside `step()` (the spare's device lock, `workers.isolation.device_lock.preparing`); the
-    driver's start touches no device. On an H200 (benchmarks/spare_prep.py): driver 0.12 s,
+    driver's start and the context's (`CONTEXT_LOCK_ENV`) run no kernel and are made outside it. On an H200 (benchmarks/spare_prep.py): driver 0.12 s,
     context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
     the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
     global PREPARED
@@ -342,7 +347,7 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
         began = time.perf_counter()
         torch.cuda.init()
         spent["driver_s"] = time.perf_counter() - began
-        with timed("context", locked=os.environ.get(CONTEXT_LOCK_ENV) != "0"):
+        with timed("context", locked=os.environ.get(CONTEXT_LOCK_ENV) == "1"):
             # The primary context (torch's set_device alone does not make it on device 0; a
             # device synchronize does): host and driver work, no kernel, no allocation of ours.
             torch.cuda.set_device(0)

@@ -9,8 +9,10 @@ kernels that draw inputs, compute the reference and check the output: 0.5 s per 
 there it is exactly a forked job child: its own session, its stdio in the job folder, the job's
 scope, timeout and write limit. Isolation is unchanged: a spare has run no code of the suite.
 
-The preparation shares the GPU with the running job, so each of its steps holds the device lock
-shared (`workers.isolation.device_lock`) and no step runs while a timing loop runs or waits. Preparing
+The preparation shares the GPU with the running job, so each of its steps that runs kernels or
+allocates holds the device lock shared (`workers.isolation.device_lock`) and no such step runs
+while a timing loop runs or waits; the driver's start and the context are made outside it
+(`workers.job.child.CONTEXT_LOCK_ENV`: measured not to move a median, and the longest step). Preparing
 takes ~0.4 s under the lock while a fast job leaves ~0.15 s outside its timing loop, so
 `IN_FLIGHT` spares prepare across the windows of as many jobs. A spare that failed to prepare
 (a GPU in exclusive-process mode refuses a second context) is dropped, the job gets a freshly
