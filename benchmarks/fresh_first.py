@@ -5,8 +5,9 @@ With no flopwatch Ray up, `flopwatch run --variant V` of the bundled suite at de
 local Ray and its slots up); then, each on a new local Ray of its own (builds cached now), the
 first command again at default settings, with the head readying no slots
 (FLOPWATCH_HEAD_PREPARE=0), with Ray's worker prestart for the head's first driver on (Ray's
-default; flopwatch turns it off), and with the head started after the command's imports
-(FLOPWATCH_HEAD_AHEAD=0). Prints per command its wall, the jobs' wall, the driver's
+default; flopwatch turns it off), with the head started after the command's imports
+(FLOPWATCH_HEAD_AHEAD=0), and with the slots' runners spawned once Ray is up instead of started
+by the head before it (FLOPWATCH_RUNNER_SEEDS=0). Prints per command its wall, the jobs' wall, the driver's
 phases and their sum outside the jobs, when its first job began, where the head's start went, what the slots and the
 probe found, and nvidia-smi's mean per GPU. Only the very first command meets a cold page cache.
 
@@ -86,7 +87,9 @@ def main() -> None:
                 ("new_ray_prestart", {"RAY_prestart_worker_first_driver": "1"},
                  "the same, Ray's worker prestart on (Ray's default)"),
                 ("new_ray_not_ahead", {"FLOPWATCH_HEAD_AHEAD": "0"},
-                 "the same, the head started after the command's imports")):
+                 "the same, the head started after the command's imports"),
+                ("new_ray_no_seeds", {"FLOPWATCH_RUNNER_SEEDS": "0"},
+                 "the same, the slots' runners spawned once Ray is up")):
             stop_heads(folders[-1])
             time.sleep(2)
             folder = heads_folder(name)

@@ -118,7 +118,7 @@ def test_a_slots_gpu_is_found_from_rays_visible_devices(tmp_path, monkeypatch):
 
 
 class _FakeZygote:
-    def __init__(self, env):
+    def __init__(self, env, **_):
         self.env, self.started = env, 0
 
 

@@ -297,6 +297,8 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         # The head readied its CPU slot as it started (runner, probe, toolchains): the first command
         # found it prepared, and its own probe asked nothing again.
         assert report1["ray"]["head"]["slots"] == 1 and record.startup["slots"] == 1
+        # It started its slot's runner before Ray (`workers.job.seed`), and the slot adopted it.
+        assert record.startup["seeds"] == 1
         assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join"}
         # It was started before the command's own imports (`pipeline.fleet.head_ahead`).
         assert report1["ray"]["head"]["ahead"] is True
@@ -304,7 +306,9 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         # after the command did, its runner's imports before its probes answered.
         steps = report1["ray"]["slots"]["timeline"]["cpu/0"]
         assert 0 < steps["process"] <= steps["actor"] <= steps["runner_ready"] <= steps["probe"], steps
-        assert steps["runner_spawned"] <= steps["runner_torch"] <= steps["runner_ready"], steps
+        assert "runner_spawned" not in steps and steps["runner_adopted"] <= steps["runner_ready"], steps
+        assert steps["runner_seeded"] <= steps["runner_torch"] <= steps["runner_ready"], steps
+        assert steps["runner_seeded"] < steps["process"]  # its process began before the slot's
         assert report1["ray"]["slots"].get("prepared") == 1 and report1["ray"]["slots"]["probed"] == 0, report1["ray"]
         assert report1["ray"]["slots"]["calls"] == 1  # one call to the one slot: start, identity, toolchains
 

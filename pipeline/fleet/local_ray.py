@@ -6,7 +6,9 @@ well under a second (docs/benchmarks.md, "Driver start-up"). So the first comman
 cluster address starts a small server process (`serve` below) that owns a local Ray head, and
 later commands of the same user attach to it; it stops Ray and exits once no command has been
 attached for `idle_s` seconds. `--no-ray-reuse` (or FLOPWATCH_RAY_REUSE=0) gives a command a
-private local Ray instead, stopped when it ends.
+private local Ray instead, stopped when it ends. Before its `ray.init` the head starts its slots'
+warm runners (`workers.job.seed`), so that their imports run beside Ray's start instead of after
+it; FLOPWATCH_RUNNER_SEEDS=0 in its environment starts none (`plant_seeds`).
 
 What keeps a stale or foreign head from being used:
 - Its folder is <base>/<key>, the key a hash of the user id, the Python interpreter, the Ray
@@ -51,7 +53,8 @@ from pathlib import Path
 from pipeline.fleet.code_key import code_digest, own_digest  # noqa: F401 (code_digest: read here by tests)
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
 from workers.core.process_age import process_age_s
-from workers.job.runner import SECRET_VARIABLES
+from workers.job.runner import SECRET_VARIABLES, child_env
+from workers.job.runner_process import ENV_SOCKET
 
 DEFAULT_IDLE_S = 600.0
 # Ray's own start waits up to 120 s for its GCS on a slow machine; the head needs a little more.
@@ -80,8 +83,8 @@ class HeadRecord:
     started_at: float  # epoch seconds
     resources: dict
     # Where the head's own start went, in seconds: "python" (interpreter and imports),
-    # "resources" (what to advertise), "ray_init" (Ray's processes up), and "slots" (how many
-    # device slots it began readying for the first command).
+    # "resources" (what to advertise), "ray_init" (Ray's processes up), and how many runner
+    # "seeds" it started before Ray and "slots" it began readying for the first command.
     startup: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -561,9 +564,34 @@ def prepare_slots(resources: dict) -> list:
 PREPARE_ENV = "FLOPWATCH_HEAD_PREPARE"  # "0": the head starts no slots; the first command starts them
 
 
+def plant_seeds(folder: Path, gpus: int | None) -> int:
+    """Start the runners of this head's slots now, before `ray.init` (`workers.job.seed`): one
+    per slot it will ready (its GPUs and the CPU slot), their imports beside Ray's start. Their
+    socket is named to the slots' actors in this process's environment, which `ray.init` hands
+    to Ray's processes and they to their workers. Returns how many were started: none with
+    FLOPWATCH_RUNNER_SEEDS=0, or where they cannot be (the slots spawn their runners as before)."""
+    from workers.job import seed
+
+    os.environ.pop(ENV_SOCKET, None)
+    if not seed.wanted(os.environ):
+        return 0
+    # A slot's runner's environment, as far as its imports read it: the slot's (`runner.child_env`),
+    # with the OMP_NUM_THREADS=1 Ray gives an actor that holds no CPU where it is unset
+    # (ray._private.utils.set_omp_num_threads_if_unset); OpenMP reads it as torch loads.
+    env = {**child_env(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    path = folder / seed.SOCKET
+    try:
+        planted = seed.plant(path, (gpus or 0) + 1, own_digest(), env, triton=bool(gpus))
+    except OSError as exc:  # a socket path too long for its folder, no processes left, ...
+        print(f"flopwatch's local Ray started no runner seeds: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0
+    os.environ[ENV_SOCKET] = str(path)
+    return len(planted)
+
+
 def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
-    """The head's server: start Ray with token authentication, record it, ready the device slots
-    for the first command, wait until idle, stop."""
+    """The head's server: start its slots' runners (`plant_seeds`), start Ray with token
+    authentication, record it, ready the device slots for the first command, wait until idle, stop."""
     startup = {"python": round(process_age_s() or 0.0, 3)}
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
@@ -573,6 +601,7 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
 
     resources, gpus = advertised_resources(num_gpus)
     startup["resources"] = round(time.perf_counter() - began, 3)
+    startup["seeds"] = plant_seeds(folder, gpus)
     began = time.perf_counter()
     context = ray.init(address="local", _temp_dir=str(folder / RAY_TEMP), namespace="flopwatch", resources=resources,
                        num_gpus=gpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")

@@ -176,6 +176,7 @@ class DeviceSlot:
     def _zygote(self):
         if self.zygote is None:
             from workers.isolation import device_lock
+            from workers.job.runner_process import ENV_SOCKET
             from workers.job.spare import ENV_KIND
             from workers.job.zygote import Zygote
 
@@ -184,7 +185,9 @@ class DeviceSlot:
             if self.kind != "cpu" and not device_lock.path():
                 os.environ[device_lock.ENV] = device_lock.new_path()
             self._job_cpus()
-            self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind})
+            # On flopwatch's local Ray the first runner may be one the head started before Ray (`workers.job.seed`).
+            self.zygote = Zygote({**runner.child_env(), ENV_KIND: self.kind}, seeds=os.environ.get(ENV_SOCKET),
+                                 code_key=own_digest())
         return self.zygote
 
     def describe(self, prewarm: bool = True, name: str | None = None, identity: bool = False,

@@ -20,6 +20,7 @@ from workers.core import status
 from workers.core.records import BuildResult, Job, Result, Variant
 from workers.isolation import containment, device_lock
 from workers.isolation.sandbox import ChildOutcome, run_child
+from workers.job.runner_process import ENV_SOCKET
 from workers.ops import dtype_bytes, get_op
 from workers.toolkit.bundle import unpack
 
@@ -251,7 +252,8 @@ SECRET_VARIABLES = ("RAY_AUTH_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTI
 
 
 def child_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
+    # Not the local head's seed socket (`workers.job.seed`): a slot's runner is adopted by the slot, not by its jobs.
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES and k != ENV_SOCKET}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a segfault prints the Python stack to stderr

@@ -25,6 +25,11 @@ The zygote is a child subreaper, and so is each job's child: processes a job lea
 daemons included, stay in its own tree while it runs and are killed when it ends, counted in
 its `left_behind`. End of file on stdin (the slot is gone) ends the running jobs and the zygote. The loop itself
 is `workers.job.zygote_loop`; this module is its entry point and the slot's client of it.
+
+A slot's first runner need not be spawned by the slot: on flopwatch's own local Ray it adopts a
+*seed*, a runner the head started before Ray that imported torch while Ray started
+(`workers.job.seed`); it is handed the pipes and environment the slot would have spawned it
+with, and from its ready line on it is the same runner (`workers.job.runner_process`).
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from pathlib import Path
 from workers.isolation import affinity, device_lock
 from workers.isolation.containment import become_subreaper
 from workers.isolation.sandbox import ChildOutcome, outcome_from, tail
-from workers.job import spare
+from workers.job import runner_process, spare
+from workers.job.runner_process import Adopted, Spawned
 from workers.job.zygote_loop import JobLoop, drop
 
 # -- zygote side -------------------------------------------------------------------------------
@@ -56,8 +62,15 @@ def serve() -> None:
     # every job child from here on inherits the set.
     affinity.apply(dict(os.environ))
     marks = {"serving": time.time()}  # when each start-up step ended (the slot's timeline)
-    # Import what every job needs, without touching a device (`import torch` does not create a
-    # context; `torch.cuda.is_available()` would initialise the driver, so it is not called).
+    take_imports(marks, triton=os.environ.get(spare.ENV_KIND, "cpu") != "cpu")
+    serve_imported(proto, marks)
+
+
+def take_imports(marks: dict, triton: bool) -> None:
+    """Import what every job needs, once, without touching a device (`import torch` does not
+    create a context; `torch.cuda.is_available()` would initialise the driver, so it is not
+    called); `triton`: Triton and its compiler key too (a GPU slot's). The runner's list, for a
+    spawned runner and a seed (`workers.job.seed`) alike; each step's end in `marks`."""
     import torch  # noqa: F401
 
     marks["torch"] = time.time()
@@ -67,9 +80,20 @@ def serve() -> None:
     import workers.measure.timing  # noqa: F401
 
     marks["workers"] = time.time()
-    if os.environ.get(spare.ENV_KIND, "cpu") != "cpu":
+    if triton:
+        take_triton(marks)
+
+
+def take_triton(marks: dict) -> None:
+    """Triton and its compiler key (`_import_triton`), unless `marks` says they were taken."""
+    if "triton" not in marks:
         _import_triton()
         marks["triton"] = time.time()
+
+
+def serve_imported(proto, marks: dict) -> None:
+    """The runner once its imports are done: say it is ready (with `marks`) on `proto`, then run
+    the jobs its slot sends on stdin until the slot is gone."""
     # Orphans of the jobs (a daemon a kernel double-forked) become this process's children, so
     # each job's scope can find and end them (`workers.isolation.containment`).
     become_subreaper()
@@ -121,7 +145,10 @@ class ZygoteDied(RuntimeError):
     pass
 
 
-def _read_line(proc: subprocess.Popen, unread: bytes, timeout_s: float | None) -> tuple[dict, bytes]:
+RunnerProcess = Spawned | Adopted  # the runner's process as the slot holds it (`workers.job.runner_process`)
+
+
+def _read_line(proc: RunnerProcess, unread: bytes, timeout_s: float | None) -> tuple[dict, bytes]:
     """The next reply line of `proc` and what was read beyond it (`timeout_s` None: however
     long it takes). Read from the pipe's descriptor with a buffer of our own: a fast job's two
     replies (pid, outcome) often arrive together, and a buffered `readline` would take both,
@@ -135,7 +162,8 @@ def _read_line(proc: subprocess.Popen, unread: bytes, timeout_s: float | None) -
             raise ZygoteDied(f"no answer in {timeout_s:g} s")
         chunk = os.read(fd, 65536)
         if not chunk:
-            raise ZygoteDied(f"exited with code {proc.wait()}")
+            code = proc.wait()
+            raise ZygoteDied("exited" if code is None else f"exited with code {code}")
         unread += chunk
     line, rest = unread.split(b"\n", 1)
     return json.loads(line), rest
@@ -147,38 +175,51 @@ class Zygote:
     wait here at once, each for the replies to its own request (a reader thread sorts the
     replies by request id)."""
 
-    def __init__(self, env: dict):
-        self.env = env
-        self.proc: subprocess.Popen | None = None
+    def __init__(self, env: dict, seeds: str | None = None, code_key: str = ""):
+        """`env`: the runner's environment. `seeds`: where flopwatch's local Ray head keeps
+        runners already importing (`workers.job.seed`), for the first start to adopt one of
+        `code_key` (this flopwatch's code) instead of spawning."""
+        self.env, self.seeds, self.code_key = env, seeds, code_key
+        self.proc: RunnerProcess | None = None
         self.started = 0
-        # When the last start's steps ended (epoch seconds): spawned, the zygote's own
-        # imports ("serving", "torch", "workers", "triton"), and ready.
+        # When the last start's steps ended (epoch seconds): spawned, or the seed's start
+        # ("seeded") and its adoption; the runner's own imports ("serving", "torch", "workers",
+        # "triton"), and ready. A seed tried and not adopted: "seed_absent", "seed_refused" or
+        # "seed_lost", when the slot gave up on it.
         self.marks: dict[str, float] = {}
         # Bytes read from the zygote's stdout that do not yet end a line (see `_read`).
         self._unread = b""
         self._lock = threading.Lock()  # starting the zygote, writing requests, the reply queues
         self._ids = itertools.count(1)
         # The reply queue of each request in flight, and the zygote process it was sent to.
-        self._replies: dict[int, tuple[queue.SimpleQueue, subprocess.Popen]] = {}
+        self._replies: dict[int, tuple[queue.SimpleQueue, RunnerProcess]] = {}
         self._timeouts: dict[int, float] = {}  # timeout of each request in flight
 
     def start(self) -> None:
-        spawned = time.time()
-        self.proc = subprocess.Popen([sys.executable, "-m", "workers.job.zygote"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
-                                     start_new_session=True, text=True, bufsize=1)
+        marks = {}
+        self.proc = None
+        # A slot's first runner: a seed if the head planted one. A runner that died is spawned
+        # (the seeds left are other slots').
+        if self.seeds and not self.started:
+            try:
+                self.proc = runner_process.adopt(self.seeds, self.env, self.code_key)
+            except runner_process.NoSeed as exc:
+                marks[f"seed_{exc.why}"] = time.time()
+        if self.proc is None:
+            marks["spawned"] = time.time()
+            self.proc = runner_process.Spawned.start([sys.executable, "-m", "workers.job.zygote"], self.env)
         self._unread = b""
         self.started += 1
         ready = self._read(300.0)
         if "ready" not in ready:
             raise ZygoteDied(f"unexpected first line {ready}")
-        self.marks = {"spawned": spawned, **(ready.get("marks") or {}), "ready": time.time()}
+        self.marks = {**marks, **(ready.get("marks") or {}), "ready": time.time()}
         threading.Thread(target=self._sort_replies, args=(self.proc, self._unread), daemon=True,
                          name="flopwatch-zygote-replies").start()
         self._unread = b""  # the reader thread's from here on
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and self.proc.alive()
 
     def ensure_started(self) -> None:
         """Start the zygote now (a slot does so at its start, so that the imports overlap the
@@ -192,7 +233,7 @@ class Zygote:
         line, self._unread = _read_line(self.proc, self._unread, timeout_s)
         return line
 
-    def _sort_replies(self, proc: subprocess.Popen, unread: bytes) -> None:
+    def _sort_replies(self, proc: RunnerProcess, unread: bytes) -> None:
         """Reader thread of one zygote process (its own pipe and buffer, whatever process the
         client starts next): each reply to the queue of its request; at the zygote's end, a
         ZygoteDied to every request that was sent to it."""
@@ -261,7 +302,7 @@ class Zygote:
                                 waited_s=done.get("waited_s", 0.0))
         raise AssertionError("unreachable")
 
-    def _discard(self, child_pid: int | None, proc: subprocess.Popen | None = None) -> None:
+    def _discard(self, child_pid: int | None, proc: RunnerProcess | None = None) -> None:
         """Kill a broken zygote (the one `proc` names, if it is still the current one) and the
         child it may have left behind."""
         if child_pid:
@@ -272,10 +313,7 @@ class Zygote:
         with self._lock:
             if self.proc is None or (proc is not None and self.proc is not proc):
                 return  # already replaced by a fresh one
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            self.proc.kill_group()
             self.proc.wait()
             self.proc = None
             self._unread = b""
@@ -283,7 +321,7 @@ class Zygote:
     def close(self) -> None:
         with self._lock:
             proc = self.proc
-        if proc is not None and proc.poll() is None:
+        if proc is not None and proc.alive():
             proc.stdin.close()
             try:
                 proc.wait(timeout=5)
