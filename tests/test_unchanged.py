@@ -271,13 +271,16 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
                for r in rows.values()), rows
     assert _count(db) == stored  # nothing was run
 
-    # A shared header: every build changes, every series is timed at both commits.
+    # A shared header: every build changes, every series is timed, at head and in pairs. The
+    # base's identities have results in the store (the run of c0, a README edit before): they
+    # stand for the base's run; the base is built for the pairs, not run again.
     before = _count(db)
     code, report = _compare(capsys, root, db, c1, c2)
     assert code in (0, 1) and len(report["rows"]) == 3  # 1: a timing moved; never 2, an error
     assert report["not_retimed"] == 0 and all(not r["note"] for r in report["rows"])
-    assert _count(db) == before + 6  # 3 series at both commits
+    assert _count(db) == before + 3  # 3 series at head only
     assert {r["kind"] for r in report["rows"]} <= {"same", "unsure", "slower", "faster"}
+    assert all(r["base"]["paired"] and r["head"]["paired"] for r in report["rows"])  # the base built, paired
 
     # One variant's flags: that variant is timed at both commits and paired, the op's peer once,
     # at head (its row carries that number for both sides); the other is not timed.
@@ -289,7 +292,8 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     assert peer["kind"] == "unchanged" and peer["note"] == PEER_AT_HEAD
     assert peer["head"]["samples"] and peer["base"] == peer["head"], peer
     assert rows["cpp_blocked"]["kind"] == "unchanged" and rows["cpp_blocked"]["note"].startswith("same build")
-    assert _count(db) == before + 3  # the variant at both commits, the peer at head
+    assert _count(db) == before + 2  # the variant and the peer at head (the base's variant stored by c1..c2)
+    assert rows["cpp_naive"]["base"]["paired"]
 
     # A new flopwatch harness: the stored results no longer match, and both commits have the
     # same identity: unchanged, with no number, and nothing timed.
@@ -304,6 +308,11 @@ def test_compare_times_only_what_an_edit_can_move(history, ray_cluster, capsys, 
     code, report = _compare(capsys, root, db, c0, c1, "--all")
     assert code in (0, 1) and len(report["rows"]) == 3
     assert report["not_retimed"] == 0 and _count(db) == before + 6
+
+    # A changed series with nothing stored for its base identity is run at both commits.
+    fresh = tmp_path / "fresh.db"
+    code, report = _compare(capsys, root, fresh, c2, c3)
+    assert _count(fresh) == 3 and _rows(report)["cpp_naive"]["base"]["paired"]  # variant at both, peer at head
 
 
 def _no_ray(use: dict) -> bool:

@@ -13,7 +13,8 @@ from pipeline.history import causes, paired, series, unchanged
 from pipeline.history import compare as cmp
 from pipeline.project import checkout, config
 from pipeline.run import driver_clock
-from pipeline.run.runflow import PlannedCommit, Session, build_ahead, plan_commit, run_commit
+from pipeline.run.runflow import PlannedCommit, Session, build_ahead, built_artifacts, plan_commit, run_commit
+from workers.core.records import Result
 
 HELP = "compare two revisions (interleaved rounds on the same device); exit 1 on a regression"
 
@@ -73,16 +74,19 @@ def main(args) -> int:
 
         def measure(rev: str) -> list[dict]:
             # Only what may have changed: with nothing to time, nothing is built and no Ray starts.
-            wanted = decision.at_head if rev == head.sha else decision.measure
+            wanted = decision.at_head if rev == head.sha else decision.at_base
             last[rev] = run_commit(session, repo, rev, options, planned[rev], set(wanted))
             return [r.to_dict() for r in last[rev].results]
 
         if not any(j.device_kind == "cpu" for j in planned[base.sha].jobs
-                   if planned[base.sha].series(j, session) in decision.measure):
-            # The head's builds compile while the base builds and runs. Not beside a CPU job of
-            # the base: its timing must not share the cores with compilers (a run builds first).
+                   if planned[base.sha].series(j, session) in decision.at_base):
+            # The head's builds (and the base's that only the paired timing needs) compile while
+            # the base builds and runs. Not beside a CPU job of the base: its timing must not
+            # share the cores with compilers (a run builds first).
             build_ahead(session, planned[head.sha], set(decision.at_head), options)
+            build_ahead(session, planned[base.sha], set(decision.base_stored), options)
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
+        base_rows += _stored_base(session, planned[base.sha], last[base.sha], decision.base_stored, options)
         # The peers timed at head only stand for both commits (`unchanged`, module docstring there).
         peers_at_head = {cmp.series_key(r): r for r in head_rows if cmp.series_key(r) in decision.head_only}
         head_rows = [r for r in head_rows if cmp.series_key(r) not in decision.head_only]
@@ -135,6 +139,25 @@ def main(args) -> int:
         elif session.slots_line():
             print(session.slots_line(), file=sys.stderr)
     return cmp.exit_status(report)
+
+
+def _stored_base(session: Session, planned: PlannedCommit, outcome, stored: dict, options) -> list[dict]:
+    """The base side of the series whose base identity has a measured result in the store
+    (`unchanged`, module docstring): that result as the base's row, and the base's build and
+    jobs added to the base's run for the paired timing. Returns the rows."""
+    if not stored:
+        return []
+    variants, artifacts = built_artifacts(session, planned, set(stored), options)
+    outcome.variants.update(variants)
+    outcome.artifacts.update(artifacts)
+    outcome.jobs = [*outcome.jobs, *(j for j in planned.jobs if planned.series(j, session) in stored)]
+    rows = []
+    for key, row in stored.items():
+        # The stored row may name the series otherwise (same identity, another variant name).
+        row = {**row, **dict(zip(("variant", "shape", "dtype", "device"), key))}
+        outcome.results.append(Result.from_dict({**row, "samples_s": tuple(row.get("samples") or ())}))
+        rows.append(row)
+    return rows
 
 
 def _series_infos(session: Session, planned: PlannedCommit) -> dict[tuple, unchanged.SeriesInfo]:

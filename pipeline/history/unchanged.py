@@ -18,13 +18,19 @@ not one without an identity at both commits) is timed too, so that the head's "%
 measured beside the change; but at head only, and not paired: its build is the same at both
 commits, so timing it at base and pairing the two copies (half of a one-variant compare's
 paired timing on 4 GPUs) could only measure noise. Its row is `unchanged` with the head's
-fresh number. `force` (`compare --all`) times every series at both commits.
+fresh number. A changed series whose base identity has a measured result in the store
+(a nightly, an earlier PR of the same base) is not run again at base: that result says the
+base's status and correctness, its build is built for the paired timing (which times both
+sides anew), and only the head runs (`base_stored`). `force` (`compare --all`) times every
+series at both commits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from workers.core import status
 
 SeriesKey = tuple[str, str, str, str]  # variant, shape key, dtype, device key
 
@@ -50,17 +56,25 @@ class SeriesInfo:
 class SeriesPlan:
     """measure: timed at both commits. untimed: unchanged, nothing stored, no number needed.
     reuse: unchanged, {series: the stored result row it carries}. head_only: unchanged, timed
-    at head only (the peer of a changed series). reasons: why each series is where it is."""
+    at head only (the peer of a changed series). base_stored: measured at head and paired, its
+    base side {series: the stored measured result of its base identity} instead of a base run.
+    reasons: why each series is where it is."""
 
     measure: frozenset
     untimed: frozenset
     reuse: dict
     reasons: dict = field(default_factory=dict)
     head_only: frozenset = frozenset()
+    base_stored: dict = field(default_factory=dict)
 
     @property
     def unchanged(self) -> frozenset:
         return self.untimed | frozenset(self.reuse) | self.head_only
+
+    @property
+    def at_base(self) -> frozenset:
+        """Every series the base's run times."""
+        return self.measure - frozenset(self.base_stored)
 
     @property
     def at_head(self) -> frozenset:
@@ -110,4 +124,8 @@ def plan_series(base: dict[SeriesKey, SeriesInfo], head: dict[SeriesKey, SeriesI
     untimed = frozenset(k for k in same if k not in reuse)
     for k in same:
         reasons[k] = SAME_BUILD
-    return SeriesPlan(frozenset(measure), untimed, reuse, reasons, frozenset(head_only))
+    changed = [k for k in measure if reasons[k] == "changed"]
+    found_base = stored([base[k].identity for k in changed]) if changed and not force else {}
+    base_stored = {k: found_base[base[k].identity] for k in changed
+                   if status.measured((found_base.get(base[k].identity) or {}).get("status"))}
+    return SeriesPlan(frozenset(measure), untimed, reuse, reasons, frozenset(head_only), base_stored)

@@ -265,13 +265,52 @@ def build_ahead(session: Session, planned: PlannedCommit, series: set, options: 
     cache = build_cache.builds_dir(session.cache)
     missing = [plan for name, plan in planned.plans.items()
                if name in names and plan.build_hash not in session.builds_ahead
-               and not (cache / plan.build_hash / "build.json").exists()]
+               and build_cache.load(cache / plan.build_hash) is None]
     if missing:
         session.ensure_cluster()
     for plan in missing:
         session.builds_ahead[plan.build_hash] = cluster.submit_build(
             plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
     return len(missing)
+
+
+def built_artifacts(session: Session, planned: PlannedCommit, series: set,
+                    options: RunOptions) -> tuple[dict[str, Variant], dict]:
+    """The builds of `series`' variants, for a paired timing, without running their jobs: from
+    the cache, from a build submitted ahead (`build_ahead`), or built now; each new build cached
+    and stored as a run's are. ({name: variant}, {name: artifact ref}) of those that built."""
+    names = {j.variant for j in planned.jobs if planned.series(j, session) in series}
+    by_name = {v.name: v for v in planned.variants}
+    cache = build_cache.builds_dir(session.cache)
+    found: dict[str, tuple] = {}
+    pending = {}
+    for name, plan in planned.plans.items():
+        if name not in names:
+            continue
+        with session.clock.phase("cache"):
+            entry = build_cache.load(cache / plan.build_hash)
+        if entry:
+            found[name] = entry
+            continue
+        session.ensure_cluster()
+        ref = session.builds_ahead.pop(plan.build_hash, None) or cluster.submit_build(
+            plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
+        pending[ref] = name
+    for ref, name in pending.items():
+        try:
+            record_dict, files = ray.get(ref)
+        except ray.exceptions.RayError:
+            continue  # no build, no pairing: the series keeps its own numbers
+        record = BuildResult.from_dict(record_dict)
+        with session.clock.phase("cache"):
+            build_cache.save(cache / record.build_hash, record, files)
+        with session.clock.phase("store"):
+            session.store.record_build(record)
+        found[name] = (record, files)
+    ok = {name: files for name, (record, files) in found.items() if record.ok}
+    if ok:
+        session.ensure_cluster()
+    return {name: by_name[name] for name in ok}, {name: ray.put(files) for name, files in ok.items()}
 
 
 class SelectionError(ValueError):
