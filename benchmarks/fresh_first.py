@@ -65,6 +65,8 @@ def row(s: dict, label: str) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variant", default=None, help="default: cuda_wmma on a CUDA machine, cpp_naive elsewhere")
+    p.add_argument("--arm", action="append", default=[],
+                   help="only these new-Ray arms (new_ray, new_ray_no_prepare, ...; repeatable; default all)")
     args = p.parse_args()
     kind = throughput.machine_kind()
     variant = args.variant or ("cuda_wmma" if kind == "cuda" else "cpp_naive")
@@ -90,6 +92,8 @@ def main() -> None:
                  "the same, the head started after the command's imports"),
                 ("new_ray_no_seeds", {"FLOPWATCH_RUNNER_SEEDS": "0"},
                  "the same, the slots' runners spawned once Ray is up")):
+            if args.arm and name not in args.arm:
+                continue
             stop_heads(folders[-1])
             time.sleep(2)
             folder = heads_folder(name)
