@@ -214,3 +214,42 @@ def test_the_kept_local_rays_settings_are_read_once_and_refused_in_one_line():
     for bad in ("soon", "0", "-5"):
         with pytest.raises(ValueError, match=rf"^FLOPWATCH_RAY_IDLE_S='{bad}': give the idle seconds"):
             local_ray.kept_settings({"FLOPWATCH_RAY_IDLE_S": bad})
+
+
+class _RayInit(Exception):
+    pass
+
+
+def test_the_head_probes_the_toolchains_ahead_of_ray_init_unless_it_readies_no_slots(tmp_path, monkeypatch):
+    """`probe_toolchains_ahead`: the node's toolchains go into their disk cache in a thread the
+    head starts before `ray.init` (the slot then reads the cache); none where the head readies
+    no slots (FLOPWATCH_HEAD_PREPARE=0)."""
+    import ray
+
+    from workers.backends import build
+
+    probed = []
+    monkeypatch.setattr(build, "cached_toolchains", lambda: probed.append("probed") or ({}, {}))
+    monkeypatch.delenv(local_ray.PREPARE_ENV, raising=False)
+    thread = local_ray.probe_toolchains_ahead()
+    thread.join(5)
+    assert probed == ["probed"]
+
+    order = []
+    monkeypatch.setattr(local_ray, "probe_toolchains_ahead", lambda: order.append("toolchains"))
+    monkeypatch.setattr(local_ray, "plant_seeds", lambda folder, gpus: 0)
+    monkeypatch.setattr(local_ray, "advertised_resources", lambda num_gpus: ({}, 0))
+
+    def init(**kwargs):
+        order.append("ray.init")
+        raise _RayInit
+
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(_RayInit):
+        local_ray.serve(tmp_path / "head", "k", None, 60.0)
+    assert order == ["toolchains", "ray.init"]
+
+    monkeypatch.undo()  # the real probe_toolchains_ahead and ray.init again
+    monkeypatch.setenv(local_ray.PREPARE_ENV, "0")
+    monkeypatch.setattr(build, "cached_toolchains", lambda: probed.append("again") or ({}, {}))
+    assert local_ray.probe_toolchains_ahead() is None and probed == ["probed"]

@@ -8,7 +8,8 @@ later commands of the same user attach to it; it stops Ray and exits once no com
 attached for `idle_s` seconds. `--no-ray-reuse` (or FLOPWATCH_RAY_REUSE=0) gives a command a
 private local Ray instead, stopped when it ends. Before its `ray.init` the head starts its slots'
 warm runners (`workers.job.seed`), so that their imports run beside Ray's start instead of after
-it; FLOPWATCH_RUNNER_SEEDS=0 in its environment starts none (`plant_seeds`).
+it; FLOPWATCH_RUNNER_SEEDS=0 in its environment starts none (`plant_seeds`). It probes the node's
+toolchains into their disk cache beside Ray's start too (`probe_toolchains_ahead`).
 
 What keeps a stale or foreign head from being used:
 - Its folder is <base>/<key>, the key a hash of the user id, the Python interpreter, the Ray
@@ -589,6 +590,29 @@ def plant_seeds(folder: Path, gpus: int | None) -> int:
     return len(planted)
 
 
+def probe_toolchains_ahead() -> threading.Thread | None:
+    """Probe the node's toolchains now, in a thread beside Ray's start, into their disk cache
+    (`build.cached_toolchains`): the slot that answers them later reads that entry instead of
+    probing once its actor is up. On a fresh 4-GPU node the probe (every compiler asked for its
+    version, from a cold disk) took 4 s after the CPU slot's actor was up and was the last
+    answer the first command waited for. None where the head readies no slots
+    (FLOPWATCH_HEAD_PREPARE=0): the first command probes as before."""
+    if os.environ.get(PREPARE_ENV) == "0":
+        return None
+
+    def probe() -> None:
+        from workers.backends import build
+
+        try:
+            build.cached_toolchains()
+        except Exception:  # noqa: BLE001 — the slot probes for itself and reports what fails
+            pass
+
+    thread = threading.Thread(target=probe, name="flopwatch-toolchains-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     """The head's server: start its slots' runners (`plant_seeds`), start Ray with token
     authentication, record it, ready the device slots for the first command, wait until idle, stop."""
@@ -596,6 +620,7 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
     _write_private(folder / TOKEN, secrets.token_hex(32))
+    probe_toolchains_ahead()
     began = time.perf_counter()
     import ray
 
