@@ -313,7 +313,10 @@ PREPARED_AHEAD: dict = {}
 # bundled suite, 19.5 s over a 4-GPU run on 4x H100), each hold one a timing loop had to warm up
 # through. Made outside the lock, the 4-GPU run's warm-up fell from 15.3 to 8.2 s while every
 # series' median moved no more than between two runs with it held (|change| median 0.53% vs
-# 0.59%, mean 1.24% vs 1.21%, 81 series; docs/benchmarks.md, "The spares' context").
+# 0.59%, mean 1.24% vs 1.21%, 81 series; docs/benchmarks.md, "Four GPUs, 2026-11-28, later").
+# That A/B resolves about 1-2% per series. The worst case is known and smaller than that: a
+# process making contexts back to back beside a power-limited 8192³ GEMM on an H200 moved its
+# median by 1.26% (`benchmarks/spare_prep.py`); a slot makes one per job, for 0.1-0.3 s.
 CONTEXT_LOCK_ENV = "FLOPWATCH_SPARE_CONTEXT_LOCK"
 
 
