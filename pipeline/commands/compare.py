@@ -72,10 +72,8 @@ def main(args) -> int:
                                          _series_infos(session, planned[head.sha]),
                                          session.store.latest_by_identity, force=args.all)
 
-        if decision.at_head or decision.at_base:
-            # What the verdicts and the report import after the jobs (scipy's statistics, the
-            # report's pages: 0.5-1 s), imported while the devices work instead.
-            _import_beside(("scipy.stats", "pipeline.commands.publish", "reports.history_pages"))
+        def times_cpu(rev: str, series: frozenset) -> bool:
+            return any(j.device_kind == "cpu" for j in planned[rev].jobs if planned[rev].series(j, session) in series)
 
         def measure(rev: str) -> list[dict]:
             # Only what may have changed: with nothing to time, nothing is built and no Ray starts.
@@ -83,13 +81,20 @@ def main(args) -> int:
             last[rev] = run_commit(session, repo, rev, options, planned[rev], set(wanted))
             return [r.to_dict() for r in last[rev].results]
 
-        if not any(j.device_kind == "cpu" for j in planned[base.sha].jobs
-                   if planned[base.sha].series(j, session) in decision.at_base):
-            # The head's builds (and the base's that only the paired timing needs) compile while
-            # the base builds and runs. Not beside a CPU job of the base: its timing must not
-            # share the cores with compilers (a run builds first).
+        # Work of the driver's own beside the runs, never beside a CPU job's timing (it would
+        # share the cores with it; such a run builds first and imports after, as before).
+        if not times_cpu(base.sha, decision.at_base):
+            # The head's builds compile while the base builds and runs (its CPU jobs, if any,
+            # wait for them), and the base's that only the paired timing needs, unless a CPU job
+            # of the head would time beside them.
             build_ahead(session, planned[head.sha], set(decision.at_head), options)
-            build_ahead(session, planned[base.sha], set(decision.base_stored), options)
+            if not times_cpu(head.sha, decision.at_head):
+                build_ahead(session, planned[base.sha], set(decision.base_stored), options)
+        if (decision.at_head or decision.at_base) and not (times_cpu(base.sha, decision.at_base)
+                                                            or times_cpu(head.sha, decision.at_head)):
+            # What the verdicts and the report import after the jobs (scipy's statistics, the
+            # report's pages: 0.5-1 s), imported while the devices work instead.
+            _import_beside(("scipy.stats", "pipeline.commands.publish", "reports.history_pages"))
         base_rows, head_rows = cmp.interleave(measure, base.sha, head.sha, args.rounds)
         base_rows += _stored_base(session, planned[base.sha], last[base.sha], decision.base_stored, options)
         # The peers timed at head only stand for both commits (`unchanged`, module docstring there).
