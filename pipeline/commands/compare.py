@@ -73,7 +73,7 @@ def main(args) -> int:
                                          session.store.latest_by_identity, force=args.all)
 
         def times_cpu(rev: str, series: frozenset) -> bool:
-            return any(j.device_kind == "cpu" for j in planned[rev].jobs if planned[rev].series(j, session) in series)
+            return any(j.device_kind == "cpu" for j in planned[rev].jobs_in(series, session))
 
         def measure(rev: str) -> list[dict]:
             # Only what may have changed: with nothing to time, nothing is built and no Ray starts.
@@ -176,7 +176,7 @@ def _stored_base(session: Session, planned: PlannedCommit, outcome, stored: dict
     variants, artifacts = built_artifacts(session, planned, set(stored), options)
     outcome.variants.update(variants)
     outcome.artifacts.update(artifacts)
-    outcome.jobs = [*outcome.jobs, *(j for j in planned.jobs if planned.series(j, session) in stored)]
+    outcome.jobs = [*outcome.jobs, *planned.jobs_in(stored, session)]
     rows = []
     for key, row in stored.items():
         # The stored row may name the series otherwise (same identity, another variant name).

@@ -246,6 +246,10 @@ class PlannedCommit:
     def series(self, job: Job, session: Session) -> tuple[str, str, str, str]:
         return job.variant, job.shape.key, job.dtype, device_key(session, job.device_kind)
 
+    def jobs_in(self, series, session: Session) -> list[Job]:
+        """The planned jobs of `series` (a set of series keys)."""
+        return [j for j in self.jobs if self.series(j, session) in series]
+
 
 def plan_commit(session: Session, repo, rev: str | None, options: RunOptions) -> PlannedCommit:
     """Check out `rev`, discover its variants, plan its builds and jobs, and name each series'
@@ -261,7 +265,7 @@ def build_ahead(session: Session, planned: PlannedCommit, series: set, options: 
     base runs: the two commits' builds and the base's jobs overlap instead of following each
     other). Only builds missing from the cache; the run takes over their refs as its own. Starts
     the command's Ray if a build is needed. Returns how many were submitted."""
-    names = {j.variant for j in planned.jobs if planned.series(j, session) in series}
+    names = {j.variant for j in planned.jobs_in(series, session)}
     cache = build_cache.builds_dir(session.cache)
     missing = [plan for name, plan in planned.plans.items()
                if name in names and plan.build_hash not in session.builds_ahead
@@ -269,9 +273,23 @@ def build_ahead(session: Session, planned: PlannedCommit, series: set, options: 
     if missing:
         session.ensure_cluster()
     for plan in missing:
-        session.builds_ahead[plan.build_hash] = cluster.submit_build(
-            plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
+        session.builds_ahead[plan.build_hash] = submit_build(session, plan, options)
     return len(missing)
+
+
+def submit_build(session: Session, plan: BuildPlan, options: RunOptions):
+    """The Ray ref of `plan`'s build: the one `build_ahead` submitted, else a new one."""
+    ahead = session.builds_ahead.pop(plan.build_hash, None)
+    return ahead if ahead is not None else cluster.submit_build(
+        plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
+
+
+def keep_build(session: Session, record: BuildResult, files: dict) -> None:
+    """A finished build into the build cache and the store."""
+    with session.clock.phase("cache"):
+        build_cache.save(build_cache.builds_dir(session.cache) / record.build_hash, record, files)
+    with session.clock.phase("store"):
+        session.store.record_build(record)
 
 
 def built_artifacts(session: Session, planned: PlannedCommit, series: set,
@@ -279,7 +297,7 @@ def built_artifacts(session: Session, planned: PlannedCommit, series: set,
     """The builds of `series`' variants, for a paired timing, without running their jobs: from
     the cache, from a build submitted ahead (`build_ahead`), or built now; each new build cached
     and stored as a run's are. ({name: variant}, {name: artifact ref}) of those that built."""
-    names = {j.variant for j in planned.jobs if planned.series(j, session) in series}
+    names = {j.variant for j in planned.jobs_in(series, session)}
     by_name = {v.name: v for v in planned.variants}
     cache = build_cache.builds_dir(session.cache)
     found: dict[str, tuple] = {}
@@ -293,19 +311,14 @@ def built_artifacts(session: Session, planned: PlannedCommit, series: set,
             found[name] = entry
             continue
         session.ensure_cluster()
-        ref = session.builds_ahead.pop(plan.build_hash, None) or cluster.submit_build(
-            plan.variant, plan.bundle, plan.build_hash, plan.include_dirs, options.limits.build_timeout_s)
-        pending[ref] = name
+        pending[submit_build(session, plan, options)] = name
     for ref, name in pending.items():
         try:
             record_dict, files = ray.get(ref)
         except ray.exceptions.RayError:
             continue  # no build, no pairing: the series keeps its own numbers
         record = BuildResult.from_dict(record_dict)
-        with session.clock.phase("cache"):
-            build_cache.save(cache / record.build_hash, record, files)
-        with session.clock.phase("store"):
-            session.store.record_build(record)
+        keep_build(session, record, files)
         found[name] = (record, files)
     ok = {name: files for name, (record, files) in found.items() if record.ok}
     if ok:
@@ -380,7 +393,7 @@ def run_commit(session: Session, repo, rev: str | None, options: RunOptions,
     devices run, such as preparing the report); not called when the run has no jobs."""
     planned = planned or plan_commit(session, repo, rev, options)
     root, info, config, invalid = planned.root, planned.info, planned.config, planned.invalid
-    jobs = planned.jobs if series is None else [j for j in planned.jobs if planned.series(j, session) in series]
+    jobs = planned.jobs if series is None else planned.jobs_in(series, session)
     variants = [v for v in planned.variants if any(j.variant == v.name for j in jobs)]
     plans = {name: plan for name, plan in planned.plans.items() if any(v.name == name for v in variants)}
     store, clock = session.store, session.clock
@@ -474,11 +487,8 @@ class _Stream:
                 found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
-            elif plan.build_hash in self.session.builds_ahead:  # submitted earlier (`build_ahead`)
-                builds[self.session.builds_ahead.pop(plan.build_hash)] = name
-            else:
-                builds[cluster.submit_build(plan.variant, plan.bundle, plan.build_hash, plan.include_dirs,
-                                            self.options.limits.build_timeout_s)] = name
+            else:  # the ref `build_ahead` submitted earlier, else a new build
+                builds[submit_build(self.session, plan, self.options)] = name
         total = len(builds) + len(self.outcome.jobs)
         self.costs = self._expected_costs(self.outcome.jobs)
         self._plan_calls()
@@ -516,10 +526,7 @@ class _Stream:
                         self._build_lost(by_name[name], exc)
                         continue
                     record = BuildResult.from_dict(record_dict)
-                    with self.session.clock.phase("cache"):
-                        build_cache.save(self.cache / record.build_hash, record, files)
-                    with self.session.clock.phase("store"):
-                        self.session.store.record_build(record)
+                    keep_build(self.session, record, files)
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
                     self._release(by_name[name], record, files)

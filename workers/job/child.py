@@ -326,9 +326,10 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
     handle of the reference, and the first use of torch's kernels that draw inputs, guard and
     check outputs and record events. Nothing of the job's variant runs here. Each use of the
     device runs inside `step()` (the spare's device lock, `workers.isolation.device_lock.preparing`); the
-    driver's start and the context's (`CONTEXT_LOCK_ENV`) run no kernel and are made outside it. On an H200 (benchmarks/spare_prep.py): driver 0.12 s,
-    context 0.11 s, the first bf16 inputs, reference and checks 0.28 s, the rest ~5 ms. (On
-    the CPU it warms the same host kernels; spares are kept for GPU slots only, unless asked.)"""
+    driver's start and the context (`CONTEXT_LOCK_ENV`) run no kernel and are made outside it.
+    On an H200 (benchmarks/spare_prep.py): driver 0.12 s, context 0.11 s, the first bf16
+    inputs, reference and checks 0.28 s, the rest ~5 ms. (On the CPU it warms the same host
+    kernels; spares are kept for GPU slots only, unless asked.)"""
     global PREPARED
     spent = {"waited_s": 0.0, "held_s": 0.0, "driver_s": 0.0, "longest_held_s": 0.0}
 
@@ -340,8 +341,8 @@ def prepare(kind: str, step=contextlib.nullcontext) -> None:
             yield
         held = time.perf_counter() - got
         spent["waited_s"] += got - asked
-        spent["held_s" if locked else "unlocked_s"] = spent.get("held_s" if locked else "unlocked_s", 0.0) + held
-        spent[f"{name}_held_s"] = spent.get(f"{name}_held_s", 0.0) + held
+        for key in ("held_s" if locked else "unlocked_s", f"{name}_held_s"):
+            spent[key] = spent.get(key, 0.0) + held
         if locked:
             spent["longest_held_s"] = max(spent["longest_held_s"], held)
 
