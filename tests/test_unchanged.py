@@ -352,3 +352,19 @@ def test_builds_submitted_ahead_are_taken_over_by_their_run(history, ray_cluster
     assert submitted == ["cpp_naive"] and not session.builds_ahead  # taken over, not submitted again
     assert outcome.rebuilt == 1 and {r.status for r in outcome.results} == {"ok"}
     assert runflow.build_ahead(session, planned, wanted, options) == 0  # now in the cache
+
+
+def test_compare_imports_what_it_needs_after_the_jobs_in_a_thread_of_its_own(tmp_path, monkeypatch):
+    """`compare._import_beside`: the modules are imported off the main thread; one that fails
+    to import stops the thread without raising (the main thread's own import reports it)."""
+    import sys
+
+    from pipeline.commands import compare
+
+    (tmp_path / "fw_beside_ok.py").write_text("import threading\nTHREAD = threading.current_thread().name\n")
+    (tmp_path / "fw_beside_bad.py").write_text("raise ImportError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    compare._import_beside(("fw_beside_bad", "fw_beside_never")).join(5)
+    assert "fw_beside_bad" not in sys.modules and "fw_beside_never" not in sys.modules
+    compare._import_beside(("fw_beside_ok",)).join(5)
+    assert sys.modules["fw_beside_ok"].THREAD == "flopwatch-imports"

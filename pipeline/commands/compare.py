@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 from pipeline.ci import github
 from pipeline.commands import common
@@ -151,11 +152,11 @@ def main(args) -> int:
     return cmp.exit_status(report)
 
 
-def _import_beside(modules: tuple[str, ...]) -> None:
+def _import_beside(modules: tuple[str, ...]) -> threading.Thread:
     """Import `modules` in a thread of their own (the main thread's later import finds them
-    done, or waits for the one in progress)."""
+    done, or waits for the one in progress); a module that fails stops the thread quietly (the
+    main thread's own import then reports it). Returns the thread."""
     import importlib
-    import threading
 
     def load() -> None:
         for name in modules:
@@ -164,7 +165,9 @@ def _import_beside(modules: tuple[str, ...]) -> None:
             except Exception:  # noqa: BLE001 — the main thread's own import reports it
                 return
 
-    threading.Thread(target=load, name="flopwatch-imports", daemon=True).start()
+    thread = threading.Thread(target=load, name="flopwatch-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def _stored_base(session: Session, planned: PlannedCommit, outcome, stored: dict, options) -> list[dict]:
