@@ -57,9 +57,30 @@ def row(s: dict, label: str) -> dict:
            "first_job_at_s": first_job,
            "phases": {k: round(v, 2) for k, v in phases.items()}, "ray": s["ray"], "rebuilt": s["rebuilt"],
            "from_cache": s["from_cache"], "results": len(s["results"]),
-           "statuses": sorted({r["status"] for r in s["results"]}), "nvidia_smi_mean_pct": util}
+           "statuses": sorted({r["status"] for r in s["results"]}), "nvidia_smi_mean_pct": util,
+           "started": s["started"]}
     print(json.dumps(out, indent=1, default=str), flush=True)
     return out
+
+
+def ray_log_marks(folder: Path, started: float) -> list[str]:
+    """Where a head's `ray.init` went, from its Ray session's logs: when each log file was
+    created and last written, and the raylet's start-up lines, in seconds from the command's
+    start (Ray's processes, in the order they began)."""
+    lines = []
+    for logs in sorted(folder.glob("*/r/session_2*/logs")):
+        files = sorted((f for f in logs.iterdir() if f.is_file()), key=lambda f: f.stat().st_ctime)
+        for f in files:
+            st = f.stat()
+            lines.append(f"{st.st_ctime - started:7.2f} s  created  {f.name}  (last written {st.st_mtime - started:.2f} s)")
+        raylet = logs / "raylet.out"
+        if raylet.exists():
+            for text in raylet.read_text(errors="replace").splitlines():
+                if any(k in text for k in ("started", "agent", "Registered", "registered", "Setting cluster ID")):
+                    lines.append("raylet: " + text[:220])
+                if len(lines) > 200:
+                    break
+    return lines
 
 
 def main() -> None:
@@ -81,6 +102,7 @@ def main() -> None:
         env = {"FLOPWATCH_LOCAL_RAY_DIR": str(first)}
         rows.append(row(throughput.flopwatch(repo, "fresh_first", db, kind, "run", "--variant", variant,
                                              env_extra=env), "first command, no Ray up, builds cold"))
+        (OUT / "ray_logs_first.txt").write_text("\n".join(ray_log_marks(first, rows[-1]["started"])) + "\n")
         rows.append(row(throughput.flopwatch(repo, "fresh_second", db, kind, "run", "--variant", variant,
                                              env_extra=env), "the same again (kept Ray and slots)"))
         for name, extra, label in (
@@ -104,13 +126,14 @@ def main() -> None:
         for folder in folders:
             stop_heads(folder)
     print(f"\n{'command':<52} {'wall':>7} {'jobs':>7} {'outside':>8} {'1st job':>8}  ray start / probe / head "
-          f"(python, resources, ray.init)")
+          f"(python, resources, ray import, ray.init; GPUs attached)")
     for r in rows:
         ph, head = r["phases"], r["ray"].get("head", {})
         print(f"{r['command']:<52} {r['command_wall_s']:>6.1f}s {r['jobs_wall_s'] or 0:>6.1f}s {r['outside_jobs_s']:>7.1f}s"
               f" {r['first_job_at_s'] or 0:>7.1f}s"
               f"  {ph.get('ray_start', 0):.1f} / {ph.get('probe', 0):.1f} / "
-              f"({head.get('python', 0):.1f}, {head.get('resources', 0):.1f}, {head.get('ray_init', 0):.1f})")
+              f"({head.get('python', 0):.1f}, {head.get('resources', 0):.1f}, {head.get('ray_import', 0):.1f}, "
+              f"{head.get('ray_init', 0):.1f}; {head.get('gpus_attached', '-')})")
     (OUT / "fresh_first_rows.json").write_text(json.dumps(rows, indent=1, default=str))
 
 

@@ -18,21 +18,26 @@ _BUILT_IN = ("run", "ls", "report", "doctor", "selftest", "new", "init", "export
 _OPTIONAL = ("compare", "bisect", "detect", "nightly")
 
 
-def _commands() -> dict:
-    found = {name: importlib.import_module(f"pipeline.commands.{name}") for name in _BUILT_IN}
-    for name in _OPTIONAL:
+def _commands(only: str | None = None) -> dict:
+    """The subcommands' modules by name, built-in ones first; only `only`'s where it names one
+    that is installed (a command line imports its own command's module, not all fourteen)."""
+    names = (only,) if only in _BUILT_IN + _OPTIONAL else _BUILT_IN + _OPTIONAL
+    found = {}
+    for name in names:
         try:
             found[name] = importlib.import_module(f"pipeline.commands.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"pipeline.commands.{name}":
+            if name in _BUILT_IN or exc.name != f"pipeline.commands.{name}":
                 raise
-    return found
+    return found or _commands()
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every subcommand, or where `only` names one, that one alone
+    (what `main` reads a command line with; `flopwatch -h` and a misspelt command get them all)."""
     p = argparse.ArgumentParser(prog="flopwatch", description="Benchmark every kernel variant of a commit.")
     sub = p.add_subparsers(dest="command", required=True)
-    for name, module in _commands().items():
+    for name, module in _commands(only).items():
         sp = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sp)
         sp.set_defaults(handler=module.main)
@@ -48,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.project.config import ConfigError
     from pipeline.store import LocationError, StoreError
 
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(argv[0] if argv else None).parse_args(argv)
     headwatch.exit_if_stuck()
     try:
         return args.handler(args)

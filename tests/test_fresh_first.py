@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.fleet import local_ray, slots
+from pipeline.fleet import local_ray, nvidia_driver, slots
 from workers.backends import build
 
 
@@ -95,6 +95,9 @@ def test_the_heads_gpus_are_known_without_importing_torch(tmp_path, monkeypatch)
     version.write_text("from typing import Optional\n__version__ = '2.9.0+cu128'\ncuda: Optional[str] = '12.8'\n"
                        "hip: Optional[str] = None\n")
     assert local_ray.torch_build(version) == {"cuda": "12.8", "hip": None}
+    # No driver listing here: Ray's accelerator manager counts (tests/test_nvidia_driver.py: with one).
+    monkeypatch.setattr(nvidia_driver, "PROC_GPUS", tmp_path / "no-driver")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(NvidiaGPUAcceleratorManager, "get_current_node_num_accelerators", staticmethod(lambda: 4))
     monkeypatch.setattr(NvidiaGPUAcceleratorManager, "get_current_process_visible_accelerator_ids",
                         staticmethod(lambda: None))

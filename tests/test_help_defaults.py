@@ -63,3 +63,16 @@ def test_history_doc_table_matches_the_thresholds():
 def test_statistics_doc_states_the_history_defaults():
     text = " ".join((ROOT / "docs" / "statistics.md").read_text().split())
     assert config.describe_threshold_defaults("history") in text.replace(";", ",")
+
+
+def test_a_command_line_reads_with_its_own_commands_parser_only():
+    """`main` builds the parser of the command it is given (one module imported, not fourteen);
+    the same options and defaults as the full parser's; an unknown name gets every command."""
+    def choices(p):
+        return set(next(a for a in p._actions if a.dest == "command").choices)
+
+    assert choices(cli.parser("run")) == {"run"}
+    assert choices(cli.parser("bogus")) == choices(cli.parser()) >= {"run", "compare", "ls", "nightly"}
+    for argv in (["run", "--variant", "cuda_wmma", "--num-gpus", "2"], ["compare", "A", "B", "--threshold", "3%"]):
+        own, full = vars(cli.parser(argv[0]).parse_args(argv)), vars(cli.parser().parse_args(argv))
+        assert {k: v for k, v in own.items() if k != "handler"} == {k: v for k, v in full.items() if k != "handler"}

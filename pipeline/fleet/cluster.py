@@ -65,7 +65,8 @@ class ClusterInfo:
         line = f"driver: {what} in {self.connect_s:.1f} s"
         if self.head:
             parts = [f"{label} {self.head[k]:.1f} s" for k, label in
-                     (("python", "its python and imports"), ("resources", "resources"), ("ray_init", "ray.init"))
+                     (("python", "its python and imports"), ("resources", "resources"),
+                      ("ray_import", "Ray's import"), ("ray_init", "ray.init"))
                      if k in self.head]
             line += f" ({', '.join(parts)}; joined in {self.head.get('join', 0.0):.1f} s"
             line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"

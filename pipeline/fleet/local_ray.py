@@ -52,7 +52,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.fleet.code_key import code_digest, own_digest  # noqa: F401 (code_digest: read here by tests)
+from pipeline.fleet import nvidia_driver
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
+from pipeline.fleet.slot_resources import CPU_RESOURCE, GPU_RESOURCE
 from workers.core.process_age import process_age_s
 from workers.job.runner import SECRET_VARIABLES, child_env
 from workers.job.runner_process import ENV_SOCKET
@@ -460,41 +462,44 @@ def torch_build(version_file: Path | None = None) -> dict | None:
 
 def gpu_without_torch(build: dict | None = None) -> tuple[str | None, int] | None:
     """(GPU kind, count) as the local Ray will advertise them, without importing torch: the kind
-    from torch's build (`torch_build`), the count as Ray's own GPU resource counts them (NVML or
-    the AMD driver, within CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). None where either is
-    unknown or no GPU answers for a GPU build: `advertised_resources` asks torch then."""
+    from torch's build (`torch_build`), the count as Ray's own GPU resource counts them, within
+    CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES: for NVIDIA from the kernel driver's list
+    (`nvidia_driver.gpu_count`: no NVML, no Ray import), else through Ray's accelerator manager
+    (NVML or the AMD driver). None where either is unknown or no GPU answers for a GPU build:
+    `advertised_resources` asks torch then."""
     build = torch_build() if build is None else build
     if build is None:
         return None
     kind = "rocm" if build.get("hip") else "cuda" if build.get("cuda") else None
     if kind is None:
         return None, 0  # a CPU build of torch: no GPU slot, whatever the machine has
-    try:
-        if kind == "cuda":
-            from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager as manager
-        else:
-            from ray._private.accelerators.amd_gpu import AMDGPUAcceleratorManager as manager
-        visible = manager.get_current_process_visible_accelerator_ids()
-        count = len(visible) if visible is not None else int(manager.get_current_node_num_accelerators())
-    except Exception:
-        return None
+    count = nvidia_driver.gpu_count() if kind == "cuda" else None
+    if count is None:
+        try:
+            if kind == "cuda":
+                from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager as manager
+            else:
+                from ray._private.accelerators.amd_gpu import AMDGPUAcceleratorManager as manager
+            visible = manager.get_current_process_visible_accelerator_ids()
+            count = len(visible) if visible is not None else int(manager.get_current_node_num_accelerators())
+        except Exception:
+            return None
     return (kind, count) if count > 0 else None
 
 
 def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
     """What a local Ray advertises: one CPU slot, and this machine's GPUs (all it has unless
-    `num_gpus`) under the flopwatch resource of their kind. Known without importing torch where
-    `gpu_without_torch` can tell (a head's start on a fresh GPU node paid torch's import and a
-    CUDA initialisation for this); else from torch."""
-    from pipeline.fleet import slots
+    `num_gpus`) under the flopwatch resource of their kind. Known without importing torch or
+    Ray where `gpu_without_torch` can tell (a head's start on a fresh GPU node paid torch's
+    import and a CUDA initialisation for this, then NVML's attach); else from torch."""
     from workers.measure import device
 
-    resources = {slots.CPU_RESOURCE: 1}
+    resources = {CPU_RESOURCE: 1}
     fast = gpu_without_torch()
     if fast is not None:
         gpu, count = fast
         if gpu:
-            resources[slots.GPU_RESOURCE[gpu]] = num_gpus if num_gpus is not None else count
+            resources[GPU_RESOURCE[gpu]] = num_gpus if num_gpus is not None else count
             return resources, num_gpus if num_gpus is not None else count
         return resources, num_gpus
     gpu = device.gpu_kind()
@@ -503,7 +508,7 @@ def advertised_resources(num_gpus: int | None) -> tuple[dict, int | None]:
         import torch
 
         gpus = num_gpus if num_gpus is not None else torch.cuda.device_count()
-        resources[slots.GPU_RESOURCE[gpu]] = gpus
+        resources[GPU_RESOURCE[gpu]] = gpus
     return resources, gpus
 
 
@@ -615,22 +620,32 @@ def probe_toolchains_ahead() -> threading.Thread | None:
 
 def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     """The head's server: start its slots' runners (`plant_seeds`), start Ray with token
-    authentication, record it, ready the device slots for the first command, wait until idle, stop."""
+    authentication, record it, ready the device slots for the first command, wait until idle, stop.
+
+    On a fresh node the order is the point: the runners (torch's import, seconds) start first,
+    from a GPU count the kernel driver answers at once; NVML's attach of the GPUs and the
+    toolchains' probe run in threads beside Ray's import and `ray.init`; the head then keeps
+    the GPUs attached while it serves (`nvidia_driver.hold_in_background`)."""
     startup = {"python": round(process_age_s() or 0.0, 3)}
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
     _write_private(folder / TOKEN, secrets.token_hex(32))
+    held = nvidia_driver.hold_in_background()
     probe_toolchains_ahead()
     began = time.perf_counter()
-    import ray
-
     resources, gpus = advertised_resources(num_gpus)
     startup["resources"] = round(time.perf_counter() - began, 3)
     startup["seeds"] = plant_seeds(folder, gpus)
     began = time.perf_counter()
+    import ray
+
+    startup["ray_import"] = round(time.perf_counter() - began, 3)
+    began = time.perf_counter()
     context = ray.init(address="local", _temp_dir=str(folder / RAY_TEMP), namespace="flopwatch", resources=resources,
                        num_gpus=gpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     startup["ray_init"] = round(time.perf_counter() - began, 3)
+    if "attach_s" in held:
+        startup["gpus_attached"] = held["attach_s"]
     address = context.address_info["gcs_address"]
     cluster_resources = ray.cluster_resources()
     readying = []

@@ -55,15 +55,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.fleet.code_key import own_digest
 from pipeline.fleet.ray_access import ClusterError
+from pipeline.fleet.slot_resources import CPU_RESOURCE, GPU_RESOURCE  # noqa: F401 (slots.CPU_RESOURCE: read elsewhere)
 from workers.core.process_age import process_age_s
 from workers.core.records import BuildResult, Job, Variant
 from workers.isolation import affinity
 from workers.job import runner
 from workers.measure import smi
 from workers.measure.smi import visible_devices
-
-CPU_RESOURCE = "flopwatch_cpu"
-GPU_RESOURCE = {"cuda": "flopwatch_cuda", "rocm": "flopwatch_rocm"}
 
 
 def slot_options(kind: str) -> dict:
