@@ -222,7 +222,7 @@ class _RayInit(Exception):
 
 def test_the_head_probes_the_toolchains_ahead_of_ray_init_unless_it_readies_no_slots(tmp_path, monkeypatch):
     """`probe_toolchains_ahead`: the node's toolchains go into their disk cache in a thread the
-    head starts before `ray.init` (the slot then reads the cache); none where the head readies
+    head starts before `ray.init`, after its seeds (the slot then reads the cache); none where the head readies
     no slots (FLOPWATCH_HEAD_PREPARE=0)."""
     import ray
 
@@ -237,8 +237,8 @@ def test_the_head_probes_the_toolchains_ahead_of_ray_init_unless_it_readies_no_s
 
     order = []
     monkeypatch.setattr(local_ray, "probe_toolchains_ahead", lambda: order.append("toolchains"))
-    monkeypatch.setattr(local_ray, "plant_seeds", lambda folder, gpus: 0)
-    monkeypatch.setattr(local_ray, "advertised_resources", lambda num_gpus: ({}, 0))
+    monkeypatch.setattr(local_ray, "plant_seeds", lambda folder, gpus: order.append("seeds") or 0)
+    monkeypatch.setattr(local_ray, "advertised_resources", lambda num_gpus: order.append("resources") or ({}, 0))
 
     def init(**kwargs):
         order.append("ray.init")
@@ -247,7 +247,9 @@ def test_the_head_probes_the_toolchains_ahead_of_ray_init_unless_it_readies_no_s
     monkeypatch.setattr(ray, "init", init)
     with pytest.raises(_RayInit):
         local_ray.serve(tmp_path / "head", "k", None, 60.0)
-    assert order == ["toolchains", "ray.init"]
+    # The runners first (from a count that needs neither torch nor Ray), the probe after Ray's
+    # import (its torch import would share the interpreter lock with Ray's), before ray.init.
+    assert order == ["resources", "seeds", "toolchains", "ray.init"]
 
     monkeypatch.undo()  # the real probe_toolchains_ahead and ray.init again
     monkeypatch.setenv(local_ray.PREPARE_ENV, "0")

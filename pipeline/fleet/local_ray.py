@@ -51,8 +51,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.fleet.code_key import code_digest, own_digest  # noqa: F401 (code_digest: read here by tests)
 from pipeline.fleet import nvidia_driver
+from pipeline.fleet.code_key import code_digest, own_digest  # noqa: F401 (code_digest: read here by tests)
 from pipeline.fleet.ray_access import ClusterError, parse_address, tcp_problem
 from pipeline.fleet.slot_resources import CPU_RESOURCE, GPU_RESOURCE
 from workers.core.process_age import process_age_s
@@ -623,15 +623,14 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     authentication, record it, ready the device slots for the first command, wait until idle, stop.
 
     On a fresh node the order is the point: the runners (torch's import, seconds) start first,
-    from a GPU count the kernel driver answers at once; NVML's attach of the GPUs and the
-    toolchains' probe run in threads beside Ray's import and `ray.init`; the head then keeps
+    from a GPU count the kernel driver answers at once; NVML's attach of the GPUs runs in a
+    thread beside Ray's import, the toolchains' probe beside `ray.init`; the head then keeps
     the GPUs attached while it serves (`nvidia_driver.hold_in_background`)."""
     startup = {"python": round(process_age_s() or 0.0, 3)}
     folder = private_folder(folder)
     # A fresh token per head: one that leaked from an earlier head opens nothing now.
     _write_private(folder / TOKEN, secrets.token_hex(32))
     held = nvidia_driver.hold_in_background()
-    probe_toolchains_ahead()
     began = time.perf_counter()
     resources, gpus = advertised_resources(num_gpus)
     startup["resources"] = round(time.perf_counter() - began, 3)
@@ -640,6 +639,9 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     import ray
 
     startup["ray_import"] = round(time.perf_counter() - began, 3)
+    # After Ray's import, not beside it: a cold probe imports torch and triton in this process,
+    # and two imports share one interpreter lock; `ray.init` mostly waits on Ray's processes.
+    probe_toolchains_ahead()
     began = time.perf_counter()
     context = ray.init(address="local", _temp_dir=str(folder / RAY_TEMP), namespace="flopwatch", resources=resources,
                        num_gpus=gpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
