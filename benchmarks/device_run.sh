@@ -60,6 +60,8 @@
 # scaling_threads8  the same with every job on 8 host threads (--threads 8) instead of the node's cores over its GPUs
 # report_profile  where the time of a report goes on the store `scaling` left (a fresh process,
 #             as `flopwatch run` writes it after its jobs; cProfile, the 25 largest by cumulative time)
+# driver_profile  benchmarks/driver_profile.py --reuse (after scaling: the suite on every GPU, then again under
+#             cProfile: the driver's phases, what they leave uncovered, and where its own time goes)
 # hog         benchmarks/throughput.py --hog (after scaling: `run A` with the last GPU loaded on purpose;
 #             the peer check must flag it and only it)
 # planted_scaling  the planted 1% slowdown, compare at default settings on every GPU (after scaling)
@@ -161,6 +163,7 @@ for _ in range(2):
     t = time.perf_counter(); publish.write_site(store, Path("/tmp/bench/site_profile")); print("write_site", round(time.perf_counter() - t, 3), "s")
 cProfile.run("publish.write_site(store, Path(\"/tmp/bench/site_profile\"))", "/tmp/bench/report.prof")
 pstats.Stats("/tmp/bench/report.prof").sort_stats("cumulative").print_stats(25)') ;;
+    driver_profile) cmd=(python3 benchmarks/driver_profile.py --reuse) ;;
     hog) cmd=(python3 benchmarks/throughput.py --hog) ;;
     planted_scaling) cmd=(python3 benchmarks/timing_fidelity.py --skip-fidelity --default-only --reuse --db scaling.db) ;;
     table_gpus) cmd=(python3 benchmarks/throughput.py --gpus 1 --gpus all) ;;

@@ -63,6 +63,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+PROFILE_ENV = "FLOPWATCH_PROFILE"  # a file: the command's own work under cProfile, written there
+
+
+def _profiled(path: str) -> int:
+    """`main` under cProfile, its statistics written to `path` (read them with `pstats`): where
+    a command's driver spends the time outside its jobs, on the machine that shows it."""
+    import cProfile
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(main)
+    finally:
+        profile.dump_stats(path)
+
+
 def entry() -> None:
     """The `flopwatch` program: `main`, then the process ends at once. Everything a command
     keeps is written by then (the store commits each write, the report is on disk, the output
@@ -77,7 +92,8 @@ def entry() -> None:
     from pipeline.fleet import cluster
 
     cluster.leave_with_process()
-    code = main()
+    profile_to = os.environ.get(PROFILE_ENV)
+    code = main() if not profile_to else _profiled(profile_to)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
