@@ -148,6 +148,13 @@ def test_a_whole_run_with_shapes_batched_keeps_every_status(tmp_path, monkeypatc
     assert {r.status for r in by["hangs"]} == {"timeout"} and all("5 s timeout" in r.diagnostic for r in by["hangs"])
     assert {r.status for r in by["wrong_tile"]} == {"incorrect"}
     assert {r.status for r in by["cpp_blocked"] + by["torch_ref"]} == {"ok"}
+    # The failing check's tile map is kept (the report's heat map shows the wrong tile); a
+    # passing result keeps its errors and no map.
+    for r in by["wrong_tile"]:
+        tiles = r.correctness["tile_map"]
+        assert max(v for row in tiles for v in row) == tiles[1][0] > 0  # tile (1, 0) is the wrong one
+    for r in by["cpp_blocked"] + by["torch_ref"]:
+        assert "tile_map" not in r.correctness and r.correctness["rel_fro_err"] < 1e-3, r.correctness
     assert dispatched.count("batch") == 5  # one call per variant: its two shapes together
 
 

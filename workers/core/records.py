@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(obj: Any) -> Any:
+    if isinstance(obj, _SCALARS):  # first: most values are (samples, maps), and the checks below cost more
+        return obj
     if dataclasses.is_dataclass(obj):
         return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):
