@@ -44,6 +44,7 @@
 #             (FLOPWATCH_PIN_CPUS=0) and a Ray of each command's own (no kept slot keeps the pinning)
 # fresh_seeds  fresh_first with its new-Ray arms limited to: default, the runners not seeded, the head not
 #             started ahead
+# fresh_lean  fresh_first with the default new-Ray arm only (the first command, the one after it, a new Ray)
 # joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
 #             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
@@ -120,6 +121,7 @@ rows = [l for l in out.splitlines() if l.startswith("import time:") and "|" in l
 print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     fresh_first) cmd=(python3 benchmarks/fresh_first.py) ;;
     fresh_seeds) cmd=(python3 benchmarks/fresh_first.py --arm new_ray --arm new_ray_no_seeds --arm new_ray_not_ahead) ;;
+    fresh_lean) cmd=(python3 benchmarks/fresh_first.py --arm new_ray) ;;
     triton_first) cmd=(python3 benchmarks/triton_first_call.py) ;;
     fidelity6) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 "${reuse[@]}") ;;
     fidelity14) cmd=(python3 benchmarks/timing_fidelity.py --skip-planted --ops gemm,copy --rounds 6 --noisy-rounds 14 "${reuse[@]}") ;;
