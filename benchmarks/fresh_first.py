@@ -64,15 +64,16 @@ def row(s: dict, label: str) -> dict:
 
 
 def ray_log_marks(folder: Path, started: float) -> list[str]:
-    """Where a head's `ray.init` went, from its Ray session's logs: when each log file was
-    created and last written, and the raylet's start-up lines, in seconds from the command's
-    start (Ray's processes, in the order they began)."""
+    """Where a head's `ray.init` went, from its Ray session's logs, in seconds from the
+    command's start: each log file's ctime and mtime (a file never written after it was opened,
+    such as a process's empty `.err`, keeps the time its process began), ordered by ctime, and
+    the raylet's start-up lines."""
     lines = []
     for logs in sorted(folder.glob("*/r/session_2*/logs")):
         files = sorted((f for f in logs.iterdir() if f.is_file()), key=lambda f: f.stat().st_ctime)
         for f in files:
             st = f.stat()
-            lines.append(f"{st.st_ctime - started:7.2f} s  created  {f.name}  (last written {st.st_mtime - started:.2f} s)")
+            lines.append(f"{st.st_ctime - started:7.2f} s  ctime  {f.name}  (mtime {st.st_mtime - started:.2f} s)")
         raylet = logs / "raylet.out"
         if raylet.exists():
             for text in raylet.read_text(errors="replace").splitlines():

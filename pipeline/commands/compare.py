@@ -84,15 +84,15 @@ def main(args) -> int:
 
         # Work of the driver's own beside the runs, never beside a CPU job's timing (it would
         # share the cores with it; such a run builds first and imports after, as before).
-        if not times_cpu(base.sha, decision.at_base):
+        base_cpu, head_cpu = times_cpu(base.sha, decision.at_base), times_cpu(head.sha, decision.at_head)
+        if not base_cpu:
             # The head's builds compile while the base builds and runs (its CPU jobs, if any,
             # wait for them), and the base's that only the paired timing needs, unless a CPU job
             # of the head would time beside them.
             build_ahead(session, planned[head.sha], set(decision.at_head), options)
-            if not times_cpu(head.sha, decision.at_head):
+            if not head_cpu:
                 build_ahead(session, planned[base.sha], set(decision.base_stored), options)
-        if (decision.at_head or decision.at_base) and not (times_cpu(base.sha, decision.at_base)
-                                                            or times_cpu(head.sha, decision.at_head)):
+        if (decision.at_head or decision.at_base) and not (base_cpu or head_cpu):
             # What the verdicts and the report import after the jobs (scipy's statistics, the
             # report's pages: 0.5-1 s), imported while the devices work instead.
             _import_beside(("scipy.stats", "pipeline.commands.publish", "reports.history_pages"))
