@@ -3,9 +3,10 @@
 
 - `[[check]]` sets: read into check points with their own tolerance, mistakes named by key as
   every manifest mistake is; the published JSON Schema knows them;
-- what a job's result says of them (`workers.job.check_points.record`);
-- several timed sizes of a variant: compare's verdict per size, `--points best` keeping every
-  size of the best point.
+- what a job's result says of them (`workers.job.check_points.record`), in the run table and
+  on the commit page;
+- several timed sizes of a variant: the commit page's size table, compare's verdict per size,
+  `--points best` keeping every size of the best point.
 
 The runs through the harness are in tests/test_challenge_run.py.
 """
@@ -118,7 +119,51 @@ def test_a_failed_check_point_makes_the_row_incorrect_naming_the_shape():
     assert ok["status"] == "ok" and "diagnostic" not in ok
 
 
+def test_the_run_table_and_the_commit_page_show_check_points_and_sizes(tmp_path):
+    from pipeline.run.summary import check_points_text
+    from reports.site import write_commit_page
+
+    points = {"ran_in": "N=8192", "here": True, "points": [
+        {"shape": "N=32", "passed": True}, {"shape": "N=64", "passed": True}]}
+    row = {"variant": "v", "op": "elementwise_add", "backend": "python", "shape": "N=8192", "dtype": "fp32",
+           "device": "cpu:x", "status": "ok", "median_s": 1e-5, "ci_low_s": 1e-5, "ci_high_s": 1e-5,
+           "flops": 0.0, "bytes_moved": 98304.0, "peer": False, "diagnostic": "", "resources": {}, "counters": {},
+           "correctness": {"rel_fro_err": 0.0, "check_points": points}}
+    assert check_points_text(row) == "checked at 2 more shape(s): 32, 64"
+    bigger = {**row, "shape": "N=16384", "bytes_moved": 196608.0}
+    page = write_commit_page(tmp_path, {"sha": "a" * 40, "subject": "s", "author": "a", "authored_at": "2026"},
+                             [row, bigger]).read_text()
+    assert "2 of 2 check points ok: 32, 64" in page
+    # the variant's two sizes as one row of the op's size table
+    sizes = page[page.index('<h2 id="sizes">'):]
+    assert '<th class="axes-corner">N →</th><th>8192</th><th>16384</th>' in sizes and "<tr><th>v</th>" in sizes
+
+
 # -- sizes as an axis --------------------------------------------------------------------------------
+
+def _row(variant: str, shape: str, seconds: float | None, status: str = "ok", peer: bool = False, op: str = "add"):
+    n = int(shape.split("=")[1])
+    return {"variant": variant, "op": op, "shape": shape, "dtype": "fp32", "device": "cpu:x", "status": status,
+            "median_s": seconds, "flops": 0.0, "bytes_moved": 12.0 * n, "peer": peer}
+
+
+def test_the_size_table_lays_out_each_variant_over_its_sizes():
+    from reports import sizes
+
+    rows = [_row("fast", "N=65536", 1e-5), _row("fast", "N=1024", 1e-6), _row("slow", "N=1024", 2e-6),
+            _row("slow", "N=65536", None, "incorrect"), _row("peer.add", "N=1024", 1e-6, peer=True),
+            _row("peer.add", "N=65536", 2e-5, peer=True),
+            _row("k[B=1]", "N=1024", 4e-6), _row("k[B=2]", "N=1024", 3e-6), _row("k[B=1]", "N=65536", 1e-5),
+            _row("one", "N=8", 1e-6, op="other")]  # an op timed at one size: no table
+    (t,) = sizes.tables(rows)
+    assert (t.op, t.sizes, t.axis) == ("add", ("N=1024", "N=65536"), "N")  # smallest first
+    assert t.labels == ("peer.add", "fast", "k", "slow") and t.peers == (True, False, False, False)
+    cells = dict(zip(t.labels, t.cells))
+    assert cells["fast"][1].best and not cells["peer.add"][1].best  # the fastest at each size is marked
+    assert cells["k"][0].point == "B=2" and cells["k"][0].text == "4.1"  # a swept family: its best point there
+    assert cells["slow"][1].text == "incorrect" and cells["slow"][1].rate is None
+    assert cells["peer.add"][0].best and cells["fast"][0].best  # a tie: both are the fastest
+
 
 def test_compare_gives_each_size_its_own_verdict():
     """A size is a measurement, not an alternative: a plain variant's sizes keep a row each in
