@@ -598,7 +598,10 @@ class _Stream:
                 continue
             runnable.setdefault(job.device_kind, []).append(job)
         for kind, jobs in runnable.items():
-            calls = self._calls_of(v.name, kind, jobs) if kind in self.batched else [[j] for j in jobs]
+            # A variant with check points shares a process on the CPU too: they run once per
+            # process (`workers.job.check_points`), not once per shape.
+            shared = kind in self.batched or bool(v.check_points and self.batched)
+            calls = self._calls_of(v.name, kind, jobs) if shared else [[j] for j in jobs]
             for call in calls:  # a variant's shapes in one process (`workers.job.batch`) unless split
                 tag = ("batch", call, v, build) if len(call) > 1 else ("job", call[0], v, build)
                 first = any(_job_key(j) == self.probes.get(kind) for j in call)

@@ -94,7 +94,7 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
         detail = r["diagnostic"][:160] if not status.measured(r["status"]) else \
             "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "",
                                     f"no reference; output sha256 {digest['sha256'][:12]}" if digest else "",
-                                    r.get("diagnostic") or "")))
+                                    check_points_text(r), r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
             ("dim" if r["status"] in UNMEASURED else "yellow" if r["status"] == status.UNCHECKED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
@@ -103,6 +103,17 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
                       # An invalid manifest's every mistake, each on its line (no one is cut off).
                       lines_cell(r["diagnostic"]) if r["status"] == status.INVALID else cell(detail), style=style)
     console.print(table)
+
+
+def check_points_text(row: dict) -> str:
+    """`checked at 3 more shapes: 31, 64, 127`: the shapes a measured row's variant was only
+    checked at (its check points, `workers.job.check_points`), or ""."""
+    found = (row.get("correctness") or {}).get("check_points") or {}
+    points = found.get("points") or []
+    if not points:
+        return ""
+    shapes = ", ".join(shape_label(p["shape"]) for p in points[:4]) + (", …" if len(points) > 4 else "")
+    return f"checked at {len(points)} more shape(s): {shapes}"
 
 
 def exit_code(rows: list[dict]) -> int:

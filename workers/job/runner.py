@@ -192,6 +192,10 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
             correctness["tile_map"] = worst["tile_map"]
     if data.get("output"):  # an unchecked variant's output digest and sample, compared across commits
         correctness["output"] = data["output"]
+    if data.get("check_points"):  # shapes only checked (`workers.job.check_points`): every verdict
+        correctness["check_points"] = data["check_points"]
+        if data.get("check_point_tiles") and "tile_map" not in correctness:  # where a failing one was wrong
+            correctness.update(data["check_point_tiles"])
     base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
     if data.get("jit"):  # the kernels Triton's JIT compiled for this job, and its autotuner's choice
         from workers.job import triton_jit
