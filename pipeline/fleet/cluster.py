@@ -9,10 +9,12 @@ lands on an NVIDIA node.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
 
@@ -73,8 +75,10 @@ class ClusterInfo:
         return line
 
 
-# The kept head this process is attached to, and the auth variables to put back afterwards.
+# The kept head this process is attached to, the folder of its private local Ray's token, and
+# the auth variables to put back afterwards.
 _lease: local_ray.Lease | None = None
+_token_folder: Path | None = None
 _auth_before: dict | None = None
 
 
@@ -126,10 +130,27 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
                            spent, head)
     announce('starting a local Ray for this command (Ray\'s address="local"; --ray-address or RAY_ADDRESS '
              'joins a cluster)')
-    resources, gpus = local_ray.advertised_resources(num_gpus)
-    ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
-             log_to_driver=False, logging_level="ERROR")
+    _start_private(num_gpus)
     return ClusterInfo("local", PRIVATE, ray.cluster_resources(), time.monotonic() - began)
+
+
+def _start_private(num_gpus: int | None) -> None:
+    """A local Ray of this command only, with the kept head's token handling: Ray listens on every
+    interface, so without a token any process that reaches its ports, from any machine, runs
+    code as this user. Token mode is set here whatever RAY_AUTH_MODE the shell has (Ray up to
+    2.58 started a local Ray without one unless told; RAY_AUTH_MODE=disabled still does), with a
+    fresh token of this Ray's own (`local_ray.private_token_folder`), removed when it stops."""
+    global _token_folder, _auth_before
+    local_ray.require_token_auth()
+    _token_folder = local_ray.private_token_folder()
+    _auth_before = local_ray.use_head_token(_token_folder / local_ray.TOKEN)
+    resources, gpus = local_ray.advertised_resources(num_gpus)
+    try:
+        ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
+                 log_to_driver=False, logging_level="ERROR")
+    except BaseException:
+        _release()
+        raise
 
 
 def starts_local_ray(address: str | None, num_gpus: int | None, reuse: bool) -> bool:
@@ -153,10 +174,13 @@ def _join(address: str, name: str) -> None:
 
 
 def _release() -> None:
-    global _lease, _auth_before
+    global _lease, _token_folder, _auth_before
     if _lease is not None:
         _lease.release()
         _lease = None
+    if _token_folder is not None:
+        shutil.rmtree(_token_folder, ignore_errors=True)
+        _token_folder = None
     if _auth_before is not None:
         local_ray.restore_auth(_auth_before)
         _auth_before = None
@@ -180,7 +204,8 @@ def shutdown(info: ClusterInfo) -> None:
     if info.mode == PRIVATE or (info.mode != EXISTING and not _LEAVING_WITH_PROCESS):
         ray.shutdown()
     headwatch.stop()
-    _release()
+    if info.mode != EXISTING:  # an outer connect's Ray (a test's, a caller's): its token and lease are its own
+        _release()
 
 
 def run_options(kind: str) -> dict:
