@@ -214,10 +214,18 @@ class Session:
                 self.kept = pool.kept_summary()
 
 
+def _own_paths(session: Session) -> tuple[Path, ...]:
+    """What this command writes besides `.flopwatch/`, should it lie in the repository: the build
+    cache and a SQLite store with its journal files."""
+    store = session.store.path
+    files = (store, *(store.with_name(store.name + end) for end in ("-wal", "-shm", "-journal"))) if store else ()
+    return (session.cache, *files)
+
+
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
     with session.clock.phase("checkout"):
         if rev is None:
-            root, info = checkout.working_tree(repo)
+            root, info = checkout.working_tree(repo, _own_paths(session))
         else:
             root, info = checkout.materialise(repo, rev, session.workdir / "checkouts")
     with session.clock.phase("store"):
