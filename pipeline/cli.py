@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError, HeadLost) as exc:
-        print(f"flopwatch: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # several mistakes of one file: a line each
+            print(f"flopwatch: error: {line}", file=sys.stderr)
         return 2
 
 

@@ -121,6 +121,34 @@ def test_bad_config_is_a_config_error(tmp_path, text, words):
     assert words in str(err.value)
 
 
+def test_every_mistake_of_flopwatch_toml_is_reported_at_once(tmp_path, capsys):
+    """Docs review (2026-12-06): `kernals` with `include_dirs = "kernels/include"` reported only
+    `kernals`; `timeout_s = -5` with it only include_dirs. variant.toml reports every one."""
+    (tmp_path / "flopwatch.toml").write_text('kernals = ["kernels"]\ninclude_dirs = "kernels/include"\n'
+                                             'shape_sets = {small = [[8, 8]]}\n[defaults]\ntimeout_s = -5\n'
+                                             '[extra]\nx = 1\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    lines = str(err.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["kernals", "extra", "include_dirs", "defaults.timeout_s"], lines
+    assert lines[0].startswith("flopwatch.toml: kernals: unknown key; did you mean 'kernels'?")
+    assert "expected a number greater than 0, got -5" in lines[3]
+    # The folder rule beside the format's: both said.
+    (tmp_path / "flopwatch.toml").write_text('kernels = ["../outside"]\n[defaults]\ntimeout_s = 0\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert [line.split(": ")[1] for line in str(err.value).splitlines()] == ["defaults.timeout_s", "kernels"]
+    # On the command line: one `flopwatch: error:` line per mistake, exit 2.
+    import git
+
+    from pipeline import cli
+
+    git.Repo.init(tmp_path)
+    assert cli.main(["ls", "--repo", str(tmp_path)]) == 2
+    printed = capsys.readouterr().err.strip().splitlines()
+    assert len(printed) == 2 and all(line.startswith("flopwatch: error: flopwatch.toml: ") for line in printed), printed
+
+
 def test_bundled_suite_is_valid(repo_root):
     valid, invalid = discover(repo_root, load_config(repo_root))
     names = {v.name for v in valid}
