@@ -67,6 +67,30 @@ def test_bad_manifest_names_file_and_key(tmp_path, change, key, words):
     assert words in str(err.value)
 
 
+def test_a_missing_source_is_named_from_the_manifest_with_the_file_meant(tmp_path):
+    """Docs review (2026-12-06): "sources: file 'gemm_blockd.cpp' does not exist in missing/"
+    named the folder relative to the kernels folder and no likely file. The manifest's path from
+    the repository root leads the line; the nearest file of the folder follows."""
+    folder = tmp_path / "kernels" / "gemm" / "missing"
+    (folder / "src").mkdir(parents=True)
+    (folder / "gemm_blocked.cpp").write_text("// kernel\n")
+    (folder / "src" / "tile.cpp").write_text("// kernel\n")
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["gemm_blockd.cpp"]'))
+    valid, invalid = discover(tmp_path, ProjectConfig())
+    assert valid == [] and [bad.error for bad in invalid] == [
+        "kernels/gemm/missing/variant.toml: sources: file 'gemm_blockd.cpp' does not exist; did you mean "
+        "'gemm_blocked.cpp'?"]
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["src/tiles.cpp"]'))
+    with pytest.raises(ManifestError) as err:
+        load_variant(tmp_path, folder / "variant.toml", ProjectConfig())
+    assert str(err.value) == ("kernels/gemm/missing/variant.toml: sources: file 'src/tiles.cpp' does not exist; "
+                              "did you mean 'src/tile.cpp'?")
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["other.cu"]'))
+    with pytest.raises(ManifestError) as err:
+        load_variant(tmp_path, folder / "variant.toml", ProjectConfig())
+    assert str(err.value) == "kernels/gemm/missing/variant.toml: sources: file 'other.cu' does not exist"
+
+
 def test_toml_syntax_error_is_reported_with_the_file(tmp_path):
     path = _variant(tmp_path, "name = \n")
     with pytest.raises(ManifestError, match="kernels/gemm/v/variant.toml: \\(syntax\\)"):
