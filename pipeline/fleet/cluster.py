@@ -60,19 +60,45 @@ class ClusterInfo:
         return slots.slot_count(self.resources, kind) >= 1
 
     def driver_line(self) -> str:
-        """The driver's Ray phase for the end of a run: what it did and what it cost."""
+        """The driver's Ray phase for the end of a run: what it did and what it cost. For a kept
+        head this command started, the whole is the head's start on one clock, from its launch to
+        this driver joined (`head_account`), and its parts add up to it."""
         what = {EXISTING: "was already connected", JOINED: f"joined the cluster at {self.address}",
                 PRIVATE: "started a local Ray for this command", STARTED: "started flopwatch's local Ray",
                 REUSED: "attached to flopwatch's local Ray"}[self.mode]
-        line = f"driver: {what} in {self.connect_s:.1f} s"
-        if self.head:
-            parts = [f"{label} {self.head[k]:.1f} s" for k, label in
-                     (("python", "its python and imports"), ("resources", "resources"),
-                      ("ray_import", "Ray's import"), ("ray_init", "ray.init"))
-                     if k in self.head]
-            line += f" ({', '.join(parts)}; joined in {self.head.get('join', 0.0):.1f} s"
-            line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"
+        if not self.head:
+            return f"driver: {what} in {self.connect_s:.1f} s"
+        whole, parts = head_account(self.head, self.connect_s)
+        line = f"driver: {what} in {whole:.1f} s ({', '.join(f'{label} {s:.1f} s' for label, s in parts)}"
+        line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"
+        before = whole - self.connect_s
+        if before >= 0.05:  # started ahead of the command's imports: the command waited for the rest only
+            line += f"; {before:.1f} s of it before this command's connect, beside its imports"
         return line
+
+
+# The timed steps of a kept head's start, in the order they run (`local_ray.serve`).
+HEAD_STEPS = (("python", "its python and imports"), ("resources", "resources"), ("ray_import", "Ray's import"),
+              ("ray_init", "ray.init"))
+
+
+def head_account(head: dict, connect_s: float) -> tuple[float, list[tuple[str, float]]]:
+    """(whole, [(label, seconds)]) of a kept head's start as this command saw it, parts adding
+    up to the whole at one decimal. The whole runs from the head's launch (`launched_at`, on the
+    head's side) to this driver joined (`joined_at`): a head started ahead of the command's
+    imports (`pipeline.fleet.head_ahead`) began before the command's connect, so measured from
+    the connect (`connect_s`) its own steps exceeded the whole (ray.init 17.2 s in a 15.6 s start).
+    Between its timed steps and the join: its folder and token, runner seeds, the slots it began
+    readying, its record, and the driver's poll for it ("its other steps")."""
+    steps = [(label, round(float(head[key]), 1)) for key, label in HEAD_STEPS if key in head]
+    join = round(float(head.get("join", 0.0)), 1)
+    if "launched_at" in head and "joined_at" in head:
+        whole = round(max(0.0, head["joined_at"] - head["launched_at"]), 1)
+    else:  # a record without the launch: the connect's own time, or the steps if they are longer
+        whole = round(connect_s, 1)
+    whole = max(whole, round(sum(s for _, s in steps) + join, 1))
+    rest = round(whole - sum(s for _, s in steps) - join, 1)
+    return whole, [*steps, ("its other steps", max(0.0, rest)), ("joined", join)]
 
 
 # The kept head this process is attached to, the folder of its private local Ray's token, and
@@ -120,9 +146,10 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
             raise
         spent = time.monotonic() - began
         head = {**lease.record.startup, "waited": round(waited, 3), "join": round(spent - waited, 3),
-                "ahead": lease.ahead} if lease.started else {}
+                "joined_at": round(time.time(), 3), "ahead": lease.ahead} if lease.started else {}
         if lease.started:
-            announce(f"started flopwatch's local Ray at {lease.record.address} in {spent:.1f} s (token auth; it "
+            whole, _parts = head_account(head, spent)
+            announce(f"started flopwatch's local Ray at {lease.record.address} in {whole:.1f} s (token auth; it "
                      f"stops after {idle_s:g} s without a command; --no-ray-reuse for a private one)")
         else:
             announce(f"attached to flopwatch's local Ray at {lease.record.address} in {spent:.1f} s")

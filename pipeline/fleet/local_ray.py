@@ -91,7 +91,8 @@ class HeadRecord:
     resources: dict
     # Where the head's own start went, in seconds: "python" (interpreter and imports),
     # "resources" (what to advertise), "ray_init" (Ray's processes up), and how many runner
-    # "seeds" it started before Ray and "slots" it began readying for the first command.
+    # "seeds" it started before Ray and "slots" it began readying for the first command;
+    # "launched_at", the epoch its process started.
     startup: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -659,7 +660,10 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     from a GPU count the kernel driver answers at once; NVML's attach of the GPUs runs in a
     thread beside Ray's import, the toolchains' probe beside `ray.init`; the head then keeps
     the GPUs attached while it serves (`nvidia_driver.hold_in_background`)."""
-    startup = {"python": round(process_age_s() or 0.0, 3)}
+    age = process_age_s() or 0.0
+    # launched_at (epoch): where a driver's account of this start begins (`cluster.head_account`);
+    # a head started ahead of its command's imports began before that command's connect.
+    startup = {"python": round(age, 3), "launched_at": round(time.time() - age, 3)}
     folder = private_folder(folder)
     fresh_token(folder)
     held = nvidia_driver.hold_in_background()
