@@ -93,12 +93,16 @@ def head_account(head: dict, connect_s: float) -> tuple[float, list[tuple[str, f
     steps = [(label, round(float(head[key]), 1)) for key, label in HEAD_STEPS if key in head]
     join = round(float(head.get("join", 0.0)), 1)
     if "launched_at" in head and "joined_at" in head:
-        whole = round(max(0.0, head["joined_at"] - head["launched_at"]), 1)
-    else:  # a record without the launch: the connect's own time, or the steps if they are longer
-        whole = round(connect_s, 1)
-    whole = max(whole, round(sum(s for _, s in steps) + join, 1))
-    rest = round(whole - sum(s for _, s in steps) - join, 1)
-    return whole, [*steps, ("its other steps", max(0.0, rest)), ("joined", join)]
+        span = round(max(0.0, head["joined_at"] - head["launched_at"]), 1)
+    else:  # a record without the launch: the connect's own time
+        span = round(connect_s, 1)
+    span = max(span, round(sum(s for _, s in steps) + join, 1))
+    # A head this command launched itself: the connect's own work before the launch (its lock,
+    # the key) is part of the whole too.
+    before = round(connect_s - span, 1) if connect_s - span >= 0.05 else 0.0
+    rest = round(span - sum(s for _, s in steps) - join, 1)
+    parts = [("this command before launching it", before)] if before else []
+    return round(span + before, 1), [*parts, *steps, ("its other steps", max(0.0, rest)), ("joined", join)]
 
 
 # The kept head this process is attached to, the folder of its private local Ray's token, and
