@@ -53,6 +53,18 @@ class ManifestError(ValueError):
         super().__init__("\n".join(f"{path}: {k}: {m}" for k, m in [(key, message), *more]))
 
 
+def missing_file(given: str, path: Path) -> str:
+    """`file 'x' does not exist`, and the nearest file of the folder it names: the line already
+    starts with the manifest's path from the repository root, so the folder needs no naming."""
+    try:
+        siblings = sorted(p.name for p in path.parent.iterdir() if p.is_file())
+    except OSError:
+        siblings = []
+    near = difflib.get_close_matches(path.name, siblings, n=1, cutoff=0.6)
+    meant = (PurePosixPath(given).parent / near[0]).as_posix() if near else ""
+    return f"file {given!r} does not exist" + (f"; did you mean {meant!r}?" if near else "")
+
+
 def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
                  repo_ops: dict[str, RepoOp] | None = None) -> Variant:
     """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`;
@@ -107,8 +119,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         path = _check_inside(rel, "sources", repo_root, folder, src)
         if not path.is_file():
             why = _refused(repo_root).get(path.relative_to(repo_root).as_posix())
-            raise ManifestError(rel, "sources", f"file {src!r} does not exist"
-                                + (f" in {folder.name}/" if path.parent == folder.resolve() else "")
+            raise ManifestError(rel, "sources", missing_file(src, path)
                                 + (f" (not extracted from the commit: {why})" if why else ""))
         if not path.is_relative_to(folder.resolve()):
             extra_files.append(path.relative_to(repo_root.resolve()).as_posix())
@@ -295,7 +306,7 @@ def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str, key: str = 
         return []
     path = _check_inside(rel, key, repo_root, folder, where)
     if not path.is_file():
-        raise ManifestError(rel, key, f"file {where!r} does not exist")
+        raise ManifestError(rel, key, missing_file(where, path))
     return [] if path.is_relative_to(folder.resolve()) else [path.relative_to(repo_root.resolve()).as_posix()]
 
 
@@ -377,7 +388,7 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
 
     path = _check_inside(rel, "problem.file", repo_root, repo_root / folder_rel, m.problem.file)
     if not path.is_file():
-        raise ManifestError(rel, "problem.file", f"file {m.problem.file!r} does not exist")
+        raise ManifestError(rel, "problem.file", missing_file(m.problem.file, path))
     if m.op in OPS:
         raise ManifestError(rel, "op", f"{m.op!r} is a built-in op; a [problem] variant names its problem's own op "
                                        f"(e.g. {path.stem!r})")
@@ -540,7 +551,7 @@ def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) 
                                                          "they are read from the file")
         path = _check_inside(rel, key, repo_root, repo_root / folder_rel, table.from_)
         if not path.is_file():
-            raise ManifestError(rel, key, f"file {table.from_!r} does not exist")
+            raise ManifestError(rel, key, missing_file(table.from_, path))
         origin = path.relative_to(repo_root.resolve()).as_posix()
         try:
             # static read first; a setup.py it cannot read is run in a sandboxed child
@@ -567,7 +578,7 @@ def _explicit_extension(rel: str, i: int, repo_root: Path, folder_rel: str, tabl
     for src in table.sources:
         path = _check_inside(rel, f"extensions[{i}].sources", repo_root, folder, src)
         if not path.is_file():
-            raise ManifestError(rel, f"extensions[{i}].sources", f"file {src!r} does not exist")
+            raise ManifestError(rel, f"extensions[{i}].sources", missing_file(src, path))
         files.append(path.relative_to(repo_root.resolve()).as_posix())
     for inc in table.include_dirs:
         path = _check_inside(rel, f"extensions[{i}].include_dirs", repo_root, folder, inc)

@@ -48,12 +48,24 @@ def _shape_order(key: str | None) -> tuple:
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:
-    """One line per skipped (or not fitting) variant and reason instead of one per shape: the
-    table stays short."""
-    out, seen = [], {}
+    """One line per skipped (or not fitting) variant and reason instead of one per shape, and one
+    line per device kind the cluster lacks, with its counts, instead of one per variant (an
+    NVIDIA node's table listed every HIP variant a second time): the table stays short. The rows
+    themselves, and `--json`, keep every result."""
+    out, seen, missing = [], {}, {}
     for r in rows:
         if r["status"] not in UNMEASURED:
             out.append(r)
+            continue
+        lacking = _NO_DEVICE.match(r["diagnostic"] or "") if r["status"] == status.SKIPPED else None
+        if lacking:
+            kind = lacking.group(1)
+            if kind not in missing:
+                missing[kind] = dict(r, _variants=[], _jobs=0)
+                out.append(missing[kind])
+            missing[kind]["_jobs"] += 1
+            if r["variant"] not in missing[kind]["_variants"]:
+                missing[kind]["_variants"].append(r["variant"])
             continue
         key = (r["variant"], r["status"], r["dtype"], r["device"], r["diagnostic"])
         if key in seen:
@@ -62,6 +74,13 @@ def _collapse_skipped(rows: list[dict]) -> list[dict]:
         else:
             seen[key] = dict(r, _n=1)
             out.append(seen[key])
+    for kind, line in missing.items():
+        names, jobs = line["_variants"], line["_jobs"]
+        if len(names) > 1:
+            line.update(variant=f"{len(names)} variants", backend="", dtype="",
+                        diagnostic=f"no {kind} device in the cluster to run them (their builds and static analysis "
+                                   f"are stored): {', '.join(names)}")
+        line["shape"] = f"{jobs} jobs" if jobs > 1 else line["shape"]
     return out
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers.core import status
+from workers.core import status, untrusted
 from workers.core.records import BuildResult, Job, Result, Variant
 from workers.isolation import containment, device_lock
 from workers.isolation.sandbox import ChildOutcome, run_child
@@ -177,6 +177,12 @@ def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[d
 
 
 def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
+    if data.get("status") not in status.ALL:
+        # result.json is written inside the sandbox, where the kernel's own code runs: a status
+        # of its making would reach every table, the store and the PR comment as it is.
+        return Result(**base, status=status.CRASHED, stderr_tail=stderr_tail,
+                      diagnostic=f"the job wrote a status flopwatch does not know: "
+                                 f"{untrusted.bounded(repr(data.get('status')), 120)}")
     checks = data.get("checks", [])
     correctness = {"checks": [{k: v for k, v in c.items() if k != "tile_map"} for c in checks]}
     compared = [c for c in checks if "tile_map" in c]  # not a returned value of the wrong kind
