@@ -127,7 +127,9 @@ def test_a_script_that_crashes_after_two_sizes_gives_those_two_and_its_exception
                        limits=RecordLimits(time_s=60))
     assert rec.ended == "error"
     assert "RuntimeError: planted failure after 2 sizes" in rec.detail
-    assert "bench_utils.py" in rec.detail  # the traceback's last lines, not only its message
+    # the traceback's last lines, not only its message, paths as the repository's own
+    assert 'File "benchmark/scripts/bench_utils.py", line' in rec.detail
+    assert "flopwatch-record-" not in rec.detail
     assert _shapes(rec) == [("NormFunction", (probe, hidden)),
                             ("ToyNorm", (sizes[0], hidden)), ("NormFunction", (sizes[0], hidden)),
                             ("ToyNorm", (sizes[1], hidden)), ("NormFunction", (sizes[1], hidden))]

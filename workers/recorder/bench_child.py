@@ -171,8 +171,14 @@ def _alarm(_signum, _frame):
     raise Stop("time_limit")
 
 
-def _last_lines(exc: BaseException) -> str:
-    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
+def _last_lines(exc: BaseException, script: str, root: str) -> str:
+    """The exception's last lines, its traceback from the script's own frame on (not the
+    recorder's nor runpy's), paths relative to the repository."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) != script:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+    lines = text.replace(root + "/", "").rstrip().splitlines()
     return "\n".join(lines[-TRACEBACK_LINES:])
 
 
@@ -182,7 +188,10 @@ def run(request: dict) -> dict:
     root = os.path.realpath(request["root"])
     script = os.path.realpath(os.path.join(root, request["script"]))
     notes: list[str] = []
-    # As `python script.py` would: the script's folder first; then the import roots.
+    # As `python script.py` would: the script's folder first; then the import roots. Not the
+    # sandbox's folder, which `python -m` put first.
+    if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.realpath(os.getcwd()):
+        del sys.path[0]
     sys.path[:0] = [os.path.dirname(script), *request["roots"]]
     dist = read_distribution(Path(root))
     if dist is not None:
@@ -207,8 +216,8 @@ def run(request: dict) -> dict:
         try:
             install(target, recorder, (root,))
         except BaseException as exc:  # noqa: BLE001 - the repository's import: reported, the others go on
-            notes.append(f"{target}: not watched: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                         .rstrip(": "))
+            message = (str(exc).strip().splitlines() or [""])[0]
+            notes.append(f"{target}: not watched: {type(exc).__name__}" + (f": {message}" if message else ""))
     sys.argv = [script, *request["argv"]]
     ended, detail = "finished", ""
     signal.signal(signal.SIGALRM, _alarm)
@@ -222,7 +231,7 @@ def run(request: dict) -> dict:
         if exc.code not in (None, 0):
             ended, detail = "error", f"SystemExit: {exc.code}"
     except BaseException as exc:  # noqa: BLE001 - the script's own failure is a result
-        ended, detail = "error", _last_lines(exc)
+        ended, detail = "error", _last_lines(exc, script, root)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         recorder.active = False

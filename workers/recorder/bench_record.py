@@ -155,8 +155,10 @@ def record_calls(repo_root: Path | str, script: str, targets: list[str] | tuple[
         end_file = work / "end.json"
         end = json.loads(end_file.read_text()) if end_file.is_file() else None
     ended, detail = _ending(end, outcome, limits)
-    return Recording(script=rel, argv=tuple(str(a) for a in argv), records=records, ended=ended, detail=detail,
-                     notes=tuple(end.get("notes") or ()) if end else (), seconds=outcome.seconds,
+    here = str(copy) + "/"  # the copy's paths, as the repository's own
+    notes = tuple(n.replace(here, "") for n in (end.get("notes") or ())) if end else ()
+    return Recording(script=rel, argv=tuple(str(a) for a in argv), records=records, ended=ended,
+                     detail=detail.replace(here, ""), notes=notes, seconds=outcome.seconds,
                      script_seconds=float(end.get("script_s", 0.0)) if end else 0.0, left_behind=outcome.left_behind)
 
 

@@ -22,7 +22,8 @@ def entry_arguments(record: CallRecord, passes: Mapping[str, int | str]) -> dict
     ignore_index, ...)`), a keyword or the callee's parameter name (`"reduction"`), or, for an
     nn.Module call, `"self.NAME"` for what the module holds (`{"X": 0, "W": "self.weight",
     "eps": "self.variance_epsilon"}` for `LigerRMSNorm.forward(hidden_states)`). A parameter
-    the call did not pass is left out: the entry's default applies, as it did for the script.
+    the call did not pass is left out: the callee's own default applied there, which need not be
+    the entry's, so the caller decides what it stands for.
     """
     out: dict[str, Arg] = {}
     for name, where in passes.items():
