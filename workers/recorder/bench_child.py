@@ -83,8 +83,8 @@ class Recorder:
             self.quick[quick] = key
             self._owners[quick] = owner  # held, so that its id is not reused while the key stands
             while len(self.quick) > QUICK_KEYS:
-                first = next(iter(self.quick))
-                del self.quick[first], self._owners[first]
+                oldest = next(iter(self.quick))
+                del self.quick[oldest], self._owners[oldest]
         if key in self.outputs:
             self.outputs.move_to_end(key)
             return _fresh(self.outputs[key])
@@ -123,12 +123,12 @@ def _fresh(value):
     if torch is not None and isinstance(value, torch.Tensor):
         out = value.detach()
         return out.requires_grad_(True) if value.requires_grad else out
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_fresh(v) for v in value)
-    if isinstance(value, list):
-        return [_fresh(v) for v in value]
-    if isinstance(value, dict):
-        return type(value)((k, _fresh(v)) for k, v in value.items()) if type(value) is dict else value
+    if type(value) is tuple or type(value) is list:
+        return type(value)(_fresh(v) for v in value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_fresh(v) for v in value))
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
     return value
 
 
