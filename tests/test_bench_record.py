@@ -68,12 +68,12 @@ def test_the_sizes_the_script_computes_at_run_time_each_first_call_once(norm_siz
     assert not data.exists()
     rec = record_calls(REPO, "benchmark/scripts/bench_norm.py", [*NORM, "toy_kernels.missing:Nope"],
                        argv=["--reps", "200"], limits=RecordLimits(time_s=40))
+    # finished within 40 s: the loops' forward calls alone would sleep 200 × 2 × 6 × 20 ms = 48 s
     assert (rec.ended, rec.detail) == ("finished", ""), rec
     expected = [("NormFunction", (probe, hidden))]
     for tokens in sizes:
         expected += [("ToyNorm", (tokens, hidden)), ("NormFunction", (tokens, hidden))]
     assert _shapes(rec) == expected
-    assert rec.script_seconds < 20, rec.script_seconds  # the loops' forward calls alone: 200 × 2 × 6 × 20 ms
     first, module, function = rec.records[:3]
     assert first.site == _line("bench_norm.py", "sizes = norm_sweep(")
     assert module.site == function.site == _line("bench_norm.py", 'return time_loop(lambda: layer(x), reps)')
@@ -137,18 +137,18 @@ def test_a_script_that_crashes_after_two_sizes_gives_those_two_and_its_exception
 
 def test_a_hanging_script_is_stopped_at_its_time_limit_with_what_it_captured(norm_sizes):
     probe, hidden, sizes = norm_sizes
-    limits = RecordLimits(time_s=4, startup_s=120)
+    limits = RecordLimits(time_s=8, startup_s=120)
     rec = record_calls(REPO, "benchmark/scripts/bench_norm.py", NORM, argv=["--reps", "5", "--hang-after", "1"],
                        limits=limits)
-    assert (rec.ended, rec.detail) == ("time_limit", "stopped after 4 s (RecordLimits.time_s)"), rec
-    assert 4 <= rec.script_seconds < 10
+    assert (rec.ended, rec.detail) == ("time_limit", "stopped after 8 s (RecordLimits.time_s)"), rec
+    assert 8 <= rec.script_seconds < 20
     assert _shapes(rec) == [("NormFunction", (probe, hidden)),
                             ("ToyNorm", (sizes[0], hidden)), ("NormFunction", (sizes[0], hidden))]
 
 
 def test_a_script_deaf_to_the_time_limit_is_killed_and_its_records_kept(norm_sizes):
-    """The script ignores SIGALRM: the sandbox kills it at time_s + startup_s; the records it
-    made before are on disk already."""
+    """The script ignores SIGALRM and hangs after its first size: the sandbox kills it at
+    time_s + startup_s; the records it made before are on disk already."""
     probe, hidden, sizes = norm_sizes
     limits = RecordLimits(time_s=2, startup_s=30)
     rec = record_calls(REPO, "benchmark/scripts/bench_norm.py", NORM,

@@ -20,11 +20,14 @@ def parse_args():
     # misbehaviour, for the recorder's tests
     parser.add_argument("--crash-after", type=int, default=0, help="raise after this many sizes")
     parser.add_argument("--hang-after", type=int, default=0, help="hang after this many sizes")
-    parser.add_argument("--hang-deaf", action="store_true", help="hang with SIGALRM ignored")
+    parser.add_argument("--hang-deaf", action="store_true", help="ignore SIGALRM from the start")
     parser.add_argument("--daemon-pid-file", default="", help="start a daemon, write its pid here")
     parser.add_argument("--write-outside", default="", help="write --write-mib MiB to this file")
     parser.add_argument("--write-mib", type=int, default=0)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.hang_deaf:
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    return args
 
 
 def misbehave(args, sizes_done: int) -> None:
@@ -43,8 +46,6 @@ def misbehave(args, sizes_done: int) -> None:
     if args.crash_after and sizes_done == args.crash_after:
         raise RuntimeError(f"planted failure after {sizes_done} sizes")
     if args.hang_after and sizes_done == args.hang_after:
-        if args.hang_deaf:
-            signal.signal(signal.SIGALRM, signal.SIG_IGN)
         while True:
             time.sleep(1)
 
