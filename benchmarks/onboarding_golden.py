@@ -120,8 +120,11 @@ def _files(folder: Path) -> dict[str, Path]:
 
 
 def diff(args) -> int:
-    cases = sorted({p.name for p in args.before.iterdir() if p.is_dir()} | {p.name for p in args.after.iterdir()
-                                                                            if p.is_dir()})
+    before = {p.name for p in args.before.iterdir() if p.is_dir()}
+    after = {p.name for p in args.after.iterdir() if p.is_dir()}
+    for case in sorted(before ^ after):
+        print(f"{case:28s} not compared: run only {'before' if case in before else 'after'}")
+    cases = sorted(before & after)
     different = 0
     details = []
     for case in cases:

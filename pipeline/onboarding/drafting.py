@@ -25,11 +25,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from pipeline.onboarding.kernel_scan import Kernel, Launch, split_top
-from pipeline.onboarding.python_scan import PyLaunch, TensorMade
+from pipeline.onboarding.source.c_text import split_top
+from pipeline.onboarding.source.records import Draft, Evidence, Guess, Kernel, Launch, PyLaunch
 from workers.core.formula import ExpressionError
 from workers.ops import OPS
 from workers.toolkit import launch_expr
@@ -122,75 +121,6 @@ _SIZEOF = {**{t: {"fp32": 4, "fp16": 2, "bf16": 2}[d] for t, d in DTYPE_OF.items
            "double": 8, "int": 4, "unsigned": 4, "uint32_t": 4, "int32_t": 4, "int64_t": 8, "long": 8,
            "char": 1, "int8_t": 1, "uint8_t": 1, "short": 2, "uint16_t": 2, "int16_t": 2}
 MAX_SCRIPT_SHAPES = 4  # shapes taken from a script's sweep: enough to see a trend, cheap to run
-
-
-@dataclass(frozen=True)
-class Guess:
-    """What the signature says: the op and, per kernel parameter, the op argument it is.
-
-    args: op argument names in parameter order (parameters that are none are left out when
-    the op is a guess); guesses: (field, why) for each manifest field that is flopwatch's best
-    guess; returns: a module function that returns its output (`torch::Tensor f(q, k, v)`).
-    """
-
-    op: str
-    args: tuple[str, ...] = ()
-    dtype: str = ""
-    output_dtype: str = ""
-    layout: str = ""
-    reason: str = ""  # why no op fits exactly (when op is a guess)
-    notes: tuple[str, ...] = ()
-    guesses: tuple[tuple[str, str], ...] = ()
-    returns: bool = False
-    explicit_args: bool = False  # pybind11: write args although they could be left to the default
-    dtype_origin: str = ""  # where a dtype the element type does not give comes from (a script's tensors)
-    per_param: tuple[str | None, ...] = ()  # the op argument of each parameter, None for one that is none
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the rest of the repository says about a kernel, beyond its own file.
-
-    script: the Python file the facts below come from ("" when none); tensors, sizes: what
-    `python_scan.script_tensors` / `script_sizes` read there; call_args: the arguments that
-    script passes to the kernel or module function (tensor variable names among them);
-    type_aliases: `typedef __half fw_half` and friends of the repository's headers; launched:
-    the kernels a module function launches (their element types give its dtype); includes:
-    further repository files a pybind11 draft must compile (the file defining the exported
-    function, when the module only declares it); module: the module name the scripts import
-    (for a module named TORCH_EXTENSION_NAME in its source); backend: `hip` or `cuda` when a
-    script compiles the kernel's file with hiprtc / NVRTC (a kernel of that file it does not
-    launch is built the same way).
-    """
-
-    script: str = ""
-    tensors: tuple[TensorMade, ...] = ()
-    sizes: dict = field(default_factory=dict)
-    call_args: tuple[str, ...] = ()
-    type_aliases: dict = field(default_factory=dict)
-    launched: tuple[Kernel, ...] = ()
-    includes: tuple[str, ...] = ()
-    module: str = ""
-    backend: str = ""  # how the repository compiles the kernel's file, where a script tells (hiprtc: hip)
-
-
-@dataclass(frozen=True)
-class Draft:
-    """One drafted variant: its folder (repository-relative), files and what is left to do;
-    guessed: the manifest fields written as best guesses (`op`, `dtypes`, `binding.grid` ...)."""
-
-    name: str
-    folder: str
-    files: dict  # file name in the folder → text
-    include_dir: str  # the kernel's folder, a shared include folder of flopwatch.toml
-    op: str
-    todo: tuple[str, ...] = field(default_factory=tuple)
-    guessed: tuple[str, ...] = ()
-    extra_include_dirs: tuple[str, ...] = ()  # folders of further files the draft includes
-
-    @property
-    def include_dirs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.include_dir, *self.extra_include_dirs)))
 
 
 def backend_of(kernel_file: str, text: str, launch: Launch | PyLaunch | None = None, hint: str = "") -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from pipeline.onboarding import drafting, kernel_scan, python_scan
+from pipeline.onboarding.source.records import Exported, LibraryOp, SchemaArg, TensorMade
 from workers.ops import OPS
 from workers.torch_ext import setup_run
 from workers.torch_ext import spec as ext_spec
@@ -111,10 +112,10 @@ def import_root(rel: str, files: frozenset) -> tuple[str, str]:
 
 # -- shapes and dtypes from the repository's scripts ------------------------------------------------
 
-def tensors_passed(repo: Repo, callee_words: tuple[str, ...], arity: int) -> list[python_scan.TensorMade]:
+def tensors_passed(repo: Repo, callee_words: tuple[str, ...], arity: int) -> list[TensorMade]:
     """Tensors made by the scripts that call one of `callee_words` (the entry's name), the
     first `arity` of each script."""
-    made: list[python_scan.TensorMade] = []
+    made: list[TensorMade] = []
     for path, text in repo.texts.items():
         if not path.endswith(".py") or not any(re.search(rf"\b{re.escape(w)}\s*\(", text) for w in callee_words):
             continue
@@ -123,7 +124,7 @@ def tensors_passed(repo: Repo, callee_words: tuple[str, ...], arity: int) -> lis
     return made
 
 
-def dtype_of(made: list[python_scan.TensorMade], fallback: str = "") -> tuple[str, str]:
+def dtype_of(made: list[TensorMade], fallback: str = "") -> tuple[str, str]:
     """(dtype, note): the floating dtype the scripts' tensors have most often."""
     names = Counter(t.dtype for t in made if t.dtype in ("fp32", "fp16", "bf16"))
     if names:
@@ -132,7 +133,7 @@ def dtype_of(made: list[python_scan.TensorMade], fallback: str = "") -> tuple[st
     return fallback, ""
 
 
-def shape_of(made: list[python_scan.TensorMade], op: str) -> list[list[int]]:
+def shape_of(made: list[TensorMade], op: str) -> list[list[int]]:
     """The op's sizes from the first input tensor a script makes, where its rank fits the op."""
     dims = OPS[op].DIMS if op in OPS else ()
     for t in made:
@@ -437,41 +438,6 @@ _DISPATCH_DEVICES = {"CPU": "cpu", "CUDA": "cuda", "HIP": "rocm"}
 _SCALAR_TYPES = {"float": 0.5, "int": 2, "SymInt": 2, "bool": True, "Scalar": 0.5}
 
 
-@dataclass(frozen=True)
-class SchemaArg:
-    """One argument of an operator schema (`Tensor(a!) out`, `float c`)."""
-
-    name: str
-    type: str
-
-    @property
-    def tensor(self) -> bool:
-        return self.type.startswith("Tensor") and not self.type.startswith("Tensor[")
-
-    @property
-    def written(self) -> bool:
-        """`Tensor(a!)`: the operator writes this argument (an output it is handed)."""
-        return "!" in self.type
-
-
-@dataclass(frozen=True)
-class LibraryOp:
-    """An operator a TORCH_LIBRARY block defines: `ns::name(args) -> returns`, where it is
-    defined (`path:line`), and the device kinds of the TORCH_LIBRARY_IMPL blocks with a kernel
-    for it (a `def` with a function is a kernel for every device)."""
-
-    ns: str
-    name: str
-    args: tuple[SchemaArg, ...]
-    returns: str
-    origin: str
-    devices: tuple[str, ...]
-
-    @property
-    def qualname(self) -> str:
-        return f"torch.ops.{self.ns}.{self.name}"
-
-
 def parse_schema(schema: str) -> tuple[str, tuple[SchemaArg, ...], str] | None:
     """`"mymuladd(Tensor a, Tensor b, float c) -> Tensor"` → (name, args, returns), or None
     for a bare name (a schema torch infers from the C++ function). The overload is dropped."""
@@ -658,17 +624,6 @@ def _builtin_for_operator(op: LibraryOp, returns: bool) -> str:
     tensors = [a for a in op.args if a.tensor]
     fits = len(tensors) == len(op.args) == len(OPS[builtin].INPUTS) and not getattr(OPS[builtin], "SCALARS", ())
     return builtin if fits else ""
-
-
-@dataclass(frozen=True)
-class Exported:
-    """A C++ function an extension exports to Python: its Python name, parameters, whether it
-    returns a tensor, and the text of the sources it is defined and launched in."""
-
-    py_name: str
-    params: tuple[kernel_scan.Param, ...]
-    returns: bool
-    body_text: str
 
 
 def exported_functions(spec: ext_spec.ExtensionSpec, repo: Repo) -> list[Exported]:

@@ -16,10 +16,19 @@ import ast
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from pipeline.onboarding import drafting, drafting_python, python_scan, references, test_slices, tests_scan
+from pipeline.onboarding import drafting, drafting_python, python_scan, references, test_slices
+from pipeline.onboarding.source.records import (
+    Arg,
+    Calls,
+    Comparison,
+    Inputs,
+    Reference,
+    Skipped,
+    TensorMade,
+    Where,
+)
 from pipeline.project.schema import REFERENCE_FLOAT_DTYPES, REFERENCE_INT_DTYPES
 from workers.ops import OPS
 from workers.ops.problem import TOLERANCE
@@ -32,14 +41,6 @@ _SCALAR = re.compile(r"^(eps|epsilon|dim|axis|dims|num_\w+|n_\w+|\w+_size|size|s
 _OUTPUT = re.compile(r"^(out|output|dst|result|res|y|o)$|_out$")
 _GUESSED_SIZE = 1024
 _SIZE_NAMES = ("N", "M", "K", "L", "P", "Q", "R", "S", "T", "U")
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A public function not drafted, and why (one line)."""
-
-    entry: str
-    reason: str
 
 
 def public_functions(tree: ast.Module, texts: dict[str, str] | None = None) -> tuple[list[ast.FunctionDef], list[Skipped]]:
@@ -167,18 +168,6 @@ def output_param(fn: ast.FunctionDef) -> str:
 
 # -- the draft -------------------------------------------------------------------------------------------
 
-@dataclass
-class Where:
-    """Where the entry lives and how it is imported and run."""
-
-    rel: str
-    entry: str  # binding.entry
-    backend: str  # python | triton | torch
-    devices: list[str]
-    include_dir: str
-    extension_from: str = ""  # a setup.py building the extension the package loads
-
-
 def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict[str, str], package: str,
                 out_dir: str, taken: set[str], imports: dict[str, str] | None = None) -> drafting.Draft:
     """One entry's draft with the first reference found (built-in op → convention → test → none)."""
@@ -215,12 +204,12 @@ def draft_entry(fn: ast.FunctionDef, prefix: str, where: Where, repo_texts: dict
         c, source = usable[0]
         shown = c.other if not c.other_local and c.other.startswith("torch.") else \
             ".".join(c.other.split(".")[-2:]) if c.other.endswith((".apply", ".default")) else c.other.split(".")[-1]
-        chosen = references.Reference("test", file=c.file, name=shown, line=c.line, compared_by=c.compared_by,
+        chosen = Reference("test", file=c.file, name=shown, line=c.line, compared_by=c.compared_by,
                                       comparison=c)
     elif (sliced := _sliced(fn, prefix, params, required, same_as, repo_texts)) is not None:
         chosen, source = sliced
     else:
-        chosen = references.Reference("none", notes=tuple(notes))
+        chosen = Reference("none", notes=tuple(notes))
         source = _from_calls(params, required, same_as, calls)
     if source is None:
         source = _guessed_inputs(fn, params, required, out)
@@ -235,14 +224,14 @@ def _sliced(fn, prefix, params, required, same_as, repo_texts):
         inputs = _inputs_of(params, required, same_as, c.entry_call, c.entry_args, c.entry_kwargs, None)
         if inputs is None:
             continue
-        text = s.source(inputs.names, fn.name)
+        text = test_slices.reference_source(s, inputs.names, fn.name)
         if text is not None:
-            return references.Reference("test", file=c.file, name=f"its own statements, in {test_slices.REFERENCE_FILE}", line=c.line,
+            return Reference("test", file=c.file, name=f"its own statements, in {test_slices.REFERENCE_FILE}", line=c.line,
                                         compared_by=c.compared_by, comparison=c, sliced=text), inputs
     return None
 
 
-def _from_calls(params, required, same_as, calls: list[tests_scan.Calls]):
+def _from_calls(params, required, same_as, calls: list[Calls]):
     best = None
     for c in calls:
         inputs = _inputs_of(params, required, same_as, c.callee, c.args, c.kwargs, None)
@@ -252,18 +241,7 @@ def _from_calls(params, required, same_as, calls: list[tests_scan.Calls]):
     return best
 
 
-@dataclass
-class _Inputs:
-    """The entry's arguments of one call: parameter names in order, their Args, the output's
-    index (or None), and whether they are a guess (no test calls the entry)."""
-
-    names: list[str]
-    args: list[tests_scan.Arg]
-    output: int | None
-    guessed: bool = False
-
-
-def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_index) -> _Inputs | None:
+def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_index) -> Inputs | None:
     """The entry's leading parameters as the test passes them (a call of an equivalent passes
     them in its own order: `references.Equivalent`); None when a required one is missing."""
     if any(a.text.startswith("*") for a in args):
@@ -290,10 +268,10 @@ def _inputs_of(params, required, same_as, callee: str, args, kwargs, output_inde
         names.pop()
     if not names or (output_index is not None and output_index >= len(names)):
         return None
-    return _Inputs(names, [by_param[n] for n in names], output_index)
+    return Inputs(tuple(names), tuple(by_param[n] for n in names), output_index)
 
 
-def _lines_up(inputs: _Inputs, c: tests_scan.Comparison) -> bool:
+def _lines_up(inputs: Inputs, c: Comparison) -> bool:
     """Whether the reference takes the entry's inputs (those not written into) in order: its
     positional arguments are the entry's first ones, and what it is given by keyword is the
     entry's next ones under the same names."""
@@ -311,7 +289,7 @@ def _lines_up(inputs: _Inputs, c: tests_scan.Comparison) -> bool:
     return True
 
 
-def _same(a: tests_scan.Arg, b: tests_scan.Arg) -> bool:
+def _same(a: Arg, b: Arg) -> bool:
     if a.text == b.text:
         return True
     if a.tensor and b.tensor:
@@ -319,17 +297,17 @@ def _same(a: tests_scan.Arg, b: tests_scan.Arg) -> bool:
     return a.value is not None and a.value == b.value
 
 
-def _guessed_inputs(fn, params, required, out) -> _Inputs:
+def _guessed_inputs(fn, params, required, out) -> Inputs:
     """No test calls the entry: its required parameters, tensors by their names' look."""
     names = params[:max(required, params.index(out) + 1 if out else 0)]
     args = []
     for p in names:
         if _SCALAR.match(p) and p != out:
-            args.append(tests_scan.Arg(p, value=1e-6 if "eps" in p else 1))
+            args.append(Arg(p, value=1e-6 if "eps" in p else 1))
         else:
-            args.append(tests_scan.Arg(p, shape=("M", "N"), sizes={"M": _GUESSED_SIZE, "N": _GUESSED_SIZE},
+            args.append(Arg(p, shape=("M", "N"), sizes={"M": _GUESSED_SIZE, "N": _GUESSED_SIZE},
                                        tensor=True))
-    return _Inputs(names, args, names.index(out) if out else None, guessed=True)
+    return Inputs(tuple(names), tuple(args), names.index(out) if out else None, guessed=True)
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -363,7 +341,7 @@ def _extensions(where: Where, folder: str) -> list[str]:
                                   f"package loads (its TORCH_LIBRARY ops)"]
 
 
-def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_texts) -> tuple[list, str, list]:
+def _op_shape_from_tests(fn, ref: Reference, same_as, calls, repo_texts) -> tuple[list, str, list]:
     """The op's sizes and dtype from a test's call of the entry: each tensor argument's
     dimensions read as the op's axes for that input (`drafting.TENSOR_DIMS`), a row-wise op's
     leading dimensions folded into its rows. ([], "", []) when no call gives every axis."""
@@ -382,7 +360,7 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
             shape = [d if type(d) is int else a.sizes.get(d) for d in a.shape]
             if None in shape:
                 continue
-            made.append(python_scan.TensorMade(p, tuple(shape), a.dtype, True, "", c.line))
+            made.append(TensorMade(p, tuple(shape), a.dtype, True, "", c.line))
             wanted = axes.get(arg, ())
             if len(wanted) == len(shape):
                 for axis, value in zip(wanted, shape):
@@ -402,7 +380,7 @@ def _op_shape_from_tests(fn, ref: references.Reference, same_as, calls, repo_tex
     return [], "", []
 
 
-def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, repo_texts, returns, same_as,
+def _builtin_draft(fn, ref: Reference, where: Where, name, folder, repo_texts, returns, same_as,
                    calls) -> drafting.Draft:
     op = ref.op
     module = OPS[op]
@@ -416,7 +394,7 @@ def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, re
     dtype = dtype or ("bf16" if triton else "fp32")
     guessed = [] if made and shapes else ["shapes"] + ([] if made else ["dtypes"])
     default = drafting.DEFAULT_SHAPES.get(op) or [list(getattr(module, "DEFAULT_SHAPE", ())) or [4096, 4096]]
-    lines = _header(ref.label(), where, fn, name, op)
+    lines = _header(references.label(ref), where, fn, name, op)
     lines.append(f'dtypes = ["{dtype}"]' + (f"  {GUESS}" if "dtypes" in guessed else ""))
     lines.append(f"shapes = {json.dumps(shapes or default)}" + (f"  {GUESS}: sizes {list(module.DIMS)}"
                                                                if "shapes" in guessed else ""))
@@ -432,7 +410,7 @@ def _builtin_draft(fn, ref: references.Reference, where: Where, name, folder, re
                           tuple(todo), tuple(guessed))
 
 
-def _call_text(ref: references.Reference, folder: str) -> str:
+def _call_text(ref: Reference, folder: str) -> str:
     from_folder = drafting_python.from_folder
     if ref.kind == "convention":
         return f"{ref.module}:{ref.name}" if ref.module else f"{from_folder(folder, ref.file)}:{ref.name}"
@@ -447,7 +425,7 @@ def _call_text(ref: references.Reference, folder: str) -> str:
     return f"{module}:{last}" if module else c.other
 
 
-def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Where, name, folder, returns,
+def _reference_draft(fn, ref: Reference, inputs: Inputs, where: Where, name, folder, returns,
                      out: str) -> drafting.Draft:
     op = re.sub(r"[^a-z0-9_]", "_", name.lower())
     todo: list[str] = []
@@ -457,7 +435,7 @@ def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Wher
         guessed.append("reference.inputs")
         todo.append(f"reference.inputs: {guess_why or f'no test of the repository calls {fn.name}; its parameters'} "
                     f"— the shapes are a guess")
-    lines = _header(ref.label(), where, fn, name, op)
+    lines = _header(references.label(ref), where, fn, name, op)
     dtype_guess = not dtype
     lines.append(f'dtypes = ["{dtype or ("bf16" if where.backend == "triton" else "fp32")}"]'
                  + (f"  {GUESS}" if dtype_guess else ""))
@@ -493,7 +471,7 @@ def _reference_draft(fn, ref: references.Reference, inputs: _Inputs, where: Wher
     return drafting.Draft(name, folder, files, where.include_dir, op, tuple(todo), tuple(guessed))
 
 
-def _keywords(fn, ref: references.Reference, inputs: _Inputs) -> tuple[dict, dict]:
+def _keywords(fn, ref: Reference, inputs: Inputs) -> tuple[dict, dict]:
     """The constant keyword arguments the comparing test passes beyond the inputs: the entry's
     (`allow_fp32=...`, `**cfg`), which the job passes too (binding.kwargs), and a named
     reference's (`mhc_coeffs_ref(..., **cfg)`: reference.kwargs)."""
@@ -511,7 +489,7 @@ def _keywords(fn, ref: references.Reference, inputs: _Inputs) -> tuple[dict, dic
     return entry, other
 
 
-def _tolerance(ref: references.Reference, dtype: str) -> list[str]:
+def _tolerance(ref: Reference, dtype: str) -> list[str]:
     """The comparing test's rtol where it allows more than flopwatch's default for the dtype: the
     repository trusts its kernel to that bound (Liger's fp32 attention, 5e-3 with TF32 dots)."""
     c = ref.comparison
@@ -527,7 +505,7 @@ def _inline(values: dict) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
-def _table(inputs: _Inputs) -> tuple[dict, list[str], str, str]:
+def _table(inputs: Inputs) -> tuple[dict, list[str], str, str]:
     """(sizes, one inline table per input, the job's dtype, why a part is a guess)."""
     sizes: dict[str, int] = {}
     by_value: dict[int, str] = {}
@@ -606,7 +584,7 @@ def draft_library_wrapper(op, spec, entry: str, where: str, wrapper: ast.Functio
     root = drafting_python.import_root(rel, repo.files)[0]
     tree = drafting_python._tree(repo.texts[rel])
     prefix = references.common_prefix([f.name for f in public_functions(tree, repo.texts)[0]])
-    at = Where(rel=rel, entry=entry, backend="torch", devices=list(op.devices) or ["cuda"],
+    at = Where(rel=rel, entry=entry, backend="torch", devices=tuple(op.devices) or ("cuda",),
                include_dir="", extension_from=spec.origin.rsplit(":", 1)[0])
     drafted = draft_entry(wrapper, prefix, at, repo.texts, package_of(rel, root), out_dir, taken)
     if "reference.inputs" not in drafted.guessed:
@@ -647,12 +625,12 @@ def function_drafts(rel: str, text: str, repo: drafting_python.Repo, out_dir: st
         folder = f"{out_dir}/{drafting.variant_name(None, set(taken), fn.name)}"
         where = Where(rel=rel, entry=f"{dotted}:{fn.name}" if dotted else f"{drafting_python.from_folder(folder, rel)}:{fn.name}",
                               backend="triton" if triton else "python",
-                              devices=["cpu", "cuda"] if drafting_python.runs_on_cpu(text) and not _gpu_only(text)
-                              else ["cuda"],
+                              devices=("cpu", "cuda") if drafting_python.runs_on_cpu(text) and not _gpu_only(text)
+                              else ("cuda",),
                               include_dir=root if root not in (".", "") else "",
                               extension_from=_extension_loaded(rel, root, repo))
         if where.extension_from:
-            where.backend = "torch"
+            where = dataclasses.replace(where, backend="torch")
         drafts.append(draft_entry(fn, prefix, where, repo.texts, package, out_dir, taken,
                                   references.module_imports(tree)))
     return drafts, []

@@ -23,10 +23,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pipeline.onboarding import drafting, drafting_python, test_slices, tests_scan
+from pipeline.onboarding.source.py_values import dotted
+from pipeline.onboarding.source.pytest_file import ends_with
+from pipeline.onboarding.source.records import Calls, Comparison, Equivalent, Forwarded, Reference, Sliced
 from workers.ops import OPS
 
 # Words around an op's name that say how it is built, not what it computes: `rms_norm_fwd`,
@@ -38,38 +40,16 @@ CONVENTIONS = ("{x}_ref", "ref_{x}", "reference_{x}", "{x}_reference", "torch_{x
 CLASS_PREFIXES = ("Torch", "Naive")
 
 
-@dataclass(frozen=True)
-class Reference:
-    """How an entry is checked.
-
-    kind: builtin | convention | test | none; op: the built-in op (builtin) with `mapped`, the
-    op argument of each parameter; file, name, line: where the reference is defined (convention)
-    or compared (test); module: its dotted module where it is imported by one ("" for a file of
-    the repository taken by path, or a torch function given whole in `name`); comparison: the
-    test's comparison (test); note: why a candidate was passed over."""
-
-    kind: str
-    op: str = ""
-    mapped: tuple[str, ...] = ()
-    file: str = ""
-    name: str = ""
-    line: int = 0
-    module: str = ""
-    compared_by: str = ""
-    comparison: tests_scan.Comparison | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    sliced: str = ""  # the module text of a reference made of the test's own statements (test_slices)
-
-    def label(self) -> str:
-        """The draft's first line says which reference it took, in these words."""
-        if self.kind == "builtin":
-            return f"built-in op {self.op}"
-        if self.kind == "convention":
-            where = f"{self.module}:{self.name}" if self.module else f"{self.file}:{self.name}"
-            return f"{where} (by name, {self.file}:{self.line})"
-        if self.kind == "test":
-            return f"{self.file}:{self.line} ({self.name}, compared by {self.compared_by})"
-        return "none found — measured as unchecked"
+def label(ref: Reference) -> str:
+    """The draft's first line says which reference it took, in these words."""
+    if ref.kind == "builtin":
+        return f"built-in op {ref.op}"
+    if ref.kind == "convention":
+        where = f"{ref.module}:{ref.name}" if ref.module else f"{ref.file}:{ref.name}"
+        return f"{where} (by name, {ref.file}:{ref.line})"
+    if ref.kind == "test":
+        return f"{ref.file}:{ref.line} ({ref.name}, compared by {ref.compared_by})"
+    return "none found — measured as unchecked"
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -227,53 +207,19 @@ def _module_of(path: str, texts: dict[str, str]) -> str:
 
 # -- 3. from the tests ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Forwarded:
-    """What an entry only forwards to: `return LigerDyTFunction.apply(x, alpha, gamma, beta)`:
-    callee ("LigerDyTFunction", "apply") and, per argument of that call, the entry parameter it
-    is (so a test calling the callee calls the entry)."""
-
-    callee: tuple[str, ...]
-    params: tuple[str, ...]
-
-
 def forwarded(fn: ast.FunctionDef) -> Forwarded | None:
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
         return None
     call = body[0].value
-    dotted = tests_scan._dotted(call.func)
+    callee_name = dotted(call.func)
     names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if not dotted or not all(isinstance(a, ast.Name) and a.id in names for a in call.args) or call.keywords:
+    if not callee_name or not all(isinstance(a, ast.Name) and a.id in names for a in call.args) or call.keywords:
         return None
-    parts = dotted.split(".")
+    parts = callee_name.split(".")
     # `F.apply(...)`, `torch.ops.ns.op.default(...)`: the last word names nothing on its own
     callee = tuple(parts[-2:]) if parts[-1] in ("apply", "default", "__call__") and len(parts) > 1 else (parts[-1],)
     return Forwarded(callee, tuple(a.id for a in call.args))
-
-
-@dataclass(frozen=True)
-class Equivalent:
-    """A callee whose call is a call of the entry: the entry itself, what it forwards to
-    (`LigerDyTFunction.apply`), or another function of the package forwarding to the same
-    (Liger's `liger_multimodal_rotary_pos_emb` and `liger_qwen2vl_mrope` both return
-    `LigerQwen2VLMRopeFunction.apply(...)`). positional: the entry parameter each positional
-    argument is ("" for none); keywords: keyword → entry parameter."""
-
-    callee: tuple[str, ...]
-    positional: tuple[str, ...]
-    keywords: dict
-    origin: str = ""  # where the callee's first name comes from, as the entry's module imports it
-
-    def params_of(self, args: tuple, kwargs: dict) -> dict:
-        out = {}
-        for a, p in zip(args, self.positional):
-            if p:
-                out[p] = a
-        for k, v in kwargs.items():
-            if k in self.keywords:
-                out[self.keywords[k]] = v
-        return out
 
 
 def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str,
@@ -299,7 +245,7 @@ def equivalents(fn: ast.FunctionDef, texts: dict[str, str], package: str,
 
 def equivalent_for(callee: str, same_as: list[Equivalent]) -> Equivalent:
     """The equivalent a test's call goes through (`LigerDyTFunction.apply`), else the entry itself."""
-    return next((e for e in same_as if tests_scan._ends_with(callee, e.callee)), same_as[0])
+    return next((e for e in same_as if ends_with(callee, e.callee)), same_as[0])
 
 
 def _forwarders(package: str, texts: dict[str, str]) -> list[tuple[str, str, Forwarded, list[str]]]:
@@ -327,7 +273,7 @@ def _forwarders_in(path: str, text: str) -> list:
     return out
 
 
-def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equivalent]) -> list[tests_scan.Comparison]:
+def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equivalent]) -> list[Comparison]:
     """The tests' comparisons of the entry (or an equivalent call) with another callable, the
     test files named after the entry first."""
     callees = [e.callee for e in same_as]
@@ -342,7 +288,7 @@ def from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equi
 
 
 def sliced_from_tests(name: str, prefix: str, texts: dict[str, str], same_as: list[Equivalent],
-                      params: list[str]) -> list[test_slices.Sliced]:
+                      params: list[str]) -> list[Sliced]:
     """The tests' comparisons of the entry with a value they compute themselves (an expression,
     a module they build): `pipeline.onboarding.test_slices`. Test files named after the entry first."""
     callees = [e.callee for e in same_as]
@@ -365,7 +311,7 @@ def _tests_calling(name: str, prefix: str, texts: dict[str, str], callees: list[
     return sorted(tests, key=lambda p: (not any(PurePosixPath(p).stem in (f"test_{s}", f"{s}_test") for s in named), p))
 
 
-def calls_in_tests(texts: dict[str, str], same_as: list[Equivalent]) -> list[tests_scan.Calls]:
+def calls_in_tests(texts: dict[str, str], same_as: list[Equivalent]) -> list[Calls]:
     """Every call of the entry (or an equivalent) in the tests, for its arguments."""
     callees = [e.callee for e in same_as]
     out = []

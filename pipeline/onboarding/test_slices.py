@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pipeline.onboarding import tests_scan
+from pipeline.onboarding.source.call_args import args_of
+from pipeline.onboarding.source.py_values import dotted
+from pipeline.onboarding.source.pytest_file import COMPARE, aliases_of, callee_of, is_callee, strip
+from pipeline.onboarding.source.records import Comparison, Sliced
 
 REFERENCE_FILE = "reference.py"
 REFERENCE_FUNCTION = "reference"
@@ -38,28 +41,11 @@ _SKIPPED_METHODS = ("backward", "zero_", "retain_grad", "register_hook")
 _DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double")
 
 
-@dataclass
-class Sliced:
-    """One comparison of the entry with a value the test computes: the record the draft's
-    inputs are read from (`comparison`, its `other` being the slice) and what the generated
-    function needs."""
-
-    comparison: tests_scan.Comparison
-    by_param: dict  # entry parameter → the test's expression passed for it
-    outputs: list  # per output of the entry (one, or each element of a tuple it returns): the compared value
-    statements: list  # (statement, the `with` statements around it), in the test's order
-    needed: set  # names the statements and outputs read that the test binds before them
-    module: str  # the test module, dotted from the repository's root
-    stops: dict  # a test name → the entry parameter whose tensor it holds (a copy of the entry's argument)
-    positional: list  # the entry parameter each positional argument of the call is ("" for none)
-    file: tests_scan._TestFile = field(repr=False, default=None)
-    fn: ast.AST = field(repr=False, default=None)
-
-    def source(self, names: list[str], entry: str) -> str | None:
-        """The module text of `reference(<names>)`: the test's statements as a function of the
-        entry's inputs `names` (in the order the job passes them). None where a name the
-        statements read is neither an input, a parametrize value, nor importable."""
-        return _Writer(self, names, entry).text()
+def reference_source(sliced: Sliced, names: list[str], entry: str) -> str | None:
+    """The module text of `reference(<names>)`: the test's statements as a function of the
+    entry's inputs `names` (in the order the job passes them). None where a name the
+    statements read is neither an input, a parametrize value, nor importable."""
+    return _Writer(sliced, names, entry).text()
 
 
 def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: list[tuple[str, ...]],
@@ -67,15 +53,15 @@ def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: l
     """Every comparison of an entry call in the file whose other side the test computes itself.
     `positional_of(callee)`: the entry parameter each positional argument of that callee is
     (`references.Equivalent.positional`); keywords are taken by name."""
-    f = tests_scan._read(path, text)
+    f = tests_scan.read(path, text)
     if f.tree is None:
         return []
-    aliases = tests_scan._aliases(f, callees)
+    aliases = aliases_of(f, callees)
     by_call: dict[ast.Call, dict] = {}
     for node in ast.walk(f.tree):
-        if not (isinstance(node, ast.Call) and tests_scan._dotted(node.func).split(".")[-1] in tests_scan.COMPARE):
+        if not (isinstance(node, ast.Call) and dotted(node.func).split(".")[-1] in COMPARE):
             continue
-        sides = tests_scan._compared(node)
+        sides = tests_scan.compared_sides(node)
         if len(sides) != 2:
             continue
         fn = f.scope(node)
@@ -87,7 +73,7 @@ def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: l
                 continue
             call, index = found
             entry = by_call.setdefault(call, {"fn": fn, "compare": node, "sides": {}})
-            entry["sides"].setdefault(index, (tests_scan._strip(theirs), node))
+            entry["sides"].setdefault(index, (strip(theirs), node))
             break
     out = []
     for call, seen in by_call.items():
@@ -100,8 +86,8 @@ def from_test_file(path: str, text: str, callees: list[tuple[str, ...]], same: l
 def _entry_output(f, fn, side, line, callees, aliases, origins):
     """(the entry call, the element of its result) that a compared side is, or None: `y` bound
     by `y = entry(...)` (element None), `a` of `a, b = entry(...)` (element 0)."""
-    side = tests_scan._strip(side)
-    if isinstance(side, ast.Call) and tests_scan._is(tests_scan._callee(f, side.func, aliases), callees, f, origins):
+    side = strip(side)
+    if isinstance(side, ast.Call) and is_callee(callee_of(f, side.func, aliases), callees, f, origins):
         return side, None
     if not isinstance(side, ast.Name):
         return None
@@ -109,8 +95,8 @@ def _entry_output(f, fn, side, line, callees, aliases, origins):
     if bound is None:
         return None
     value, index = bound
-    value = tests_scan._strip(value)
-    if isinstance(value, ast.Call) and tests_scan._is(tests_scan._callee(f, value.func, aliases), callees, f, origins):
+    value = strip(value)
+    if isinstance(value, ast.Call) and is_callee(callee_of(f, value.func, aliases), callees, f, origins):
         return value, index
     return None
 
@@ -136,7 +122,7 @@ def _slice(f, fn, call: ast.Call, sides: dict, callees, same, aliases, params, p
     if at is None or not all(any(s.lineno <= n.lineno <= s.end_lineno and isinstance(s, ast.Expr) for s, _ in flat)
                              for n in compare_nodes):
         return None  # a comparison inside a loop or a branch the first row does not take
-    callee = tests_scan._callee(f, call.func, aliases)
+    callee = callee_of(f, call.func, aliases)
     positional = positional_of(callee)
     by_param = {}
     for a, p in zip(call.args, positional):
@@ -148,7 +134,7 @@ def _slice(f, fn, call: ast.Call, sides: dict, callees, same, aliases, params, p
         if k.arg in params:
             by_param[k.arg] = k.value
     copies = _copies(flat)
-    entry_names = {p: tests_scan._strip(e).id for p, e in by_param.items() if isinstance(tests_scan._strip(e), ast.Name)}
+    entry_names = {p: strip(e).id for p, e in by_param.items() if isinstance(strip(e), ast.Name)}
     stops = {}  # a test name → the entry parameter whose tensor it is a copy of
     for p, name in entry_names.items():
         for other in copies.get(name, {name}):
@@ -170,14 +156,14 @@ def _slice(f, fn, call: ast.Call, sides: dict, callees, same, aliases, params, p
     if needed & produced or "self" in needed:
         return None
     kept.reverse()
-    comparison = tests_scan.Comparison(path, min(n.lineno for n in compare_nodes), fn.name,
-                                       tests_scan._dotted(next(iter(compare_nodes)).func).split(".")[-1],
+    comparison = Comparison(path, min(n.lineno for n in compare_nodes), fn.name,
+                                       dotted(next(iter(compare_nodes)).func).split(".")[-1],
                                        callee, "the test's own statements", True,
-                                       *tests_scan._args(f, fn, call), (), {}, None,
+                                       *args_of(f, fn, call), (), {}, None,
                                        tests_scan.tolerance(f, fn, next(iter(compare_nodes))))
     module = ".".join(PurePosixPath(path).with_suffix("").parts)
-    return Sliced(comparison, by_param, outputs, kept, needed, module, stops,
-                  [p for _, p in zip(call.args, positional)], f, fn)
+    return Sliced(comparison, by_param, tuple(outputs), tuple(kept), frozenset(needed), module, stops,
+                  tuple(p for _, p in zip(call.args, positional)), f, fn)
 
 
 def _targets_of(fn, call):
@@ -213,7 +199,7 @@ def _copies(flat) -> dict[str, set[str]]:
         for name in _stores(stmt):
             bound[name] = bound.get(name, 0) + 1
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            source = tests_scan._strip(stmt.value)
+            source = strip(stmt.value)
             if isinstance(source, ast.Name):
                 pairs.append((stmt.targets[0].id, source.id))
     groups: dict[str, set[str]] = {}
@@ -251,8 +237,8 @@ def _is_effect(stmt) -> bool:
     `torch.nn.init.zeros_(b)`), not a backward pass, a print or a comparison."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
-    name = tests_scan._dotted(stmt.value.func).split(".")[-1]
-    return name not in _SKIPPED_METHODS and name not in tests_scan.COMPARE and name != "print"
+    name = dotted(stmt.value.func).split(".")[-1]
+    return name not in _SKIPPED_METHODS and name not in COMPARE and name != "print"
 
 
 def _touched(f, stmt) -> set[str]:
@@ -269,7 +255,7 @@ def _touched(f, stmt) -> set[str]:
 
 
 def _calls_any(f, stmt, callees, aliases) -> bool:
-    return any(isinstance(n, ast.Call) and tests_scan._is(tests_scan._callee(f, n.func, aliases), callees)
+    return any(isinstance(n, ast.Call) and is_callee(callee_of(f, n.func, aliases), callees)
                for n in ast.walk(stmt))
 
 
@@ -340,7 +326,7 @@ class _Writer:
         s, f = self.s, self.s.file
         if name in dir(builtins):
             return ""
-        expr = f._given_expr(s.fn, name)
+        expr = f.given_expr(s.fn, name)
         if expr is not None:
             dim = self._dimension(name, renamed)
             if dim:
