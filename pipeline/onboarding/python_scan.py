@@ -40,6 +40,7 @@ import ast
 import functools
 import posixpath
 
+from pipeline.onboarding.source.py_calls import code_values
 from pipeline.onboarding.source.py_eval import Interpreter
 from pipeline.onboarding.source.py_tensors import tensors_made
 from pipeline.onboarding.source.py_values import (
@@ -140,7 +141,7 @@ def _program_sources(interp) -> tuple:
     for node in ast.walk(interp.tree):
         if isinstance(node, ast.Call) and last(node.func) in PROGRAMS:
             src = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "src"), None)
-            code += [c for c in interp.code(src, interp.frame_of(node)) if c not in code]
+            code += [c for c in code_values(interp, src, interp.frame_of(node)) if c not in code]
     return tuple(code)
 
 def _module_launch(interp, node: ast.Call, frame: Frame, programs: tuple) -> PyLaunch | None:

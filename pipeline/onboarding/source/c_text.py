@@ -77,6 +77,7 @@ def split_top(text: str, sep: str = ",") -> list[str]:
 
 
 def parse_params(text: str) -> tuple[Param, ...]:
+    """A parameter list's text as parameters (`const float* __restrict__ A` → type, name)."""
     params = []
     for item in split_top(text):
         item = item.split("=", 1)[0].strip()

@@ -15,6 +15,7 @@ from pipeline.onboarding.source.records import Arg, TensorMade
 
 
 def args_of(f: PytestFile, fn: ast.AST, call: ast.Call) -> tuple[tuple[Arg, ...], dict]:
+    """(positional, keyword) arguments of a call in a test, each read as far as the test tells it."""
     args: list[Arg] = []
     for a in call.args:
         if isinstance(a, ast.Starred):
@@ -104,6 +105,7 @@ def _spread(f: PytestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0
 
 
 def arg_of(f: PytestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0) -> Arg:
+    """One argument expression of a test, read as far as the test tells it."""
     text = ast.unparse(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
         return Arg(text, value=node.value)

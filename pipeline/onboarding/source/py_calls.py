@@ -1,6 +1,7 @@
 """What calls return to the interpreter of `pipeline.onboarding.source.py_eval`: the standard
-library's paths, files and globs, argparse, cupy's `RawKernel` / `RawModule`, hip-python's and
-cuda-python's kernel lookups, and a script's own functions. Nothing is imported or run."""
+library's paths, files and globs (`os.path.join`, `Path(...)`, `open(...).read()`, `glob`),
+`range`, argparse, cupy's `RawKernel` / `RawModule`, hip-python's and cuda-python's kernel
+lookups, and a script's own functions. Nothing is imported or run."""
 
 from __future__ import annotations
 
@@ -48,24 +49,24 @@ def call_values(interp, node: ast.Call, frame: Frame) -> list:
     qualified = interp.qualified(func, frame)
     module = qualified.split(".")[0]
     if qualified in ("os.path.join", "posixpath.join") and args:
-        return interp.join(args, frame)
+        return join_paths(interp, args, frame)
     if qualified in ("os.path.dirname", "posixpath.dirname") and first is not None:
-        return [PathValue(posixpath.dirname(p.text), p.from_file) for p in interp.paths(first, frame)]
+        return [PathValue(posixpath.dirname(p.text), p.from_file) for p in path_values(interp, first, frame)]
     if qualified in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "str", "repr",
                      "os.path.expanduser") and first is not None:
         return interp.values(first, frame)
     if qualified in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "Path"):
-        return interp.join(args, frame) if args else [PathValue(".")]
+        return join_paths(interp, args, frame) if args else [PathValue(".")]
     if qualified == "open" and first is not None:
-        return [Handle(p) for p in interp.paths(first, frame)]
+        return [Handle(p) for p in path_values(interp, first, frame)]
     if qualified == "os.listdir":
         return [Glob(PathValue("*"))]
     if qualified in ("glob.glob", "glob.iglob") and first is not None:
-        return [Glob(p) for p in interp.paths(first, frame)]
+        return [Glob(p) for p in path_values(interp, first, frame)]
     if qualified in ("sorted", "list", "tuple", "reversed", "set", "iter"):
         return interp.values(first, frame) if first is not None else []
     if qualified == "range":
-        return interp.range_values(args, frame)
+        return range_values(interp, args, frame)
     if qualified in ("int", "abs") and first is not None:
         return [int(v) if isinstance(v, float) else v for v in interp.values(first, frame)
                 if isinstance(v, (int, float))]
@@ -91,12 +92,12 @@ def call_values(interp, node: ast.Call, frame: Frame) -> list:
         code = kw.get("code", first)
         kernel = kw.get("name", args[1] if len(args) > 1 else None)
         return [KernelValue(tuple(n for n in interp.values(kernel, frame) if isinstance(n, str)), "cupy",
-                            interp.code(code, frame))]
+                            code_values(interp, code, frame))]
     if module == "cupy" and name == "RawModule":
         code = kw.get("code", first)
         if code is None and "path" in kw:
-            return [ModuleValue(tuple(Content((p,)) for p in interp.paths(kw["path"], frame)))]
-        return [ModuleValue(interp.code(code, frame))]
+            return [ModuleValue(tuple(Content((p,)) for p in path_values(interp, kw["path"], frame)))]
+        return [ModuleValue(code_values(interp, code, frame))]
     if name in LOOKUPS and len(args) >= 2:
         names = tuple(n for n in interp.values(args[1], frame) if isinstance(n, str))
         api = "hip" if name.startswith("hip") else "cuda"
@@ -131,7 +132,7 @@ def method_values(interp, node: ast.Call, attr: str, receivers: list, frame: Fra
             sep = "/**/" if attr == "rglob" else "/"
             out += [Glob(PathValue(r.text + sep + p, r.from_file)) for p in patterns]
         elif isinstance(r, PathValue) and attr in ("resolve", "absolute", "expanduser", "with_suffix", "joinpath"):
-            out += interp.join([*args], frame, r) if attr == "joinpath" else [r]
+            out += join_paths(interp, [*args], frame, r) if attr == "joinpath" else [r]
         elif isinstance(r, PathValue) and attr == "open":
             out.append(Handle(r))
         elif isinstance(r, (str, Content)) and attr in ("encode", "decode", "strip", "format"):
@@ -149,3 +150,54 @@ def method_values(interp, node: ast.Call, attr: str, receivers: list, frame: Fra
         elif isinstance(r, ModuleName):
             return None  # a module's function: read by the caller
     return out or None
+
+
+# -- paths, ranges and code -------------------------------------------------------------------------
+
+def join_paths(interp, parts: list[ast.AST], frame: Frame, base: PathValue | None = None) -> list:
+    """`os.path.join` / `Path(a, b)` / `p.joinpath(...)` of the parts' values."""
+    options = [[base]] if base is not None else []
+    for p in parts:
+        found = path_values(interp, p, frame)
+        if not found:
+            return []
+        options.append(found)
+    if count(options) > LIMIT:
+        return []
+    out = []
+    for combo in product(*options):
+        text, from_file = "", False
+        for piece in combo:
+            text = piece.text if piece.text.startswith("/") else posixpath.join(text, piece.text) if text \
+                else piece.text
+            from_file = from_file or piece.from_file
+        out.append(PathValue(text, from_file))
+    return out
+
+def path_values(interp, node: ast.AST, frame: Frame) -> list[PathValue]:
+    """The paths an expression may be (strings, paths, glob patterns)."""
+    out = []
+    for v in interp.values(node, frame):
+        if isinstance(v, PathValue):
+            out.append(v)
+        elif isinstance(v, str):
+            out.append(PathValue(v))
+        elif isinstance(v, Glob):
+            out.append(v.pattern)
+    return out
+
+def range_values(interp, args: list[ast.AST], frame: Frame) -> list:
+    """`range(...)` of known integers, when short enough to follow."""
+    bounds = [interp.one_int(a, frame) for a in args]
+    if not bounds or None in bounds or len(bounds) > 3:
+        return []
+    r = range(*bounds)
+    return [Seq(tuple(r))] if len(r) <= 64 else []
+
+def code_values(interp, node: ast.AST | None, frame: Frame) -> tuple:
+    """The kernel source an expression gives: inline text or files read."""
+    code = []
+    for v in interp.values(node, frame):
+        if isinstance(v, (Content, str)):
+            code.append(v)
+    return tuple(code)

@@ -21,7 +21,6 @@ from pipeline.onboarding.source.py_values import (
     MAX_TEXT,
     SECONDS,
     TENSOR_MODULES,
-    Content,
     DType,
     Frame,
     Glob,
@@ -113,6 +112,7 @@ class Interpreter:
         return self.tree
 
     def frame_of(self, node: ast.AST) -> Frame:
+        """The frame `node` is read in: its function, with the parameters a reading binds."""
         scope = self.scope_of(node)
         return Frame(scope, self.given.get(scope))
 
@@ -152,6 +152,7 @@ class Interpreter:
         return False
 
     def one_int(self, node: ast.AST, frame: Frame) -> int | None:
+        """The integer `node` is, where it has exactly one value."""
         found = self.values(node, frame)
         return found[0] if len(found) == 1 and type(found[0]) is int else None
 
@@ -211,6 +212,7 @@ class Interpreter:
         return []
 
     def binding(self, how: tuple, frame: Frame) -> list:
+        """The values one binding of a name gives it (an assignment, a loop variable's elements)."""
         kind, node, path = how
         if kind == "aug":
             return []  # `x += ...`: a value that changes as the script runs
@@ -329,50 +331,6 @@ class Interpreter:
             out += self.values(ret.value, inner)
         return out
 
-    def join(self, parts: list[ast.AST], frame: Frame, base: PathValue | None = None) -> list:
-        options = [[base]] if base is not None else []
-        for p in parts:
-            found = self.paths(p, frame)
-            if not found:
-                return []
-            options.append(found)
-        if count(options) > LIMIT:
-            return []
-        out = []
-        for combo in product(*options):
-            text, from_file = "", False
-            for piece in combo:
-                text = piece.text if piece.text.startswith("/") else posixpath.join(text, piece.text) if text \
-                    else piece.text
-                from_file = from_file or piece.from_file
-            out.append(PathValue(text, from_file))
-        return out
-
-    def paths(self, node: ast.AST, frame: Frame) -> list[PathValue]:
-        out = []
-        for v in self.values(node, frame):
-            if isinstance(v, PathValue):
-                out.append(v)
-            elif isinstance(v, str):
-                out.append(PathValue(v))
-            elif isinstance(v, Glob):
-                out.append(v.pattern)
-        return out
-
-    def range_values(self, args: list[ast.AST], frame: Frame) -> list:
-        bounds = [self.one_int(a, frame) for a in args]
-        if not bounds or None in bounds or len(bounds) > 3:
-            return []
-        r = range(*bounds)
-        return [Seq(tuple(r))] if len(r) <= 64 else []
-
-    def code(self, node: ast.AST | None, frame: Frame) -> tuple:
-        code = []
-        for v in self.values(node, frame):
-            if isinstance(v, (Content, str)):
-                code.append(v)
-        return tuple(code)
-
     def qualified(self, func: ast.AST, frame: Frame) -> str:
         """`np.random.randn` → "numpy.random.randn" through the file's imports."""
         name = dotted(func)
@@ -384,9 +342,11 @@ class Interpreter:
         return name
 
     def locally_bound(self, name: str, frame: Frame) -> bool:
+        """Whether the frame binds `name` itself (shadowing an import)."""
         return name in frame.env or name in self.bindings.get(frame.node, {})
 
     def argparse_defaults(self) -> list[tuple[str, object]]:
+        """(option, default) of every `add_argument` of the file."""
         found = []
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call) and last(node.func) == "add_argument":
@@ -399,6 +359,7 @@ class Interpreter:
 
 
     def elements(self, node: ast.AST, frame: Frame) -> list[tuple[ast.AST, Frame]] | None:
+        """The elements of a tuple, a list or a `dim3(...)` as written, through a name bound once."""
         if isinstance(node, (ast.Tuple, ast.List)):
             return [(e, frame) for e in node.elts]
         if isinstance(node, ast.Name):

@@ -118,6 +118,7 @@ def _dim(interp, node: ast.AST, frame: Frame) -> int | str:
 
 
 def dtypes_of(interp, node: ast.AST | None, frame: Frame) -> list[str]:
+    """The dtypes (flopwatch's names) an expression may be."""
     if node is None:
         return []
     out = []

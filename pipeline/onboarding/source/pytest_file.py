@@ -68,6 +68,7 @@ class PytestFile:
         return [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def qualified(self, dotted: str) -> str:
+        """A dotted name with its first part through the file's imports."""
         head, _, rest = dotted.partition(".")
         if head in self.imports:
             return self.imports[head] + (f".{rest}" if rest else "")
@@ -136,6 +137,7 @@ class PytestFile:
         return found[0] if len(found) == 1 else None
 
     def given_expr(self, fn: ast.AST, name: str) -> ast.AST | None:
+        """The expression the first parametrize row gives `name` in `fn` or a function around it."""
         while fn is not None:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in self.given.get(fn.lineno, {}):
                 return self.given[fn.lineno][name]
@@ -143,6 +145,7 @@ class PytestFile:
         return None
 
     def sizes_of(self, fn: ast.AST) -> dict[str, int]:
+        """The integers the first parametrize rows give `fn`'s (and its enclosing functions') parameters."""
         out = {}
         while fn is not None:
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -177,6 +180,7 @@ class PytestFile:
     # -- names inside a test -------------------------------------------------------------------------
 
     def scope(self, node: ast.AST) -> ast.AST:
+        """The function `node` lies in (the module at the top)."""
         current = self.parent.get(node)
         while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
             current = self.parent.get(current)

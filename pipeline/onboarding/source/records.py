@@ -494,6 +494,19 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class HostCode:
+    """What the repository's host code and scripts say about its kernels, read once for every
+    kernel draft: each kernel's launches (the first found first: a big-shape branch), the
+    scripts' launches (`(script, PyLaunch)`), the functions pybind11 modules export (by C++
+    name) and the type aliases of the headers (those defined two ways left out)."""
+
+    launches: dict
+    py_launches: tuple
+    exported: dict
+    type_aliases: dict
+
+
+@dataclass(frozen=True)
 class Reference:
     """How an entry is checked.
 
@@ -553,6 +566,20 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class InputRow:
+    """One input of a `[reference]` table: a tensor (`shape`: its dimensions by size name; a
+    `dtype` of its own where it has one; `high` for integers; `output`: the buffer the entry
+    writes) or a constant (`value`, where `shape` is None)."""
+
+    name: str
+    shape: tuple | None = None
+    dtype: str = ""
+    high: int | None = None
+    output: bool = False
+    value: object = None
+
+
+@dataclass(frozen=True)
 class Where:
     """Where an entry lives and how it is imported and run."""
 
@@ -585,3 +612,15 @@ class Draft:
     @property
     def include_dirs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.include_dir, *self.extra_include_dirs)))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `new` / `init` drafts: one draft per kernel, module function or entry; one line for
+    each thing measured through another draft or not read (`notes`); the public functions not
+    drafted, and why (`skipped`); the files asked about (`files`, repository-relative)."""
+
+    drafts: tuple[Draft, ...]
+    notes: tuple[str, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    files: tuple[str, ...] = ()

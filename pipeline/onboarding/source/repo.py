@@ -98,9 +98,11 @@ class RepoFiles:
     # -- each file once -------------------------------------------------------------------------------
 
     def exists(self, rel: str) -> bool:
+        """Whether the repository has the file (given, or on disk)."""
         return rel in self._texts or (self.root is not None and (self.root / rel).is_file())
 
     def path(self, rel: str) -> Path:
+        """The file's path on disk."""
         return (self.root or Path(".")) / rel
 
     def text(self, rel: str) -> str:
