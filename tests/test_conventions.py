@@ -2,7 +2,7 @@
 convention, listed explicitly in `READERS`, each saying which files are its (`matches`) and
 reading one into records (`read`) once whoever asks; `found` takes a kind of record from every
 reader that gives it, so a new reader plugs in by being listed; the names a reference goes by
-are written once, and tests are recognised by one rule."""
+are written once, and tests are recognised by one rule everywhere."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pipeline.onboarding import conventions
 from pipeline.onboarding.conventions import READERS, found, kernelbench
 from pipeline.onboarding.conventions.ref_names import PATTERNS, defined_anywhere, holds_reference
 from pipeline.onboarding.source.records import Problem, Solution, Sweep
-from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.source.repo import RepoFiles, is_test
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,3 +77,10 @@ def test_a_reference_by_name_is_found_by_every_pattern_tests_first():
     # an entry module for `init` defines a reference beside its functions; a torch_ helper is none
     assert holds_reference("def rms_norm_ref(x):\n    pass\n")
     assert not holds_reference("def torch_compile_all(x):\n    pass\n")
+
+
+def test_no_module_of_flopwatch_reads_as_a_test():
+    """flopwatch onboarding itself reads a module named test_*.py as a test: none of its own is."""
+    named = [p.relative_to(ROOT).as_posix() for top in ("pipeline", "workers", "reports")
+             for p in (ROOT / top).rglob("*.py")]
+    assert [rel for rel in named if is_test(rel)] == []
