@@ -1,4 +1,4 @@
-"""`flopwatch new` on Python files, as the PyTorch world writes them (pipeline/onboarding/drafting_python.py):
+"""`flopwatch new` on Python files, as the PyTorch world writes them (pipeline/onboarding/conventions/, write/python_drafts.py):
 a torch extension's functions, a KernelBench problem and its solutions, a package's functional
 entries — each draft loads as a manifest, says what it guessed, and for tests/ecosystem_repo
 reproduces what was written there by hand."""
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.onboarding import drafting_python
+from pipeline.onboarding.decide.ops import op_from_params
+from pipeline.onboarding.onboard import python_drafts
+from pipeline.onboarding.source.repo import RepoFiles
 from pipeline.project.config import load_config
 from pipeline.project.discovery import find_ops
 from pipeline.project.manifest import load_variant
@@ -72,8 +74,8 @@ def test_a_problem_found_by_its_twin_is_no_guess(tmp_path):
     (repo / "prompts" / "model_new_ex_add_triton.py").write_text(
         "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a + b\n")
     texts = {p.relative_to(repo).as_posix(): p.read_text() for p in repo.rglob("*.py")}
-    drafts, _ = drafting_python.drafts_for("prompts/model_new_ex_add_triton.py",
-                                           drafting_python.Repo(texts, frozenset(texts)), "flopwatch", set())
+    drafts, _ = python_drafts(RepoFiles.from_texts(texts), "prompts/model_new_ex_add_triton.py", "flopwatch", set(),
+                              functional=False)
     (draft,) = drafts
     assert draft.op == "model_ex_add" and draft.guessed == ()  # the longest problem name it starts with
 
@@ -124,4 +126,4 @@ def test_init_drafts_problems_solutions_and_extensions_but_not_a_packages_helper
 ])
 def test_an_op_from_a_functions_parameters(params, returns, op, mapped):
     name = {"rms_norm": "my_rms_norm", "swiglu": "swiglu", "attention": "flash_attn"}[op]
-    assert drafting_python.op_from_params(name, params, returns) == (op, mapped)
+    assert op_from_params(name, params, returns) == (op, mapped)

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.onboarding import onboard
+from pipeline.onboarding.conventions.torch_extension import built_sources
+from pipeline.onboarding.onboard import kernel_drafts
+from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write import project
 from pipeline.project.config import load_config
 from pipeline.project.discovery import find_ops
 from pipeline.project.manifest import load_variant
@@ -30,15 +33,15 @@ BUNDLED = {
 
 def draft_repository(repo: Path) -> dict[str, tuple[dict, object]]:
     """Draft every kernel source of `repo` as `init` does; name → (manifest, loaded variant)."""
-    files = [f for f in onboard.repository_sources(repo, "flopwatch")]
-    planned = onboard.plan(repo, files, "flopwatch", skip_files=set(onboard.torch_extension_sources(repo)))
-    done = onboard.write(repo, planned.drafts, force=True)
+    files = RepoFiles.at(repo, "flopwatch")
+    drafts, _ = kernel_drafts(files, files.host, "flopwatch", skip=set(built_sources(files)))
+    done = project.write(repo, drafts, force=True)
     assert all(x.written for x in done)
-    onboard.update_config(repo, "flopwatch", [d for x in planned.drafts for d in x.include_dirs])
+    project.update_config(repo, "flopwatch", [d for x in drafts for d in x.include_dirs])
     config = load_config(repo)
     ops, _ = find_ops(repo, config.kernel_dirs)
     loaded = {}
-    for d in planned.drafts:
+    for d in drafts:
         manifest = repo / d.folder / "variant.toml"
         loaded[d.name] = (tomllib.loads(manifest.read_text()), load_variant(repo, manifest, config, ops))
     return loaded

@@ -19,7 +19,10 @@ from pathlib import Path
 import git
 import pytest
 
-from pipeline.onboarding import drafting_python
+from pipeline.onboarding.conventions import found, kernelbench
+from pipeline.onboarding.onboard import python_drafts
+from pipeline.onboarding.source.records import Problem, Solution
+from pipeline.onboarding.source.repo import RepoFiles
 from pipeline.project.config import load_config
 from pipeline.project.manifest import ManifestError, load_variant
 
@@ -69,8 +72,18 @@ def solution(body: str = "x * 2.0", params: str = "self") -> str:
     return SOLUTION.format(body=body, params=params)
 
 
-def _repo(files: dict[str, str]) -> drafting_python.Repo:
-    return drafting_python.Repo(dict(files), frozenset(files))
+def _repo(files: dict[str, str]) -> RepoFiles:
+    return RepoFiles.from_texts(dict(files))
+
+
+def find_problem(path: str, repo: RepoFiles) -> tuple[str, bool]:
+    """The problem the solution at `path` answers, among the repository's problems."""
+    (solution,) = [x for x in repo.records(kernelbench, path) if isinstance(x, Solution)]
+    return kernelbench.find_problem(solution, found(repo, Problem, repo.sources))
+
+
+def drafts_for(rel: str, repo: RepoFiles, out_dir: str, taken: set[str]):
+    return python_drafts(repo, rel, out_dir, taken, functional=False)
 
 
 # -- matched by name -------------------------------------------------------------------------------
@@ -98,13 +111,13 @@ NAMED = {  # each way a solution is named after its problem → the problem
 
 def test_solutions_in_a_folder_of_their_own_are_matched_to_their_problems_by_name():
     repo = _repo({**LEVELS, **{path: solution() for path in NAMED}})
-    found = {path: drafting_python.find_problem(path, repo) for path in NAMED}
+    found = {path: find_problem(path, repo) for path in NAMED}
     assert found == {path: (want, False) for path, want in NAMED.items()}
 
 
 def test_a_solution_named_after_nothing_is_a_marked_guess():
     repo = _repo({**LEVELS, "solutions/my_kernel.py": solution()})
-    (draft,), _ = drafting_python.drafts_for("solutions/my_kernel.py", repo, "flopwatch", set())
+    (draft,), _ = drafts_for("solutions/my_kernel.py", repo, "flopwatch", set())
     assert draft.guessed == ("problem.file",) and "# TODO (guess)" in draft.files["variant.toml"]
 
 
@@ -118,12 +131,12 @@ def test_two_problems_with_one_stem_are_told_apart_by_what_modelnew_takes():
         "solutions/matmul_scaled.py": solution(params="self, dim, scale=1.0"),
     }
     repo = _repo(files)
-    assert drafting_python.find_problem("solutions/matmul_new.py", repo) == ("a/matmul.py", False)
-    assert drafting_python.find_problem("solutions/matmul_linear.py", repo) == ("b/matmul.py", False)
-    assert drafting_python.find_problem("solutions/matmul_scaled.py", repo) == ("c/matmul.py", False)
+    assert find_problem("solutions/matmul_new.py", repo) == ("a/matmul.py", False)
+    assert find_problem("solutions/matmul_linear.py", repo) == ("b/matmul.py", False)
+    assert find_problem("solutions/matmul_scaled.py", repo) == ("c/matmul.py", False)
     # a constructor that takes anything (*args) fits all three: nothing tells, a marked guess
     repo = _repo({**files, "solutions/matmul_any.py": solution(params="self, *args")})
-    assert drafting_python.find_problem("solutions/matmul_any.py", repo)[1] is True
+    assert find_problem("solutions/matmul_any.py", repo)[1] is True
 
 
 # -- drafts: devices and the rule ------------------------------------------------------------------
@@ -167,7 +180,7 @@ class ModelNew(nn.Module):
 ])
 def test_a_solution_is_drafted_for_the_devices_its_code_runs_on(text, devices):
     repo = _repo({"KernelBench/level1/7_Scale.py": problem(), "solutions/7_Scale_new.py": text})
-    (draft,), _ = drafting_python.drafts_for("solutions/7_Scale_new.py", repo, "flopwatch", set())
+    (draft,), _ = drafts_for("solutions/7_Scale_new.py", repo, "flopwatch", set())
     m = tomllib.loads(draft.files["variant.toml"])
     assert m["devices"] == devices and m["problem"] == {"file": "../../KernelBench/level1/7_Scale.py"}
     assert '# rule = "fp64"' in draft.files["variant.toml"] and '"kernelbench-v0"' in draft.files["variant.toml"]
@@ -177,11 +190,11 @@ def test_a_problem_is_drafted_for_the_cpu_unless_its_inputs_are_made_on_a_gpu():
     gpu_inputs = problem().replace("torch.randn(batch_size, dim)", "torch.randn(batch_size, dim).cuda()")
     repo = _repo({"p/plain.py": problem(), "p/on_gpu.py": gpu_inputs})
     for rel, devices in (("p/plain.py", ["cpu", "cuda"]), ("p/on_gpu.py", ["cuda"])):
-        (draft,), _ = drafting_python.drafts_for(rel, repo, "flopwatch", set())
+        (draft,), _ = drafts_for(rel, repo, "flopwatch", set())
         assert tomllib.loads(draft.files["variant.toml"])["devices"] == devices
     # a solution of a problem that only runs on a GPU cannot run without one either
     repo = _repo({"p/on_gpu.py": gpu_inputs, "s/on_gpu_new.py": solution()})
-    (draft,), _ = drafting_python.drafts_for("s/on_gpu_new.py", repo, "flopwatch", set())
+    (draft,), _ = drafts_for("s/on_gpu_new.py", repo, "flopwatch", set())
     assert tomllib.loads(draft.files["variant.toml"])["devices"] == ["cuda"]
 
 

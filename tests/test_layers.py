@@ -20,8 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 RUN_ROOM = ("pipeline.project.checkout", "pipeline.fleet.cluster", "pipeline.project.config", "pipeline.project.discovery", "pipeline.run.peers",
-            "pipeline.onboarding.kernel_scan", "pipeline.onboarding.drafting", "pipeline.onboarding.drafting_python", "pipeline.onboarding.python_scan",
-            "pipeline.onboarding.onboard",
+            "pipeline.onboarding",
             "pipeline.project.manifest", "pipeline.run.plan", "pipeline.run.progress", "pipeline.run.runflow",
             "pipeline.store", "pipeline.run.summary", "pipeline.fleet.slots", "pipeline.run.accounting",
             "pipeline.fleet.ray_access", "pipeline.fleet.local_ray", "pipeline.run.build_cache")

@@ -332,7 +332,7 @@ def test_every_op_has_entry_names_and_a_digest_of_its_own():
 
 
 def test_drafts_know_every_ops_default_sizes_and_tensor_axes():
-    from pipeline.onboarding.drafting import DEFAULT_SHAPES, TENSOR_DIMS
+    from pipeline.onboarding.decide.sizes import DEFAULT_SHAPES, TENSOR_DIMS
 
     for op, module in OPS.items():
         assert DEFAULT_SHAPES[op] and all(len(s) == len(module.DIMS) for s in DEFAULT_SHAPES[op]), op

@@ -16,16 +16,17 @@ import git
 import pytest
 
 from pipeline.cli import main as cli
-from pipeline.onboarding import drafting, onboard
-from pipeline.onboarding.kernel_scan import (
-    Kernel,
-    find_function,
-    find_kernels,
-    find_launches,
-    find_pybind_functions,
-    strip_comments,
-    type_aliases,
-)
+from pipeline.onboarding.conventions.cuda_kernels import find_kernels, find_launches
+from pipeline.onboarding.conventions.pybind import find_pybind_functions
+from pipeline.onboarding.conventions.torch_extension import built_sources
+from pipeline.onboarding.decide.geometry import launch_geometry, translate
+from pipeline.onboarding.decide.ops import guess_op
+from pipeline.onboarding.onboard import kernel_drafts
+from pipeline.onboarding.source.c_text import find_function, strip_comments, type_aliases
+from pipeline.onboarding.source.records import Kernel, PyLaunch
+from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write.kernel_draft import kernel_draft
+from pipeline.onboarding.write.manifest import base_names, variant_name
 from workers.backends.build import toolchains
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,7 @@ def test_a_launch_knows_its_host_function_and_the_sizes_it_reads_off_tensors():
     (launch,) = find_launches(copy, "copy.cu")
     assert launch.locals == {"blocks": "(n + 255) / 256"}
     (kernel,) = find_kernels(copy, "copy.cu")
-    grid, block, _, why = drafting.launch_geometry(launch, kernel, ("src", "dst", "n"), ("n",), {}, "copy")
+    grid, block, _, why = launch_geometry(launch, kernel, ("src", "dst", "n"), ("n",), {}, "copy")
     assert (grid, block, why) == (["(n+255)//256"], [256], "")
     assert type_aliases("typedef __half fw_half;\nusing bf = __nv_bfloat16;") == {"fw_half": "__half",
                                                                                "bf": "__nv_bfloat16"}
@@ -124,7 +125,7 @@ def _k(name: str, params: str, body: str = "") -> Kernel:
      ["X", "Y", "M", "N"], "fp32", ""),
 ])
 def test_the_op_is_told_from_names_and_signature(name, params, body, op, args, dtype, layout):
-    guess = drafting.guess_op(_k(name, params, body))
+    guess = guess_op(_k(name, params, body))
     assert (guess.op, list(guess.args), guess.dtype) == (op, args, dtype)
     if layout:
         assert guess.layout == layout
@@ -132,10 +133,10 @@ def test_the_op_is_told_from_names_and_signature(name, params, body, op, args, d
 
 def test_what_cannot_be_told_is_a_guess_marked_on_its_line():
     kernel = _k("histogram", "const unsigned* values, unsigned* bins, int n, int nbins, int stride")
-    guess = drafting.guess_op(kernel)
+    guess = guess_op(kernel)
     assert (guess.op, guess.args, guess.dtype) == ("copy", ("src", "dst", "n"), "fp32")
     assert guess.reason.startswith("the signature fits no op")
-    draft = drafting.draft(kernel, None, "", "flopwatch", set())
+    draft = kernel_draft(kernel, None, "", "flopwatch", set())
     text = draft.files["variant.toml"]
     manifest = tomllib.loads(text)
     assert (manifest["op"], manifest["dtypes"], manifest["binding"]["args"]) == ("copy", ["fp32"], ["src", "dst", "n"])
@@ -149,7 +150,7 @@ def test_what_cannot_be_told_is_a_guess_marked_on_its_line():
 
 
 def test_a_pointer_type_gives_the_dtype_even_when_the_op_is_a_guess():
-    guess = drafting.guess_op(_k("step", "const float* state, float* next, int n, int steps, float dt"))
+    guess = guess_op(_k("step", "const float* state, float* next, int n, int steps, float dt"))
     assert (guess.op, guess.dtype, dict(guess.guesses)["op"].startswith("the signature fits no op")) == (
         "copy", "fp32", True)
     assert "dtypes" not in dict(guess.guesses)
@@ -161,39 +162,38 @@ def test_drafts_are_named_after_their_files_when_kernel_symbols_repeat():
                              "k/double_buffer.cpp"),
                *find_kernels("__global__ void matmul_kernel(float* c) {}", "other/naive.cpp"),
                *find_kernels("__global__ void softmax(float* c) {}", "k/softmax.cu")]
-    assert drafting.base_names(kernels) == ["naive", "double_buffer_matmul_kernel", "zero", "naive", "softmax"]
+    assert base_names(kernels) == ["naive", "double_buffer_matmul_kernel", "zero", "naive", "softmax"]
     taken: set[str] = set()
-    names = [drafting.variant_name(k, taken, base) for k, base in zip(kernels, drafting.base_names(kernels))]
+    names = [variant_name(k, taken, base) for k, base in zip(kernels, base_names(kernels))]
     assert names == ["naive", "double_buffer_matmul_kernel", "zero", "naive_2", "softmax"]
     # a wrapper never shadows the file it includes
     (soft,) = find_kernels("__global__ void s(const float* x, float* y, int rows, int cols) {}", "k/softmax.cu")
-    draft = drafting.draft(soft, None, "", "flopwatch", set(), base="softmax")
+    draft = kernel_draft(soft, None, "", "flopwatch", set(), base="softmax")
     assert set(draft.files) == {"variant.toml", "softmax_draft.cu"}
     assert '#include "softmax.cu"' in draft.files["softmax_draft.cu"]
 
 
 def test_a_script_launch_becomes_geometry_in_the_op_sizes():
-    from pipeline.onboarding.python_scan import PyLaunch
 
     kernel = _k("mm", "const float* A, const float* B, float* C, int M, int N, int K")
     launch = PyLaunch(kernel="mm", grid=("ceil(args.N/128)", "(args.M+63)//64"), block=("256",), shared="64*32*4",
                       args=("A", "B", "C", "args.M", "args.N", "args.K"), file="bench.py", line=9, api="cupy")
-    grid, block, table, why = drafting.launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"),
+    grid, block, table, why = launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"),
                                                        ("M", "N", "K"), {}, "gemm", "nn")
     assert (grid, block, table, why) == (["ceil(N/128)", "(M+63)//64"], [256],
                                          {"dynamic_smem_bytes": 8192, "block_threads": 256}, "")
     # sizes read off a tensor passed as one of the op's: A.shape[0] is M (A is M×K)
     launch = PyLaunch(kernel="mm", grid=("ceil(A.shape[0]/64)",), block=("64",), shared="0",
                       args=("A", "B", "C", "M", "N", "K"), file="bench.py", line=9, api="cupy")
-    assert drafting.launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"), ("M", "N", "K"), {},
+    assert launch_geometry(launch, kernel, ("A", "B", "C", "M", "N", "K"), ("M", "N", "K"), {},
                                     "gemm", "nn")[0] == ["ceil(M/64)"]
 
 
 def test_launch_expressions_become_expressions_of_the_op_sizes():
-    assert drafting.translate("CEIL_DIV(N, BN)", {"BN": "64"}, {}) == "ceil(N/64)"
-    assert drafting.translate("(BM * BN) / TM", {"BM": "64", "BN": "64", "TM": "8"}, {}) == "512"
-    assert drafting.translate("n / 128", {}, {"n": "N"}) == "N//128"  # C's integer division
-    assert drafting.translate("(rows + 3) / 4u", {}, {"rows": "M"}) == "(M+3)//4"
+    assert translate("CEIL_DIV(N, BN)", {"BN": "64"}, {}) == "ceil(N/64)"
+    assert translate("(BM * BN) / TM", {"BM": "64", "BN": "64", "TM": "8"}, {}) == "512"
+    assert translate("n / 128", {}, {"n": "N"}) == "N//128"  # C's integer division
+    assert translate("(rows + 3) / 4u", {}, {"rows": "M"}) == "(M+3)//4"
 
 
 # -- end to end: drafts that build without edits --------------------------------------------------
@@ -279,7 +279,7 @@ def test_init_drafts_the_repository_and_writes_a_workflow_actionlint_accepts(tmp
 def test_a_kernel_header_is_built_through_the_header_that_includes_it(tmp_path):
     """Collections include their kernel headers through one umbrella header, and a later kernel
     may use a constant an earlier one defines: the draft includes what the repository includes."""
-    from pipeline.onboarding.onboard import umbrella_header
+    from pipeline.onboarding.decide.evidence import umbrella_header
 
     (tmp_path / "src" / "kernels").mkdir(parents=True)
     (tmp_path / "src" / "kernels" / "a.cuh").write_text("const int WARPSIZE = 32;\n")
@@ -290,7 +290,7 @@ def test_a_kernel_header_is_built_through_the_header_that_includes_it(tmp_path):
     assert umbrella_header(tmp_path, tmp_path / "src" / "kernels" / "b.cuh", sources) == "src/all.cuh"
     assert umbrella_header(tmp_path, tmp_path / "src" / "run.cu", sources) == "src/run.cu"
     (k,) = find_kernels(sources[tmp_path / "src" / "kernels" / "b.cuh"], "src/kernels/b.cuh")
-    draft = drafting.draft(k, None, "", "flopwatch", set(), include="src/all.cuh")
+    draft = kernel_draft(k, None, "", "flopwatch", set(), include="src/all.cuh")
     assert draft.include_dir == "src" and '#include "all.cuh"' in draft.files["b.cu"]
 
 
@@ -366,11 +366,13 @@ def test_sources_a_torch_extension_builds_are_drafted_as_its_module_functions(ec
     (ecosystem / "torch_ext_attention" / "build.py").write_text(
         "from torch.utils.cpp_extension import load\n"
         "minimal_attn = load(name='minimal_attn', sources=['csrc/main.cpp', 'csrc/flash.cu'])\n")
-    sources = onboard.torch_extension_sources(ecosystem)
+    repo = RepoFiles.at(ecosystem, "flopwatch")
+    sources = built_sources(repo)
     assert sources == {"torch_ext_attention/csrc/main.cpp": "torch_ext_attention/build.py:2",
                        "torch_ext_attention/csrc/flash.cu": "torch_ext_attention/build.py:2"}
     files = [ecosystem / s for s in sorted(sources)]
-    assert onboard.plan(ecosystem, files, "flopwatch", skip_files=set(sources)) == onboard.Plan([], [])
+    assert kernel_drafts(repo, [f.relative_to(ecosystem).as_posix() for f in files], "flopwatch",
+                         skip=set(sources)) == ([], [])
     code, out = _new(ecosystem, capsys, "torch_ext_attention/csrc")
     assert code == 0 and [(d["variant"], d["op"]) for d in out["drafts"]] == [("minimal_attn", "attention")]
     assert out["notes"] == [("torch_ext_attention/csrc/flash.cu, torch_ext_attention/csrc/main.cpp: a torch extension "

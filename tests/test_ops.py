@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.onboarding.kernel_scan import strip_comments
+from pipeline.onboarding.source.c_text import strip_comments
 from pipeline.project.config import load_config
 from pipeline.project.discovery import discover
 from pipeline.run.peers import builtin_peers

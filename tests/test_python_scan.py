@@ -1,18 +1,12 @@
-"""pipeline.onboarding.python_scan: launches, tensors and sizes read from Python scripts as kernel
+"""pipeline.onboarding.conventions.py_launch and script_values: launches, tensors and sizes read from Python scripts as kernel
 collections write them (a hiprtc harness looping over a folder of kernels, cupy, cuda-python,
 a bench script taking its sizes from argparse), without running them."""
 
 from __future__ import annotations
 
-from pipeline.onboarding.python_scan import (
-    PyCall,
-    PyLaunch,
-    TensorMade,
-    python_calls,
-    python_launches,
-    script_sizes,
-    script_tensors,
-)
+from pipeline.onboarding.conventions.py_launch import python_launches
+from pipeline.onboarding.conventions.script_values import python_calls, script_sizes, script_tensors
+from pipeline.onboarding.source.records import PyCall, PyLaunch, TensorMade
 
 # A hiprtc harness: every kernels/*.cpp defines `matmul_kernel`; the runner globs the folder,
 # compiles each file with hiprtc and launches it through hip-python with positional arguments.

@@ -1,5 +1,5 @@
 """`flopwatch new` on a Python module drafts every public function with the reference the
-repository keeps (pipeline/onboarding/references.py, tests_scan.py, entries.py): a built-in op by
+repository keeps (pipeline/onboarding/decide/references.py, conventions/, write/entry_drafts.py): a built-in op by
 name, a function named after the entry, a test's assert_close, or none (measured unchecked);
 and lists the public functions it did not draft, with why. Fixture repositories are written
 here, small, in the shape of Liger-Kernel, Mamba and pytorch/extension-cpp. Static: no torch."""
@@ -12,7 +12,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-from pipeline.onboarding import drafting_python, entries, references
+from pipeline.onboarding.conventions.ref_names import common_prefix, stems
+from pipeline.onboarding.decide.ops import op_by_name
+from pipeline.onboarding.onboard import python_drafts
+from pipeline.onboarding.source.repo import RepoFiles
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,9 +28,9 @@ def _write(root: Path, files: dict[str, str]) -> dict[str, str]:
 
 
 def _drafts(files: dict[str, str], rel: str):
-    repo = drafting_python.Repo(files, frozenset(files))
+    repo = RepoFiles.from_texts(files)
     skipped: list = []
-    drafts, _ = entries.module_drafts(rel, repo, "flopwatch", set(), True, skipped)
+    drafts, _ = python_drafts(repo, rel, "flopwatch", set(), True, skipped)
     return {d.name: d for d in drafts}, skipped
 
 
@@ -256,11 +259,11 @@ def test_an_extension_packages_ops_checked_as_its_tests_check_them(tmp_path):
 
 
 def test_names_an_entry_goes_by():
-    assert references.common_prefix(["liger_rms_norm", "liger_dyt", "liger_geglu"]) == "liger_"
-    assert references.common_prefix(["mymuladd", "myadd_out"]) == "my"
-    assert {"rms_norm_fwd", "rms_norm"} <= set(references.stems("liger_rms_norm_fwd", "liger_"))
-    assert references.op_by_name("liger_fused_neighborhood_attention", "liger_") == ""
-    assert references.op_by_name("liger_rms_norm", "liger_") == "rms_norm"
+    assert common_prefix(["liger_rms_norm", "liger_dyt", "liger_geglu"]) == "liger_"
+    assert common_prefix(["mymuladd", "myadd_out"]) == "my"
+    assert {"rms_norm_fwd", "rms_norm"} <= set(stems("liger_rms_norm_fwd", "liger_"))
+    assert op_by_name("liger_fused_neighborhood_attention", "liger_") == ""
+    assert op_by_name("liger_rms_norm", "liger_") == "rms_norm"
 
 
 def test_new_prints_and_lists_what_it_did_not_draft(tmp_path):

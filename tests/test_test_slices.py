@@ -1,4 +1,4 @@
-"""A test's own statements as an entry's reference (pipeline.onboarding.test_slices), the keyword
+"""A test's own statements as an entry's reference (pipeline.onboarding.conventions.sliced_from_tests, decide.sliced_reference), the keyword
 arguments and rtol the comparing test passes, and inputs of a dtype of their own: drafted from
 fixture repositories of the shapes Liger-Kernel's mHC and multi-token-attention tests have
 (written for these tests), then the generated reference run against the entry."""
@@ -11,7 +11,8 @@ import tomllib
 
 import pytest
 
-from pipeline.onboarding import drafting_python, entries
+from pipeline.onboarding.onboard import python_drafts
+from pipeline.onboarding.source.repo import RepoFiles
 
 torch = pytest.importorskip("torch")
 
@@ -122,8 +123,8 @@ def drafted(tmp_path_factory):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    repo = drafting_python.Repo(files, frozenset(files))
-    drafts, _ = entries.module_drafts("mylib/mix.py", repo, "flopwatch", set(), True, [])
+    repo = RepoFiles.from_texts(files)
+    drafts, _ = python_drafts(repo, "mylib/mix.py", "flopwatch", set(), True, [])
     return root, {d.name: d for d in drafts}
 
 

@@ -14,7 +14,11 @@ import git
 import pytest
 
 from pipeline.fleet import cluster
-from pipeline.onboarding import drafting_python
+from pipeline.onboarding.conventions.torch_library import parse_schema
+from pipeline.onboarding.decide.ops import builtin_for_operator
+from pipeline.onboarding.onboard import plan_files
+from pipeline.onboarding.source.records import LibraryOp, SchemaArg
+from pipeline.onboarding.source.repo import RepoFiles
 from pipeline.project.config import load_config
 from pipeline.project.discovery import discover
 from pipeline.project.manifest import load_variant, repository_files
@@ -256,20 +260,20 @@ def test_the_records_become_the_specs_the_static_read_makes():
 
 
 def test_schema_strings_are_parsed():
-    assert drafting_python.parse_schema("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()") == (
-        "myadd_out", (drafting_python.SchemaArg("a", "Tensor"), drafting_python.SchemaArg("b", "Tensor"),
-                      drafting_python.SchemaArg("out", "Tensor(a!)")), "()")
-    name, args, returns = drafting_python.parse_schema("f.vec(Tensor x, int[] dims, *, float eps=1e-5) -> Tensor")
+    assert parse_schema("myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()") == (
+        "myadd_out", (SchemaArg("a", "Tensor"), SchemaArg("b", "Tensor"),
+                      SchemaArg("out", "Tensor(a!)")), "()")
+    name, args, returns = parse_schema("f.vec(Tensor x, int[] dims, *, float eps=1e-5) -> Tensor")
     assert name == "f" and [(a.name, a.type) for a in args] == [("x", "Tensor"), ("dims", "int[]"), ("eps", "float")]
-    assert drafting_python.parse_schema("bare_name") is None
+    assert parse_schema("bare_name") is None
 
 
 def test_an_operator_named_and_shaped_as_a_built_in_op_is_checked_against_it():
-    def op(schema: str) -> drafting_python.LibraryOp:
-        name, args, returns = drafting_python.parse_schema(schema)
-        return drafting_python.LibraryOp("extension_cpp", name, args, returns, "muladd.cpp:1", ("cpu",))
+    def op(schema: str) -> LibraryOp:
+        name, args, returns = parse_schema(schema)
+        return LibraryOp("extension_cpp", name, args, returns, "muladd.cpp:1", ("cpu",))
 
-    builtin = drafting_python._builtin_for_operator
+    builtin = builtin_for_operator
     assert builtin(op("mymul(Tensor a, Tensor b) -> Tensor"), True) == "elementwise_mul"  # extension-cpp's mymul
     assert builtin(op("myadd(Tensor a, Tensor b) -> Tensor"), True) == "elementwise_add"
     assert builtin(op("mymul(Tensor a, Tensor b, float c) -> Tensor"), True) == ""  # a scalar mul has not
@@ -277,10 +281,17 @@ def test_an_operator_named_and_shaped_as_a_built_in_op_is_checked_against_it():
     assert builtin(op("mymul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()"), False) == ""  # writes, returns nothing
 
 
-def test_drafts_one_variant_per_registered_operator(scalelib):
-    from pipeline.onboarding.onboard import python_plan
+def test_an_operator_both_setup_py_and_its_wrappers_module_give_is_drafted_once(scalelib):
+    """`init` reads the setup.py (its operators, called through the package's wrappers) and the
+    package's ops.py (the same wrappers as public functions): one draft per entry, told apart by
+    the drafts' `entry` field, not by their text."""
+    plan = plan_files(RepoFiles.at(scalelib, "flopwatch"), [], ["setup.py", "scalelib/ops.py"])
+    assert sorted(d.name for d in plan.drafts) == ["myscale", "myscale_out"]
+    assert sorted(d.entry for d in plan.drafts) == ["scalelib.ops:myscale", "scalelib.ops:myscale_out"]
 
-    plan = python_plan(scalelib, ["setup.py"], "flopwatch", set(), True)
+
+def test_drafts_one_variant_per_registered_operator(scalelib):
+    plan = plan_files(RepoFiles.at(scalelib, "flopwatch"), [], ["setup.py"])
     drafts = {d.name: d.files["variant.toml"] for d in plan.drafts}
     assert sorted(drafts) == ["myscale", "myscale_out"]
     scale = drafts["myscale"]
@@ -293,7 +304,7 @@ def test_drafts_one_variant_per_registered_operator(scalelib):
     assert 'devices = ["cpu"]' in out and "returns" not in out.split("[binding]")[1].split("[reference]")[0]
     assert '{ name = "out", shape = ["N"], output = true }' in out and 'check = "none"' in out
     # the same drafts from the module that wraps the ops; the raw kernel of the .cu is no draft
-    again = python_plan(scalelib, ["scalelib/ops.py"], "flopwatch", set(), True)
+    again = plan_files(RepoFiles.at(scalelib, "flopwatch"), [], ["scalelib/ops.py"])
     assert sorted(d.name for d in again.drafts) == ["myscale", "myscale_out"]
     # each draft is a manifest that loads as written ([reference] op, the setup.py run)
     for d in plan.drafts:

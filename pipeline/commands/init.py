@@ -8,6 +8,8 @@ from pathlib import Path
 from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report, out_folder
 from pipeline.onboarding import onboard
+from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write import project
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
 
@@ -19,16 +21,9 @@ def add_arguments(p) -> None:
 
 def main(args) -> int:
     root = Path(args.repo).resolve()
-    out_dir = out_folder(root, args.out)
-    texts = {f: f.read_text(errors="replace") for f in onboard.repository_sources(root, out_dir)}
-    files = [f for f, text in texts.items()
-             if onboard.kernel_scan.find_kernels(text, "") or onboard.kernel_scan.find_pybind_functions(text, "")]
-    py_files = onboard.python_entry_files(root, out_dir)
-    if not files and not py_files:
+    planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
+    if planned is None:
         raise UsageError(f"no __global__ kernel, pybind11 module, torch extension or KernelBench problem in the "
                          f"sources of {root}")
-    extra = [] if args.no_workflow else [onboard.write_workflow(root)]
-    # a package's entry modules have every public function drafted; other files only their
-    # problems, solutions and extensions (not every helper of a package)
-    functional = set(onboard.entry_modules(root, args.out.strip("/")))
-    return draft_and_report(root, files, args, extra, py_files=py_files, functional=functional)
+    extra = [] if args.no_workflow else [project.write_workflow(root)]
+    return draft_and_report(root, planned, args, extra)

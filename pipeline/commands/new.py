@@ -12,6 +12,10 @@ from rich.table import Table
 
 from pipeline.commands.common import UsageError
 from pipeline.onboarding import onboard
+from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
+from pipeline.onboarding.source.records import Plan
+from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write import project
 from pipeline.run.summary import cell
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
@@ -40,8 +44,9 @@ def main(args) -> int:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     if not files:
-        raise UsageError(f"no kernel sources ({', '.join(onboard.kernel_scan.SOURCE_SUFFIXES)}) in {args.paths}")
-    return draft_and_report(root, files, args)
+        raise UsageError(f"no kernel sources ({', '.join(SOURCE_SUFFIXES)}) in {args.paths}")
+    repo = RepoFiles.at(root, out_folder(root, args.out))
+    return draft_and_report(root, onboard.plan_new(repo, files), args)
 
 
 def out_folder(root: Path, text: str) -> str:
@@ -60,40 +65,27 @@ def out_folder(root: Path, text: str) -> str:
     return rel.as_posix()
 
 
-def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (), py_files: list[str] | None = None,
-                     functional: bool | set[str] = True) -> int:
-    """Draft, write, build and report. `py_files`: the Python files whose entries to draft
-    (default: the .py files among `files`, and the files that build the extensions whose
-    sources are among them)."""
+def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> int:
+    """Write the drafts, add them to flopwatch.toml, build each once and report."""
     out_dir = out_folder(root, args.out)
-    extensions = onboard.torch_extension_sources(root, out_dir)
-    native = [f for f in files if f.suffix != ".py"]
-    planned = onboard.plan(root, native, out_dir, skip_files=set(extensions)) if native else onboard.Plan([])
-    if py_files is None:
-        asked = [f.relative_to(root).as_posix() for f in files]
-        py_files = [r for r in asked if r.endswith(".py")]
-        py_files += sorted({extensions[r].rsplit(":", 1)[0] for r in asked if r in extensions} - set(py_files))
-    taken = {d.name for d in planned.drafts}
-    python = onboard.python_plan(root, py_files, out_dir, taken, functional)
-    planned = onboard.Plan([*planned.drafts, *python.drafts], [*planned.notes, *python.notes])
-    said = [*planned.notes, *_extension_lines(root, files, extensions)]
-    undrafted = [{"entry": s.entry, "reason": s.reason} for s in python.skipped]
+    said = list(planned.notes)
+    undrafted = [{"entry": s.entry, "reason": s.reason} for s in planned.skipped]
     if not planned.drafts:
         if args.json:
             print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra), "undrafted": undrafted}))
         for line in [*said, *(f"not drafted: {u['entry']}: {u['reason']}" for u in undrafted)]:
             print(f"flopwatch new: {line}", file=sys.stderr)
         print(f"flopwatch new: no __global__ kernel, pybind11 module, torch extension, problem or functional entry "
-              f"to draft in {len(files)} file(s)", file=sys.stderr)
+              f"to draft in {len(planned.files)} file(s)", file=sys.stderr)
         return 1
-    done = onboard.write(root, planned.drafts, args.force)
+    done = project.write(root, list(planned.drafts), args.force)
     folders = [d for draft in planned.drafts for d in draft.include_dirs]
-    changes = onboard.update_config(root, out_dir, folders) if any(x.written for x in done) else []
+    changes = project.update_config(root, out_dir, folders) if any(x.written for x in done) else []
     if not args.no_build:
-        onboard.build_all(root, done)
+        project.build_all(root, done)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
-             "reference": _reference_line(x.draft),
-             "detail": onboard.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
+             "reference": x.draft.reference,
+             "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
              "guessed": list(x.draft.guessed)}
             for x in done]
     if args.json:
@@ -102,28 +94,6 @@ def draft_and_report(root: Path, files: list[Path], args, extra: list[str] = (),
     else:
         _print(rows, [*said, *changes, *extra], undrafted)
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
-
-
-def _extension_lines(root: Path, files: list[Path], extensions: dict[str, str]) -> list[str]:
-    """One line per torch extension whose sources were asked for: drafted as the extension's
-    module functions, built as the repository builds it."""
-    by_origin: dict[str, list[str]] = {}
-    for f in files:
-        rel = f.relative_to(root).as_posix()
-        if rel in extensions:
-            by_origin.setdefault(extensions[rel], []).append(rel)
-    return [f"{', '.join(sources)}: a torch extension built by {origin} (torch.utils.cpp_extension): drafted as "
-            f'backend = "torch" variants of the functions its module exports or the TORCH_LIBRARY operators it '
-            f'registers ([[extensions]] from = "{origin.rsplit(":", 1)[0]}"); its __global__ kernels are measured '
-            f"through them, not as kernels of their own"
-            for origin, sources in by_origin.items()]
-
-
-def _reference_line(draft) -> str:
-    """What a draft is checked against, from its first line (`# reference: ...`); "" for drafts
-    of kernels, whose op is their reference."""
-    first = draft.files.get("variant.toml", "").split("\n", 1)[0]
-    return first.removeprefix("# reference: ") if first.startswith("# reference: ") else ""
 
 
 def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:

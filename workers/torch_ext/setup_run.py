@@ -17,6 +17,7 @@ turned into the same `ExtensionSpec` the static read makes (`specs_from_record`,
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -40,13 +41,16 @@ class SetupRunError(ValueError):
 
 
 def read_extensions(origin: str, text: str, repo_root: Path | None, files: frozenset[str] | set[str],
-                    name: str | None = None) -> list[ExtensionSpec]:
+                    name: str | None = None, *, tree: ast.Module | None = None,
+                    content: bytes | None = None) -> list[ExtensionSpec]:
     """The extensions of the file `origin` (repository-relative): read statically first (fast,
     nothing run); a setup.py the static read cannot read, or in which it sees no extension
     call, is then run (`record`). The static read's error stands for any other file, or where
-    there is no checkout to run in (`repo_root` None)."""
+    there is no checkout to run in (`repo_root` None). A caller that has read the file already
+    hands its syntax `tree` and its bytes (`content`), so that it is neither parsed nor read
+    again."""
     try:
-        specs = find_extensions(origin, text, files, name=name)
+        specs = find_extensions(origin, text, files, name=name, tree=tree)
         if specs or not _is_setup(origin, text):
             return specs
         static_error = None
@@ -59,7 +63,7 @@ def read_extensions(origin: str, text: str, repo_root: Path | None, files: froze
     if static_error is not None and static_error.key == "syntax":
         raise static_error
     try:
-        specs = record(repo_root, origin, files)
+        specs = record(repo_root, origin, files, content)
     except SetupRunError as exc:
         if static_error is None:
             raise
@@ -74,12 +78,14 @@ def _is_setup(origin: str, text: str) -> bool:
     return posixpath.basename(origin) == "setup.py" and "cpp_extension" in text
 
 
-def record(repo_root: Path, origin: str, files: frozenset[str] | set[str]) -> list[ExtensionSpec]:
+def record(repo_root: Path, origin: str, files: frozenset[str] | set[str],
+           content: bytes | None = None) -> list[ExtensionSpec]:
     """Run `origin` (a repository-relative setup.py) in a sandboxed child and return the
-    extensions it passes to setup(); cached per content of the file and the repository's
-    file list (what its globs see), since every manifest load would run it again."""
+    extensions it passes to setup(); cached per content of the file (`content`: its bytes, read
+    here when not given) and the repository's file list (what its globs see), since every
+    manifest load would run it again."""
     setup_py = (repo_root / origin).resolve()
-    key = hashlib.sha256(setup_py.read_bytes() + "\n".join(sorted(files)).encode()
+    key = hashlib.sha256((setup_py.read_bytes() if content is None else content) + "\n".join(sorted(files)).encode()
                          + str(repo_root.resolve()).encode()).hexdigest()
     if key not in _CACHE:
         _CACHE[key] = specs_from_record(_run(setup_py, repo_root), origin)

@@ -149,15 +149,16 @@ def digest(spec: ExtensionSpec) -> str:
 
 
 def find_extensions(path: str, text: str, repo_files: frozenset[str] | set[str], *,
-                    name: str | None = None) -> list[ExtensionSpec]:
+                    name: str | None = None, tree: ast.Module | None = None) -> list[ExtensionSpec]:
     """Every CUDAExtension / CppExtension / load / load_inline call of the file, in source order.
 
     `path` is the file's repository-relative path, `repo_files` every repository-relative file
     (posix). With `name`, only the extension of that name (or dotted module) is read: the other
-    calls' arguments may then be unreadable, as long as their names are not.
+    calls' arguments may then be unreadable, as long as their names are not. `tree`: the text's
+    syntax tree where the caller has parsed it already.
     """
     try:
-        tree = ast.parse(text, filename=path)
+        tree = tree if tree is not None else ast.parse(text, filename=path)
     except SyntaxError as exc:
         raise ExtensionReadError(path, exc.lineno or 1, "syntax",
                                  f"{exc.msg}; flopwatch reads the build calls from the file's source") from None
