@@ -30,9 +30,11 @@ SUBMISSION_FOLDERS = ("solutions", "submissions")
 # The format's own files by name, in a problem's folder or the folder above it (where the
 # problems of one challenge share utils.py, eval.py and template.py).
 _HARNESS_NAME = re.compile(r"(reference|task|utils|eval\w*|template[\w-]*)\.py")
-# The CUDA device named in Python: `.cuda()`, `device="cuda"`, `torch.device("cuda")`,
-# `torch.cuda.*` other than `is_available`.
-_CUDA = re.compile(r"""\.cuda\(|device\s*=\s*['"]cuda|torch\.device\(\s*['"]cuda|torch\.cuda\.(?!is_available)""")
+# The CUDA device asked for in Python: `.cuda()`, `device="cuda"` (`DEVICE = "cuda"`),
+# `torch.device("cuda")`, `.to("cuda")`, `set_default_device("cuda")`, `torch.cuda.*` other than
+# `is_available`; not a comparison (`x.device.type == "cuda"` asks nothing of the machine).
+_CUDA = re.compile(r"""\.cuda\(|(?i:device)\s*=\s*['"]cuda|torch\.device\(\s*['"]cuda|(?:\.to|set_default_device)\(\s*['"]cuda"""
+                   r"|torch\.cuda\.(?!is_available)")
 # dtype words as torch spells them → as flopwatch labels them; the others (`uint8`,
 # `float8_e4m3fnuz`) are kept as torch's word
 _DTYPE_WORDS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
