@@ -181,12 +181,29 @@ def test_no_harness_file_is_drafted_whichever_is_named(tmp_path, capsys, named):
     assert any(n.startswith("problems/template.py: the harness of the challenge problems") for n in out["notes"])
 
 
+def test_a_file_task_yml_lists_is_harness_whatever_its_name(tmp_path, capsys):
+    task = (EXAMPLE / "problems" / "vectoradd_py" / "task.yml").read_text().replace(
+        '  - {"name": "task.py", "source": "task.py"}\n',
+        '  - {"name": "task.py", "source": "task.py"}\n  - {"name": "helpers.py", "source": "../common/scaling.py"}\n')
+    root = _repo(tmp_path, {"problems/vectoradd_py/task.yml": task,
+                            "problems/common/scaling.py": "def scale(x, alpha: float = 2.0):\n    return x * alpha\n"})
+    code, out = _draft(capsys, root, "new", "problems/common/scaling.py")
+    assert out["drafts"] == [] and code == 1
+    assert out["notes"] == ["problems/common/scaling.py: the harness of the challenge problems problems/vectoradd_py: "
+                            "not drafted on its own"]
+
+
 def test_init_drafts_no_harness_function_though_reference_py_keeps_ref_kernel_beside_its_functions(tmp_path, capsys):
-    """reference.py keeps `ref_kernel` beside `generate_input`: by the `X_ref` rule an entry module."""
-    root = _repo(tmp_path, {"problems/vectoradd_py/template.py": "def custom_kernel(data):\n    pass\n"})
+    """In a package, reference.py (`ref_kernel` beside `generate_input`: the `ref_X` rule) is an
+    entry module and a template building a load_inline extension an extension build: init asks
+    about both, and drafts neither."""
+    root = _repo(tmp_path, {"problems/vectoradd_py/__init__.py": "",
+                            "problems/vectoradd_py/template.py": "def custom_kernel(data):\n    pass\n",
+                            "problems/vectoradd_py/template-hip.py": INLINE_SUBMISSION})
     _, out = _draft(capsys, root, "init")
     assert sorted(d["variant"] for d in out["drafts"]) == ["matmul_py", "vectoradd_py"]
     assert not [d for d in out["drafts"] if d["variant"].startswith(HARNESS_FUNCTIONS)]
+    assert not [n for n in out["notes"] if "harness" in n]  # init leaves the harness out without a word
 
 
 # -- names, back ends, devices ---------------------------------------------------------------------------
