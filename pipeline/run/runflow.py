@@ -34,7 +34,7 @@ from pipeline.run.plan import BuildPlan, build_plan, jobs_for
 from pipeline.run.progress import Progress
 from pipeline.store import Store
 from workers.core import status
-from workers.core.params import family_of, selects
+from workers.core.params import family_of, mode_of, selects, sweep_family
 from workers.core.records import BuildResult, InvalidVariant, Job, Result, Variant
 from workers.isolation import containment
 from workers.ops import static_work
@@ -361,9 +361,9 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         jobs = _best_points_only(session, variants, jobs)
     if options.only and options.with_peer:  # the peer rows of the selected shapes come along
         peers = {v.name for v in variants if v.peer}
-        chosen = {(j.op, j.shape.key, j.dtype, j.device_kind) for j in jobs}
+        chosen = {(j.op, j.shape.key, j.dtype, j.device_kind, mode_of(j.variant)) for j in jobs}
         jobs += [j for j in all_jobs if j.variant in peers and not _selected(j.variant, options)
-                 and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
+                 and (j.op, j.shape.key, j.dtype, j.device_kind, mode_of(j.variant)) in chosen]
     variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
     session.probe({j.device_kind for j in jobs})
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
@@ -379,7 +379,7 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         dev = device_key(session, j.device_kind)
         (identities if j.variant in plans else sources)[(j.variant, j.shape.key, j.dtype, dev)] = \
             measurement_identity(plan.build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
-                                 repo_op=plan.variant.repo_op)
+                                 repo_op=plan.variant.repo_op, mode=plan.variant.mode)
     return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities, sources)
 
 
@@ -829,7 +829,7 @@ def _wanted(job: Job, options: RunOptions) -> bool:
 def _best_points_only(session: Session, variants: list[Variant], jobs: list[Job]) -> list[Job]:
     """`--points best`: each swept variant's jobs at its best stored point only."""
     selected = {j.variant for j in jobs}
-    swept = {v.name: v.family for v in variants if v.params and v.name in selected}
+    swept = {v.name: sweep_family(v.name)[0] for v in variants if v.params and v.name in selected}
     rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
     # Only the points the manifest has now, and the run selected, compete: one it dropped (or a
     # selector left out) must not leave its family untimed.
