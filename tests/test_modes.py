@@ -320,3 +320,18 @@ def test_a_paired_timing_of_a_backward_point_times_the_pass(tmp_path):
     out = child.pair({"variants": [v, v], "device_kind": "cpu", "dims": DIMS, "dtype": "fp32",
                       "artifacts": [str(folder), str(folder)], "seeds": [1, 2], "timing": {"budget_s": 0.05}})
     assert out["status"] == "ok" and len(out["pair_samples"][0]) >= child.PAIR_MIN_SAMPLES
+
+
+def test_a_draft_size_is_estimated_launch_bound_before_anything_runs():
+    from pipeline.run import launch_estimate
+
+    h100 = "cuda:NVIDIA H100 80GB HBM3"
+    tiny = launch_estimate.for_op("cross_entropy", {"M": 4, "V": 8}, "bf16", h100)
+    assert tiny.bound and tiny.kernel_s < 1e-6 and "under 2x" in tiny.why
+    real = launch_estimate.for_op("rms_norm", {"M": 4096, "N": 8192}, "bf16", h100)
+    assert real.bound is False and real.kernel_s > 2 * launch_estimate.TYPICAL_FLOOR_S["autograd"]
+    measured = launch_estimate.would_be_launch_bound(0.0, 134e6, "bf16", h100, floor_s=30e-6)
+    assert measured.bound and measured.floor_s == 30e-6  # 40 µs of bytes against a measured 30 µs floor
+    assert launch_estimate.for_op("rms_norm", {"M": 4, "N": 8}, "fp32", "cpu:x86_64").bound is None
+    with pytest.raises(ValueError, match="call path 'ctypes'"):
+        launch_estimate.would_be_launch_bound(0, 1, "fp32", h100, call_path="ctypes")
