@@ -47,6 +47,10 @@
 # fresh_lean  fresh_first with the default new-Ray arm only (the first command, the one after it, a new Ray)
 # joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
 #             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
+# modes       benchmarks/verify_modes_gpu.py --repos .ext (Liger-Kernel's entries drafted by flopwatch new at
+#             their test sizes: launch-bound marks, peak memory, forward/backward/full with the backward
+#             checked; Liger's benchmark scripts beside flopwatch's Liger-to-peer memory ratio; a planted
+#             +20% allocation, backward-only slowdown and memory bisection; carry the checkout as .ext/)
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
@@ -132,6 +136,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ops) cmd=(python3 benchmarks/verify_ops_gpu.py) ;;
     ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
     entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
+    modes) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext) ;;
     ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
     ecosystem_refs) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp) ;;
     ecosystem_refs_test) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp

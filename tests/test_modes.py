@@ -128,6 +128,7 @@ def test_a_backward_pass_times_backward_alone_and_resets_gradients_between_sampl
         built.timed()
     assert calls["forward"] == 1  # backward reps run no forward
     assert torch.equal(inputs["X"].grad, passes.upstream(built.outputs, 3, "cpu")[0] * w)  # one backward's, once
+    assert built.held_bytes == {"upstream_bytes": 8 * 32 * 4, "gradient_bytes": (8 * 32 + 32) * 4}
     full = passes.build("full", call, inputs, ["X", "W"], seed=3, device="cpu")
     full.reset()
     full.timed()
@@ -335,3 +336,37 @@ def test_a_draft_size_is_estimated_launch_bound_before_anything_runs():
     assert launch_estimate.for_op("rms_norm", {"M": 4, "N": 8}, "fp32", "cpu:x86_64").bound is None
     with pytest.raises(ValueError, match="call path 'ctypes'"):
         launch_estimate.would_be_launch_bound(0, 1, "fp32", h100, call_path="ctypes")
+
+
+def test_a_pass_is_the_last_axis_of_a_name_and_forward_keeps_the_plain_name():
+    from workers.core import params
+
+    assert params.mode_name("liger_rms_norm", "forward") == "liger_rms_norm"
+    assert params.mode_name("tri[BK=32]", "full") == "tri[BK=32,mode=full]"
+    assert params.mode_of("tri[BK=32,mode=full]") == "full" and params.mode_of("tri[BK=32]") == "forward"
+    assert params.sweep_family("tri[BK=32,mode=full]") == ("tri[mode=full]", {"BK": 32})
+    names = ["x", "x[mode=backward]", "x[mode=full]"]
+    assert [n for n in names if params.selects("x", n)] == names  # the family: every pass
+    assert [n for n in names if params.selects("x[mode=forward]", n)] == ["x"]
+    assert [n for n in names if params.selects(params.exactly("x"), n)] == ["x"]
+
+
+def test_a_repository_reference_is_differentiated_for_the_backward_check(tmp_path):
+    """A `[reference]` op's callable runs without gradients for the forward's check, and with
+    them where the backward check's inputs ask for them."""
+    (tmp_path / "k.py").write_text("import torch\n\n\ndef gelu_fn(x):\n    return torch.nn.functional.gelu(x)\n")
+    spec = {"kind": "reference", "name": "g", "call": "torch.nn.functional:gelu",
+            "inputs": ({"name": "x", "shape": ["N"]},), "dims": ["N"], "sizes": {"N": 256},
+            "functions": ["peer_returns"]}
+    v = Variant("g", "g", "python", "k", ("k.py",), Binding("python", "k.py:gelu_fn", returns=True), ("fp32",),
+                (Shape({"N": 256}),), devices=("cpu",), repo_op=spec, mode="backward")
+    out = child.run(spec_of(v, tmp_path))
+    assert out["status"] == "ok", out.get("diagnostic")
+    (grads,) = [c for c in out["checks"] if c.get("pass") == "backward"]
+    assert grads["passed"] and grads["gradients"]["x"]["rel_fro_err"] < 1e-6
+
+
+def spec_of(v: Variant, artifact: Path) -> dict:
+    return {"variant": v.to_dict(), "device_kind": "cpu", "dims": dict(v.shapes[0].dims), "dtype": v.dtypes[0],
+            "artifact": str(artifact), "seeds": [5, 6], "timing": {"budget_s": 0.05, "min_samples": 3,
+                                                                   "warmup_s": 0.01}}

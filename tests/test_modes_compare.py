@@ -107,3 +107,17 @@ def test_a_backward_only_slowdown_is_caught_in_backward_and_full_not_in_forward(
     assert kinds["auto_rms[mode=full]"] == "slower", kinds
     assert kinds["auto_rms"] != "slower", kinds  # the forward did not change
     assert code == 1
+
+
+def test_bisect_takes_a_forward_series_by_its_plain_name_beside_its_passes(repo, capsys, tmp_path):
+    """`--variant auto_rms` names the forward series (its passes are named apart): bisect runs
+    it alone, and the unchanged forward does not reproduce; its backward does."""
+    root, base, head = repo
+    argv = ["bisect", "--good", base, "--bad", head, "--repo", str(root), "--db", str(tmp_path / "b.db"),
+            "--budget", "0.2", "--no-report", "--json"]
+    code = cli.main([*argv, "--variant", "auto_rms"])
+    forward = json.loads(capsys.readouterr().out)
+    assert code == 0 and not forward["outcome"]["reproduced"], forward
+    code = cli.main([*argv, "--variant", "auto_rms[mode=backward]"])
+    backward = json.loads(capsys.readouterr().out)
+    assert code == 1 and backward["outcome"]["first_bad"] == head, backward

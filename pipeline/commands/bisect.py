@@ -17,7 +17,7 @@ from pipeline.project import checkout, config
 from pipeline.run.runflow import RunOptions, Session, plan_commit, run_commit
 from pipeline.run.summary import shape_label
 from workers.core import status, untrusted
-from workers.core.params import selects
+from workers.core.params import exactly, selects
 
 HELP = "bisect first-parent history for the commit that slowed one variant down (or grew its peak memory)"
 METRICS = ("time", "memory")
@@ -51,12 +51,15 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
     chosen = {"shape": shape}
     rows: dict[str, dict] = {}
 
+    # The series' own pass only: a forward's plain name would select its backward and full too.
+    only = (exactly(variant),)
+
     def evaluate(sha: str) -> bis.Measurement:
-        opts = dataclasses.replace(options, only=(variant,), with_peer=False,
+        opts = dataclasses.replace(options, only=only, with_peer=False,
                                    shapes=(chosen["shape"],) if chosen["shape"] else ())
         outcome = run_commit(session, repo, sha, opts)
         # A swept variant's point may be named with its axes in any order (`NAME[BK=32,TILE=64]`).
-        names = sorted({r.variant for r in outcome.results if selects(variant, r.variant)})
+        names = sorted({r.variant for r in outcome.results if selects(only[0], r.variant)})
         if len(names) > 1:
             return bis.Measurement(sha, False, reason=f"{variant!r} selects {len(names)} points of a swept variant "
                                                       f"({', '.join(names[:3])}, ...): bisect one point, e.g. "
@@ -88,11 +91,11 @@ def bisect_series(session: Session, repo, good: str, bad: str, variant: str, sha
     def identity(sha: str) -> str | None:
         """The bisected series' measurement identity at `sha` (planned, nothing built)."""
         if sha not in identities:
-            opts = dataclasses.replace(options, only=(variant,), with_peer=False,
+            opts = dataclasses.replace(options, only=only, with_peer=False,
                                        shapes=(chosen["shape"],) if chosen["shape"] else ())
             planned = plan_commit(session, repo, sha, opts)
             mine = [planned.identities.get(planned.series(j, session)) for j in planned.jobs
-                    if selects(variant, j.variant) and chosen["shape"] in (j.shape.key, j.shape.label)]
+                    if selects(only[0], j.variant) and chosen["shape"] in (j.shape.key, j.shape.label)]
             identities[sha] = mine[0] if mine else None
         return identities[sha]
 
@@ -139,6 +142,8 @@ def main(args) -> int:
         planned = plan_commit(session, repo, args.bad, dataclasses.replace(options, only=(args.variant[0],),
                                                                             with_peer=False))
         points = sorted({j.variant for j in planned.jobs})
+        if args.variant[0] in points:  # a name of its own (a forward series beside its passes): that series
+            points = [args.variant[0]]
         if len(points) > 1:
             print(f"flopwatch bisect: error: --variant {args.variant[0]!r} selects {len(points)} points of a swept "
                   f"variant ({', '.join(points[:3])}, ...); bisect one, e.g. --variant '{points[0]}'",

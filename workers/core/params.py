@@ -107,6 +107,13 @@ def selects(selector: str, name: str) -> bool:
     return all(k in params and format_value(params[k]) == format_value(v) for k, v in want.items())
 
 
+def exactly(name: str) -> str:
+    """A selector that picks `name` and none of its other passes: a forward point's name with
+    `mode=forward` added (its plain name selects every pass), any other name as it is."""
+    family, axes = split_point(name)
+    return name if MODE_AXIS in axes else point_name(family, {**axes, MODE_AXIS: FORWARD})
+
+
 def define_flags(params: dict[str, Value]) -> list[str]:
     """Compiler defines of a point: `-DBLOCK_M=128`; a boolean is 1 or 0 (`#if USE_TMA` reads it)."""
     out = []

@@ -649,6 +649,7 @@ def run(spec: dict, release: bool = True) -> dict:
     returns = returns_output(call)
     armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
     reset = None  # what runs before each sample, outside it (a pass's gradients set back to None)
+    held: dict = {}  # a pass's gradient flowing in and its inputs' gradients, in bytes (`Pass.held_bytes`)
     if armed is not None:
         inputs, out = armed.inputs, (None if returns else armed.g.out)
         if returns:
@@ -673,6 +674,7 @@ def run(spec: dict, release: bool = True) -> dict:
         except passes.PassError as exc:
             return with_identity({**result, "status": status.INVALID, "diagnostic": str(exc)})
         timed, reset = run_pass.timed, run_pass.reset  # the pass is what a sample times
+        held = run_pass.held_bytes
 
     first: list = []
     keep_first = None
@@ -702,7 +704,8 @@ def run(spec: dict, release: bool = True) -> dict:
             if floor_on:
                 result["launch_floor"] = measure_floor(spec, variant, op, dims, dtype, kind, mode, timing.median_s)
                 lap("launch_floor_s")
-            result["memory"] = {**memory.peak_above(timed, reset), "inputs_bytes": memory.inputs_bytes(inputs)}
+            result["memory"] = {**memory.peak_above(timed, reset), "inputs_bytes": memory.inputs_bytes(inputs),
+                                **held}
             lap("memory_s")
     phases["loop_ended_at"] = time.time()
     if kind != "cpu" and release:

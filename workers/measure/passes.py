@@ -67,12 +67,23 @@ def upstream(outputs: list, seed: int, device: str) -> list:
 class Pass:
     """One mode of one job: `timed()` is what a sample times, `reset()` runs before each sample
     outside the timed region (the gradients set back to None); `outputs` the first forward's
-    differentiable outputs (kept alive for `backward`'s retained graph)."""
+    differentiable outputs (kept alive for `backward`'s retained graph), `upstream` the gradient
+    flowing into each, `leaves` the inputs differentiated."""
 
     mode: str
     timed: Callable[[], None]
     reset: Callable[[], None]
     outputs: list
+    upstream: list
+    leaves: list
+
+    @property
+    def held_bytes(self) -> dict:
+        """What a training step holds beside the pass's own allocations: the gradient flowing in
+        (`upstream_bytes`) and, between steps that do not reset them, the inputs' gradients
+        (`gradient_bytes`, one of each leaf's size), as Liger-Kernel's memory loop keeps them."""
+        return {"upstream_bytes": sum(t.numel() * t.element_size() for t in self.upstream),
+                "gradient_bytes": sum(t.numel() * t.element_size() for t in self.leaves)}
 
 
 def _no_graph(what: str, mode: str) -> PassError:
@@ -110,7 +121,7 @@ def build(mode: str, call: Callable, inputs: dict, names: list[str], seed: int, 
                 got = differentiable(call(inputs, None))
             torch.autograd.backward(got, dys)
 
-    return Pass(mode, timed, reset, outputs)
+    return Pass(mode, timed, reset, outputs, dys, leaves)
 
 
 def _errors(got, ref) -> tuple[float, float, bool]:
