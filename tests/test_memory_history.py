@@ -32,8 +32,10 @@ def _sha(i: int) -> str:
 
 
 def peak(variant: str, i: int, planted: bool) -> int:
+    """The variant's peak memory at commit i, with the jitter of the allocator's rounding (a few
+    512-byte blocks more or less from one build to the next)."""
     grown = planted and variant == "liger_cross_entropy" and i >= PLANTED_AT
-    return int(BASE[variant] * 1.2) if grown else BASE[variant]
+    return (int(BASE[variant] * 1.2) if grown else BASE[variant]) + 512 * ((i * 7) % 5)
 
 
 def result(variant: str, i: int, planted: bool, seed: int = 0) -> Result:
@@ -145,7 +147,7 @@ def test_the_detector_finds_the_planted_memory_step_and_only_it(tmp_path):
         assert [(r.variant, r.good_sha, r.bad_sha) for r in memory] == \
             [("liger_cross_entropy", _sha(PLANTED_AT - 1), _sha(PLANTED_AT))]
         (step,) = memory
-        assert step.change == pytest.approx(0.2, abs=1e-6) and step.rate_before == 48 * MIB
+        assert step.change == pytest.approx(0.2, abs=1e-3) and step.rate_before == pytest.approx(48 * MIB, abs=4096)
         assert step.label == "+20.0% peak memory"
         assert not [r for r, _ in found.recorded if r.metric != MEMORY]  # no slowdown was planted
         (cause,) = found.causes
@@ -215,7 +217,7 @@ def test_bisect_finds_the_commit_of_a_planted_memory_step():
     search = bis.MemoryBisection(ORDER, evaluate)
     outcome = search.run()
     assert outcome.reproduced and outcome.first_bad == _sha(PLANTED_AT)
-    assert outcome.ends.verdict == bis.GREW and outcome.ends.change == pytest.approx(0.2, abs=1e-6)
+    assert outcome.ends.verdict == bis.GREW and outcome.ends.change == pytest.approx(0.2, abs=1e-3)
     assert len(set(calls)) == len(calls)  # deterministic: every commit measured once
     assert outcome.evaluations <= bis.bound(N_COMMITS - 1) + 1  # + the skipped commit
     report = bis.Report("liger_cross_entropy", SHAPE, 0.05, tuple((s, "") for s in ORDER), outcome, metric="memory")

@@ -315,12 +315,38 @@ def test_inputs_bytes_count_each_storage_once():
     assert memory.inputs_bytes({"a": x, "b": x[2:], "n": 3, "c": torch.zeros(4, dtype=torch.int64)}) == 40 + 32
 
 
+SLOW_BACKWARD = """
+import time
+
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, eps):
+        return x * w
+
+    @staticmethod
+    def backward(ctx, dy):
+        time.sleep(0.004)  # a backward far slower than its forward
+        return dy, dy.sum(0), None
+
+
+def rms_norm(x, w, eps):
+    return Scale.apply(x, w, eps)
+"""
+
+
 def test_a_paired_timing_of_a_backward_point_times_the_pass(tmp_path):
-    folder = entry_folder(tmp_path)
-    v = variant("backward").to_dict()
-    out = child.pair({"variants": [v, v], "device_kind": "cpu", "dims": DIMS, "dtype": "fp32",
-                      "artifacts": [str(folder), str(folder)], "seeds": [1, 2], "timing": {"budget_s": 0.05}})
-    assert out["status"] == "ok" and len(out["pair_samples"][0]) >= child.PAIR_MIN_SAMPLES
+    (tmp_path / "k.py").write_text(SLOW_BACKWARD)
+    medians = {}
+    for mode in ("forward", "backward", "full"):
+        v = variant(mode).to_dict()
+        out = child.pair({"variants": [v, v], "device_kind": "cpu", "dims": DIMS, "dtype": "fp32",
+                          "artifacts": [str(tmp_path), str(tmp_path)], "seeds": [1, 2], "timing": {"budget_s": 0.05}})
+        assert out["status"] == "ok" and len(out["pair_samples"][0]) >= child.PAIR_MIN_SAMPLES
+        medians[mode] = sorted(out["pair_samples"][0])[len(out["pair_samples"][0]) // 2]
+    assert medians["forward"] < 0.002 < 0.004 <= medians["backward"] and medians["full"] >= 0.004
 
 
 def test_a_draft_size_is_estimated_launch_bound_before_anything_runs():
@@ -370,3 +396,13 @@ def spec_of(v: Variant, artifact: Path) -> dict:
     return {"variant": v.to_dict(), "device_kind": "cpu", "dims": dict(v.shapes[0].dims), "dtype": v.dtypes[0],
             "artifact": str(artifact), "seeds": [5, 6], "timing": {"budget_s": 0.05, "min_samples": 3,
                                                                    "warmup_s": 0.01}}
+
+
+def test_the_cpu_timer_resets_before_every_call_outside_the_sample():
+    from workers.measure.timing import TimingSettings, time_cpu
+
+    events = []
+    timing = time_cpu(lambda: events.append("call"), TimingSettings(budget_s=0.01, min_samples=5, warmup_s=0.0),
+                      before_each=lambda: events.append("reset"))
+    assert events[0::2] == ["reset"] * (len(events) // 2) and events[1::2] == ["call"] * (len(events) // 2)
+    assert len(timing.samples_s) >= 5

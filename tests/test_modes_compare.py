@@ -84,6 +84,7 @@ def test_each_pass_is_a_series_beside_the_peers_same_pass(repo, capsys, tmp_path
                      "--no-report", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
+    assert out["rebuilt"] == 2  # one build for the entry's three passes, one for the peer's
     rows = {r["variant"]: r for r in out["results"]}
     assert set(rows) == {"auto_rms", "auto_rms[mode=backward]", "auto_rms[mode=full]", "peer.rms_norm",
                          "peer.rms_norm[mode=backward]", "peer.rms_norm[mode=full]"}

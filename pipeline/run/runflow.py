@@ -471,6 +471,7 @@ class _Stream:
         self.costs: dict[tuple, float] = {}  # job key -> expected device seconds (`_expected_costs`)
         self.advance = lambda _msg="": None
         self.builds: dict = {}  # build ref -> variant name, while compiling
+        self.same_build: dict[str, list[str]] = {}  # variant being built -> the variants its build serves too
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
         self.expected = expected_costs(session.store)
         self.launch_s = launch_times(session.store)
@@ -482,13 +483,18 @@ class _Stream:
     def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
         by_name = {v.name: v for v in variants}
         cached, builds = {}, self.builds
+        # Variants of one build hash (the passes of one entry: `modes`) wait for one build.
+        submitted: dict[str, str] = {}
         for name, plan in plans.items():
             with self.session.clock.phase("cache"):
                 found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
+            elif plan.build_hash in submitted:
+                self.same_build.setdefault(submitted[plan.build_hash], []).append(name)
             else:  # the ref `build_ahead` submitted earlier, else a new build
                 builds[submit_build(self.session, plan, self.options)] = name
+                submitted[plan.build_hash] = name
         total = len(builds) + len(self.outcome.jobs)
         self.costs = self._expected_costs(self.outcome.jobs)
         self._plan_calls()
@@ -520,16 +526,20 @@ class _Stream:
                 ref = ready[0]
                 if ref in builds:
                     name = builds.pop(ref)
+                    others = self.same_build.pop(name, [])
                     try:
                         record_dict, files = ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        self._build_lost(by_name[name], exc)
+                        for lost in (name, *others):
+                            self._build_lost(by_name[lost], exc)
                         continue
                     record = BuildResult.from_dict(record_dict)
                     keep_build(self.session, record, files)
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
                     self._release(by_name[name], record, files)
+                    for other in others:
+                        self._release(by_name[other], dataclasses.replace(record, variant=other), files)
                     if not builds:
                         for deferred in self.deferred:
                             self._submit(*deferred)
