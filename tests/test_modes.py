@@ -108,6 +108,9 @@ def test_an_entry_without_a_graph_has_no_backward_pass(tmp_path):
     out = child.run(spec(variant("backward", entry="k.py:detached"), entry_folder(tmp_path)))
     assert out["status"] == "invalid"
     assert "mode backward: what the entry returned does not require grad" in out["diagnostic"]
+    x = torch.randn(4, 8)
+    with pytest.raises(passes.PassError, match="does not require grad"):  # the pass itself refuses too
+        passes.build("full", lambda inputs, out=None: inputs["X"].detach() * 2, {"X": x}, ["X"], 1, "cpu")
 
 
 def test_a_backward_pass_times_backward_alone_and_resets_gradients_between_samples():

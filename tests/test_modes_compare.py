@@ -119,6 +119,8 @@ def test_bisect_takes_a_forward_series_by_its_plain_name_beside_its_passes(repo,
     code = cli.main([*argv, "--variant", "auto_rms"])
     forward = json.loads(capsys.readouterr().out)
     assert code == 0 and not forward["outcome"]["reproduced"], forward
+    assert forward["outcome"]["message"].startswith("did not reproduce"), forward  # both ends measured
+    assert forward["outcome"]["measurements"] >= 2
     code = cli.main([*argv, "--variant", "auto_rms[mode=backward]"])
     backward = json.loads(capsys.readouterr().out)
     assert code == 1 and backward["outcome"]["first_bad"] == head, backward
