@@ -195,6 +195,18 @@ def test_the_feed_and_pages_name_a_memory_step(tmp_path):
     assert "+20.0% peak memory" in (site / "regressions.html").read_text()
     index = (site / "index.html").read_text()
     assert "48 MiB → 57.6 MiB" in index and "+20.0% peak memory" in index
+    trend = next(site.glob("trend-liger_cross_entropy-*.html")).read_text()
+    assert "peak memory" in trend and "57.6 MiB" in trend and "+20.0% peak memory between" in trend
+
+
+def test_the_exported_table_has_each_results_floor_mark_and_memory(tmp_path):
+    from pipeline.history.frame import results_frame
+
+    with history_store(tmp_path / "r.db", planted=True) as store:
+        frame = results_frame(store)
+    planted = frame[(frame.variant == "liger_cross_entropy") & (frame.commit_sha == _sha(PLANTED_AT))].iloc[0]
+    assert planted.peak_mem_bytes == peak("liger_cross_entropy", PLANTED_AT, True)
+    assert planted.launch_floor_s == pytest.approx(3e-5) and not planted.launch_bound
 
 
 # -- bisect -----------------------------------------------------------------------------------------
