@@ -160,3 +160,10 @@ def test_a_roofline_holds_forward_rows_only():
     rows = [dict(_result(name, 1e-3), flops=1e9, run_id=1) for name in ("v", "v[mode=backward]", "v[mode=full]")]
     (roof,) = rooflines(rows)
     assert [p.variant for p in roof.points] == ["v"]
+
+
+def test_a_jobs_floor_and_memory_call_count_as_device_work():
+    from pipeline.run.accounting import busy_s
+
+    assert busy_s({"load_s": 0.5, "timing_s": 1.0, "launch_floor_s": 0.2, "memory_s": 0.05, "queue_s": 9.0}) == \
+        pytest.approx(1.75)
