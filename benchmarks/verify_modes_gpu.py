@@ -22,6 +22,11 @@ Liger's checkout is the caller's (this machine fetches nothing): `--repos .ext` 
 held.
 
     python3 benchmarks/verify_modes_gpu.py --repos .ext [--steps liger,planted] [--budget 0.2]
+
+Order: the scripts start beside the drafting (no GPU work of flopwatch's), the planted history
+runs once they have ended (its verdicts share the GPU with nothing), then the Liger run.
+`--planted-device cpu` rehearses the planted part's flow on a machine without a GPU (its
+memory checks cannot hold there).
 """
 
 from __future__ import annotations
@@ -154,6 +159,9 @@ def start_scripts(liger: Path, ops: tuple[MemoryOp, ...]) -> dict[str, tuple[sub
     started = {}
     for m in ops:
         log = OUT / f"script-{m.op}.txt"
+        if not (scripts / m.script).is_file():
+            log.write_text(f"{scripts / m.script}: no such script in this checkout\n")
+            continue
         with log.open("w") as f:
             proc = subprocess.Popen([sys.executable, m.script, "--model", SCRIPT_MODEL], cwd=scripts, env=env,
                                     stdout=f, stderr=subprocess.STDOUT)
@@ -309,8 +317,20 @@ def dims_names(op: str) -> tuple[str, ...]:
     return tuple(get_op(op).DIMS)
 
 
-def run_liger(source: Path, budget: float, outcome: Outcome) -> dict:
-    """Steps 1 and 2 on a copy of Liger's checkout."""
+@dataclass
+class LigerPrepared:
+    """A copy of Liger's checkout with its drafts (modes added to the autograd entries), and its
+    benchmark scripts running."""
+
+    repo: Path
+    drafts: list[dict]
+    autograd: list[str]
+    started: dict
+
+
+def prepare_liger(source: Path) -> LigerPrepared:
+    """Step 1's drafting and step 2's scripts, started: nothing here times on the GPU but the
+    scripts, whose peak memory (counted per process) is all that is read of them."""
     repo = OUT / "Liger-Kernel"
     if repo.exists():
         shutil.rmtree(repo)
@@ -327,6 +347,11 @@ def run_liger(source: Path, budget: float, outcome: Outcome) -> dict:
     for name in autograd:
         path = repo / "flopwatch" / name / "variant.toml"
         path.write_text(with_modes(path.read_text(), MODES))
+    return LigerPrepared(repo, draft_records, autograd, started)
+
+
+def wait_for_scripts(started: dict) -> dict[str, dict]:
+    """Each script's full-pass memory points, once it has ended (or been stopped at its limit)."""
     scripts: dict[str, dict] = {}
     for op, (proc, log) in started.items():
         try:
@@ -338,6 +363,14 @@ def run_liger(source: Path, budget: float, outcome: Outcome) -> dict:
         print(f"[Liger-Kernel] benchmark_{op}.py --model {SCRIPT_MODEL}: exit {proc.returncode}, "
               f"{len(scripts[op])} point(s) with both providers", flush=True)
     (OUT / "liger-scripts.json").write_text(json.dumps(scripts, indent=1))
+    return scripts
+
+
+def run_liger(prepared: LigerPrepared, scripts: dict[str, dict], budget: float, outcome: Outcome) -> dict:
+    """Steps 1 and 2: the drafts at their test sizes and the memory comparison's variants at the
+    scripts' sizes, in one run."""
+    repo, draft_records, autograd = prepared.repo, prepared.drafts, prepared.autograd
+    drafts = [d["variant"] for d in draft_records]
     for m in MEMORY_OPS:
         points = scripts.get(m.op)
         draft = repo / "flopwatch" / f"liger_{m.op}" / "variant.toml"
@@ -448,7 +481,7 @@ def run_planted(budget: float, outcome: Outcome, device: str = "cuda") -> dict:
     root = OUT / "planted"
     shas = planted_repo(root, device)
     db = str(OUT / "planted.db")
-    common = ["--db", db, "--budget", str(budget), "--pair-budget", "1", "--no-report", "--json"]
+    common = ["--db", db, "--budget", str(budget), "--pair-budget", "0.5", "--no-report", "--json"]
     found: dict = {}
     for i, label in ((1, "comment"), (2, "memory"), (3, "backward")):
         proc = cli(root, "compare", shas[i - 1], shas[i], *common, log=f"planted-compare-{label}.log", out=OUT,
@@ -528,14 +561,19 @@ def main() -> int:
     steps = set(args.steps.split(","))
     outcome, facts = Outcome(), {}
     t0 = time.time()
+    prepared = scripts = None
     if "liger" in steps:
         source = Path(args.repos) / "Liger-Kernel"
         if not source.is_dir():
             outcome.add(f"Liger-Kernel checkout at {source}", False, "not found")
         else:
-            facts["liger"] = run_liger(source, args.budget, outcome)
+            prepared = prepare_liger(source)
+            # The planted history's timings wait for the scripts: nothing shares the GPU with them.
+            scripts = wait_for_scripts(prepared.started)
     if "planted" in steps:
         facts["planted"] = run_planted(args.budget, outcome, args.planted_device)
+    if prepared is not None:
+        facts["liger"] = run_liger(prepared, scripts, args.budget, outcome)
     facts["wall_s"] = round(time.time() - t0, 1)
     (OUT / "verify-modes.json").write_text(json.dumps({"facts": facts, "ratios": outcome.ratios,
                                                        "checks": [c.__dict__ for c in outcome.checks]}, indent=1,
