@@ -359,16 +359,32 @@ def _dtype_name(dtype) -> str:
 
 def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> dict:
     """The timed call once more, for a profiler watching this process: warm up, then one call
-    inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
+    inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers). A
+    backward or full point profiles its pass (its gradients reset before each call)."""
     inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
     out = timing_output(call, op, variant, dims, spec["dtype"], "cuda")
+
+    def timed() -> None:
+        call(inputs, out)
+
+    reset = timed_pass = None
+    if variant.mode != passes.FORWARD:
+        timed_pass = passes.build(variant.mode, call, inputs, passes.grad_names(op, inputs), spec["seeds"][0] + 2,
+                                  "cuda")
+        reset = timed_pass.reset
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
     for _ in range(2):
-        call(inputs, out)
+        if timed_pass is not None:
+            reset()
+            timed_pass.timed()
+        else:
+            timed()
     torch.cuda.synchronize()
+    if reset is not None:
+        reset()
     marker.fill_(1)
     torch.cuda.nvtx.range_push("flopwatch:timed")
-    call(inputs, out)
+    (timed_pass.timed if timed_pass is not None else timed)()
     torch.cuda.nvtx.range_pop()
     marker.fill_(2)
     torch.cuda.synchronize()
