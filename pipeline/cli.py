@@ -8,6 +8,7 @@ regression; 2 for usage or configuration errors, and when the Ray cluster's head
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -54,13 +55,27 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.store import LocationError, StoreError
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and not argv[0].startswith("-") and argv[0] not in _BUILT_IN + _OPTIONAL:
+        print(unknown_command(argv[0]), file=sys.stderr)
+        return 2
     args = parser(argv[0] if argv else None).parse_args(argv)
     headwatch.exit_if_stuck()
     try:
         return args.handler(args)
     except (ConfigError, CheckoutError, StoreError, LocationError, UsageError, ClusterError, HeadLost) as exc:
-        print(f"flopwatch: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # several mistakes of one file: a line each
+            print(f"flopwatch: error: {line}", file=sys.stderr)
         return 2
+
+
+def unknown_command(name: str) -> str:
+    """The error for a command flopwatch does not have: the nearest, and every command (argparse
+    gives only its three lines of usage and "invalid choice")."""
+    names = _BUILT_IN + _OPTIONAL
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (f"usage: flopwatch COMMAND [options]   (flopwatch COMMAND -h for its options)\n"
+            f"flopwatch: error: unknown command {name!r}{hint} (commands: {', '.join(names)})")
 
 
 PROFILE_ENV = "FLOPWATCH_PROFILE"  # a file: the command's own work under cProfile, written there

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import plotly
 
-from reports import axes, figures, history_pages, roofline
+from reports import axes, figures, history_pages, roofline, sizes
 from reports.format import anchor
 from reports.templates_env import render
 from workers.core import status
@@ -93,7 +93,7 @@ def write_commit_page(site: Path, commit: dict, rows: list[dict], run_summary: d
                   failures=_failure_panels(rows), failing=status.FAILURES, devices=summary.get("devices", []),
                   peer_flags=(summary.get("peer_check") or {}).get("flagged", []),
                   peer_tolerance_pct=(summary.get("peer_check") or {}).get("tolerance_pct"), rooflines=roofs,
-                  axes_tables=axes.tables(rows), heat=axes.heat_colour,
+                  axes_tables=axes.tables(rows), size_tables=sizes.tables(rows), heat=axes.heat_colour,
                   trend_page=trend_page or (lambda *key: None))
 
 

@@ -7,6 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# Under CI=true the toolchains the CI machine is meant to have (FLOPWATCH_CI_TOOLCHAINS, default
+# "gfx942,nvcc"; tests/ci_toolchains.py, docs/verification.md) must be there: a failed install stops
+# here, loudly, instead of leaving their tests to skip and the HIP and CUDA builds untested.
+ci_requires() { [ "${CI:-}" = true ] && [[ ",${FLOPWATCH_CI_TOOLCHAINS-gfx942,nvcc}," == *",$1,"* ]]; }
+
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo"; fi
 if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; then
@@ -29,10 +34,21 @@ if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; t
   # Optional extras: where a distribution lacks them, the tests that need them skip and say why.
   $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
     || echo "setup: Chromium not installed; the browser test will skip" >&2
-  $SUDO env FLOPWATCH_HIP_DEVLIB="${FLOPWATCH_HIP_DEVLIB:-$HOME/.cache/flopwatch/amdgcn-bitcode}" \
-    bash tools/install-hip-cross.sh >/dev/null \
-    || echo "setup: gfx942 cross toolchain not installed; hip builds will be skipped" >&2
+  if ! $SUDO env FLOPWATCH_HIP_DEVLIB="${FLOPWATCH_HIP_DEVLIB:-$HOME/.cache/flopwatch/amdgcn-bitcode}" \
+       bash tools/install-hip-cross.sh >/dev/null; then
+    if ci_requires gfx942; then
+      echo "setup: error: the gfx942 cross toolchain did not install (tools/install-hip-cross.sh above), and" \
+           "CI=true requires it (FLOPWATCH_CI_TOOLCHAINS)" >&2
+      exit 1
+    fi
+    echo "setup: gfx942 cross toolchain not installed; hip builds will be skipped" >&2
+  fi
 else
+  if ci_requires gfx942; then
+    echo "setup: error: no root or apt-get to install the gfx942 cross toolchain, and CI=true requires it" \
+         "(FLOPWATCH_CI_TOOLCHAINS)" >&2
+    exit 1
+  fi
   echo "setup: no root or apt-get: skipping the gfx942 toolchain and Chromium (their tests skip)" >&2
 fi
 
@@ -53,3 +69,8 @@ python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 # objects itself): the `triton` back end builds and analyses Triton variants in CI. Pinned to
 # the release the GPU nodes run, so the ahead-of-time code is the code that runs there.
 python3 -c "import triton" 2>/dev/null || python3 -m pip install -q "triton==3.6.0"
+# Under CI=true, every toolchain the CI machine is meant to have, found as the tests find it
+# (nvcc is not installed here: the CI machine has it at /usr/local/bin).
+if [ "${CI:-}" = true ]; then
+  PYTHONPATH=. python3 tests/ci_toolchains.py || { echo "setup: error: a toolchain CI=true requires is missing" >&2; exit 1; }
+fi

@@ -230,3 +230,34 @@ def test_a_prepared_process_reports_what_its_preparation_cost_on_its_first_job_o
         {k: v for k, v in first.phases.items() if k != "prepared_ahead"})
     second = runner.execute_job(job, v, build, files, settings, _in_this_process)
     assert second.status == "ok" and "prepared_ahead" not in second.phases
+
+
+def _compared(passed: bool, err: float, fill: float) -> dict:
+    """One check's figures as the child writes them: a compared output with its tile map."""
+    return {"passed": passed, "rel_fro_err": err, "max_abs_err": err * 10, "tile": [64, 64],
+            "map_tile": [128, 128], "tile_map": [[fill, fill], [fill, fill]]}
+
+
+def test_the_tile_map_kept_is_the_failing_checks_when_an_earlier_one_passed():
+    """Tests review (2026-12-06): every result of the only test had one check, so keeping the
+    first check's map (`worst = compared[0]`) passed. Here the first two checks pass and the third
+    fails: its map is the one kept, and the errors are the worst of all three."""
+    from workers.core.records import BuildResult
+    from workers.isolation.sandbox import ChildOutcome
+    from workers.job import runner
+
+    data = {"status": "incorrect", "diagnostic": "3rd check: rel err 0.2",
+            "checks": [_compared(True, 1e-6, 0.0), _compared(True, 2e-6, 0.0), _compared(False, 0.2, 7.5)]}
+    base = dict(variant="v", op="gemm", backend="cpp", shape="M=256,N=256,K=64", dtype="fp32", device="cpu:x")
+    result = runner.classify(base, data, ChildOutcome(0, "", False, 0.1, "", ""), 10.0, None,
+                             BuildResult("v", "h", True, "g++"), 0)
+    c = result.correctness
+    assert result.status == "incorrect" and c["tile_map"] == [[7.5, 7.5], [7.5, 7.5]] and c["tile"] == [128, 128]
+    assert c["rel_fro_err"] == 0.2 and c["max_abs_err"] == 2.0 and len(c["checks"]) == 3
+    assert all("tile_map" not in check for check in c["checks"])
+    # All passing: no map kept at all.
+    data = {"status": "ok", "checks": [_compared(True, 1e-6, 0.0), _compared(True, 2e-6, 0.0)],
+            "timing": {"median_s": 1e-3, "ci_low_s": 1e-3, "ci_high_s": 1e-3}, "samples_s": [1e-3]}
+    ok = runner.classify(base, data, ChildOutcome(0, "", False, 0.1, "", ""), 10.0, None,
+                         BuildResult("v", "h", True, "g++"), 0)
+    assert "tile_map" not in ok.correctness and ok.status == "ok"

@@ -119,9 +119,22 @@ def test_an_option_added_without_a_mention_is_found():
 
 
 def test_an_option_only_another_command_documents_is_found():
-    """`new` documents `--no-build`, and run's rows of the shared table list many options: neither
-    documents a `--no-build` of `run`."""
+    """`new` documents `--no-build`: that documents no `--no-build` of `run`."""
     assert undocumented(_with_option("run", "--no-build"), doc_texts()) == [("run", "--no-build")]
+
+
+def test_a_shared_options_row_counts_only_for_the_commands_it_lists(tmp_path):
+    """Tests review (2026-12-06): a row of a shared-options table counting for every command, not
+    only those in its commands column, passed every test here."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(
+        "| option | commands | what |\n| --- | --- | --- |\n| `--zeta-shared` | `run`, `store export` | shared |\n")
+    texts = doc_texts(tmp_path)
+    p = _with_option("run", "--zeta-shared")
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    sub.choices["ls"].add_argument("--zeta-shared", action="store_true")
+    missing = undocumented(p, texts)
+    assert ("ls", "--zeta-shared") in missing and ("run", "--zeta-shared") not in missing
 
 
 def test_a_command_section_code_line_paragraph_and_shared_row_count_and_subfolders_are_read(tmp_path):
@@ -166,3 +179,8 @@ def test_the_readme_names_exactly_the_commands_that_end_with_where_their_time_we
     named = set(re.findall(r"`(\w+)`", sentence.group(1)))
     printing = {p.stem for p in (ROOT / "pipeline" / "commands").glob("*.py") if "driver_clock.line(" in p.read_text()}
     assert named == printing
+    # Nor does any other sentence say every command does (docs review, 2026-12-06: README:308).
+    flat = " ".join(text.split())
+    assert not re.search(r"[Ee]very command ends with where", flat)
+    later = re.findall(r"((?:`\w+`(?:, | and ))*`\w+`) end with where their driver's time went", flat)
+    assert all(set(re.findall(r"`(\w+)`", names)) == printing for names in later) and later

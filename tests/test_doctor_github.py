@@ -230,6 +230,8 @@ def test_a_private_repositorys_fork_settings_are_read(capsys, monkeypatch, key, 
 
 RULES = f"/repos/{REPO}/rules/branches/main"
 PROTECTION = f"/repos/{REPO}/branches/main/protection"
+RULESET = f"/repos/{REPO}/rulesets/42"
+OK_BRANCH = "ok main: force pushes blocked, an approving review of the last push required, nobody may bypass them"
 CLASSIC = {"url": f"https://api.github.com{PROTECTION}", "allow_force_pushes": {"enabled": False},
            "required_pull_request_reviews": {"dismiss_stale_reviews": True, "require_code_owner_reviews": False,
                                              "required_approving_review_count": 1},
@@ -247,7 +249,7 @@ def test_a_classic_protection_rule_serves_as_well_as_a_ruleset(capsys, monkeypat
     answers[PROTECTION] = {"status": 200, "body": CLASSIC}
     with RecordedGitHub(answers) as server:
         code, out, _err = _doctor(capsys, monkeypatch, server)
-    assert code == 0 and _lines(out)["default branch"] == "ok main: force pushes blocked, an approving review required"
+    assert code == 0 and _lines(out)["default branch"] == OK_BRANCH
 
 
 @pytest.mark.parametrize(("fault", "said"), [
@@ -277,3 +279,69 @@ def test_the_default_branch_must_block_force_pushes_and_require_a_review(capsys,
     what, detail = _only_wrong(capsys, monkeypatch, answers)
     assert what == "default branch" and detail.startswith(f"main: {said}"), detail
     assert ";" not in detail, detail  # the other half holds
+
+
+def _review_rule(answers: dict) -> dict:
+    return next(r for r in answers[RULES]["body"] if r["type"] == "pull_request")["parameters"]
+
+
+def test_the_correct_repository_reads_its_rulesets_bypass_list(capsys, monkeypatch):
+    with RecordedGitHub(recording("settings_correct.json")) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    assert code == 0 and _lines(out)["default branch"] == OK_BRANCH, out
+    assert RULESET in server.paths()
+
+
+STALE = "an approval survives a later push"
+
+
+@pytest.mark.parametrize(("fault", "said"), [
+    # The workflows review's edits (2026-12-06): each passed as "ok" before.
+    ("ruleset keeps stale approvals", STALE),
+    ("classic rule keeps stale approvals", STALE),
+    ("classic rule not enforced for admins", "the classic rule does not include administrators (enforce_admins off)"),
+    ("classic rule lets a team skip reviews", "the classic rule lets team release-bots skip its reviews"),
+    ("ruleset with a bypass actor", "ruleset 'main' may be bypassed by OrganizationAdmin 1 (always), Team 7 "
+                                    "(pull_request)"),
+    ("ruleset bypass list hidden", "ruleset 42's bypass list is not shown to this token"),
+    ("ruleset unreadable", "ruleset 42's bypass list cannot be read (GET /repos/octo-org/kernels/rulesets/42: "
+                           "HTTP 404)"),
+])
+def test_the_default_branch_review_must_cover_the_last_push_and_bind_everyone(capsys, monkeypatch, fault, said):
+    answers = recording("settings_correct.json")
+    classic = json.loads(json.dumps(CLASSIC))
+    if fault == "ruleset keeps stale approvals":
+        _review_rule(answers).update(dismiss_stale_reviews_on_push=False, require_last_push_approval=False)
+    elif fault.startswith("classic rule"):
+        answers[RULES]["body"] = []
+        if fault == "classic rule keeps stale approvals":
+            classic["required_pull_request_reviews"]["dismiss_stale_reviews"] = False
+        elif fault == "classic rule not enforced for admins":
+            classic["enforce_admins"]["enabled"] = False
+        else:
+            classic["required_pull_request_reviews"]["bypass_pull_request_allowances"] = {
+                "users": [], "teams": [{"id": 7, "slug": "release-bots", "name": "Release bots"}], "apps": []}
+        answers[PROTECTION] = {"status": 200, "body": classic}
+    elif fault == "ruleset with a bypass actor":
+        answers[RULESET]["body"]["bypass_actors"] = [
+            {"actor_id": 1, "actor_type": "OrganizationAdmin", "bypass_mode": "always"},
+            {"actor_id": 7, "actor_type": "Team", "bypass_mode": "pull_request"}]
+    elif fault == "ruleset bypass list hidden":
+        del answers[RULESET]["body"]["bypass_actors"]
+    else:
+        del answers[RULESET]
+    what, detail = _only_wrong(capsys, monkeypatch, answers)
+    assert what == "default branch" and detail.startswith(f"main: {said}"), detail
+    if fault.startswith("ruleset") and fault != "ruleset keeps stale approvals":
+        # The bypass opens both halves: said once, not once per rule of the ruleset.
+        assert detail.count(said) == 1, detail
+
+
+def test_a_bypassed_ruleset_is_made_good_by_a_classic_rule_that_binds_everyone(capsys, monkeypatch):
+    answers = recording("settings_correct.json")
+    answers[RULESET]["body"]["bypass_actors"] = [{"actor_id": 5, "actor_type": "RepositoryRole",
+                                                  "bypass_mode": "always"}]
+    answers[PROTECTION] = {"status": 200, "body": CLASSIC}
+    with RecordedGitHub(answers) as server:
+        code, out, _err = _doctor(capsys, monkeypatch, server)
+    assert code == 0 and _lines(out)["default branch"] == OK_BRANCH, out

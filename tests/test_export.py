@@ -92,3 +92,42 @@ def test_export_refuses_a_name_it_cannot_read_a_format_from(store, tmp_path, cap
 def test_empty_store_exports_the_header_only(tmp_path):
     df = results_frame(tmp_path / "empty.db")
     assert df.empty and "commit_sha" in df.columns and "throughput" in df.columns
+
+
+def _second_device(store):
+    with Store(store) as s:
+        run = s.start_run("c1", False, "run", "/repo", "laptop", "run")
+        s.record_result(run, "c1", False, Result(
+            variant="copy_vec4", op="copy", backend="cpp", shape="n=1048576", dtype="fp32",
+            device="cpu:Intel(R) Xeon(R) Processor", status="ok", median_s=4e-5, samples_s=(4e-5,),
+            bytes_moved=COPY_BYTES, build_hash="b4"))
+        s.finish_run(run)
+
+
+def test_a_device_no_result_has_is_refused_naming_the_devices_stored(store, tmp_path, capsys):
+    """Docs review (2026-12-06): `export - --device cpu:x86_64` wrote a CSV header and exit 0;
+    devices are stored by model name, and nothing said the filter matched nothing."""
+    _second_device(store)
+    out = tmp_path / "h.csv"
+    assert cli.main(["export", str(out), "--db", str(store), "--device", "cpu:x86_64"]) == 2
+    err = capsys.readouterr().err
+    assert ("no stored result has device 'cpu:x86_64'; devices stored: cpu:Intel(R) Xeon(R) Processor, rocm:MI300X"
+            in err), err
+    assert not out.exists()
+    assert cli.main(["export", "-", "--db", str(store), "--device", "rocm:MI300"]) == 2
+    assert "no stored result has device 'rocm:MI300'; did you mean 'rocm:MI300X'?" in capsys.readouterr().err
+    assert cli.main(["export", "-", "--db", str(store), "--device", "cpu:Intel(R) Xeon(R) Processor"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+
+
+def test_a_variant_no_result_has_and_a_combination_none_has_are_refused(store, capsys):
+    _second_device(store)
+    assert cli.main(["export", "-", "--db", str(store), "--variant", "copy_vec4", "--variant", "gemm_tiledd"]) == 2
+    err = capsys.readouterr().err
+    assert "no stored result has variant 'gemm_tiledd'; did you mean 'gemm_tiled'?; variants stored:" in err, err
+    assert cli.main(["export", "-", "--db", str(store), "--variant", "gemm_tiled", "--device",
+                     "cpu:Intel(R) Xeon(R) Processor"]) == 2
+    assert ("no stored result has variant 'gemm_tiled' on device 'cpu:Intel(R) Xeon(R) Processor', though each is "
+            "stored on its own") in capsys.readouterr().err
+    with pytest.raises(ValueError, match="the store holds no results"):
+        results_frame(store.parent / "empty.db", devices=["cpu:x"])

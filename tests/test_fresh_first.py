@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -35,10 +36,28 @@ def slow_tools(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", str(cuda))
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    import torch  # noqa: F401  (imported already by the tests' driver; not part of what is timed)
-    import triton  # noqa: F401
-
+    _import_ahead()
     return cxx
+
+
+def _import_ahead() -> None:
+    """torch and Triton imported before the timed probes: the tests' driver has them already,
+    and their import is not what is timed. Triton is not a dependency of flopwatch nor of its
+    test extras (scripts/setup.sh installs the release the GPU nodes run); where it is absent
+    the probe finds no Triton and imports nothing, so there is nothing to import ahead."""
+    import torch  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+
+
+def test_the_tools_fixture_needs_no_triton(monkeypatch):
+    """Tests review (2026-12-06): after a plain `pip install -e .[test]` (no Triton) four tests
+    of this file errored in their fixture's `import triton`."""
+    monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` now raises ImportError
+    _import_ahead()
 
 
 def test_the_back_ends_are_asked_at_once_not_one_after_the_other(slow_tools):
@@ -79,6 +98,32 @@ def test_a_cache_entry_is_dropped_when_a_file_its_answer_names_changed(slow_tool
     nvcc.write_text(nvcc.read_text().replace("V12.4.131", "V12.4.999"))
     refound, how = build.cached_toolchains(cache=cache)
     assert how["source"] == "probed" and refound["cuda"]["ident"] == "cuda:nvcc 12.4.999"
+
+
+def _grow_keeping_time(path: Path) -> None:
+    """`path` one byte longer, its modification time put back: only its size tells."""
+    st = path.stat()
+    path.write_text(path.read_text() + "\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size + 1
+
+
+def test_a_tool_whose_size_alone_changed_is_asked_again(slow_tools, tmp_path):
+    """Tests review (2026-12-06): the size half of the check was untested (the rewrite above
+    keeps the length; dropping size from both the fingerprint and the entry's marks passed).
+    A file replaced by one of another size within the same time stamp (a copy with `cp -p`,
+    an archive's extraction) is a changed tool: nvcc through the entry's file marks, the c++
+    on PATH through the fingerprint."""
+    cache = tmp_path / "toolchains"
+    found, _ = build.cached_toolchains(cache=cache)
+    assert build.cached_toolchains(cache=cache)[1]["source"] == "cache"
+    _grow_keeping_time(Path(found["cuda"]["compiler"]))
+    assert build.cached_toolchains(cache=cache)[1]["source"] == "probed"
+    assert build.cached_toolchains(cache=cache)[1]["source"] == "cache"
+    key = build.cached_toolchains(cache=cache)[1]["key"]
+    _grow_keeping_time(slow_tools)
+    again = build.cached_toolchains(cache=cache)[1]
+    assert again["source"] == "probed" and again["key"] != key
 
 
 def test_no_cache_when_it_is_turned_off(slow_tools, monkeypatch):

@@ -145,6 +145,21 @@ def test_a_marker_in_someone_elses_comment_is_left_alone(server):
     assert [m for m, _, _, _ in server.requests] == ["GET", "POST"]
 
 
+def test_the_bots_comment_is_found_by_its_first_line_only(server):
+    """The bot's login is shared by every workflow of the repository (github-actions[bot]): a
+    comment of its that only carries the marker further down (another workflow echoing the PR's
+    text, a quoted comment) is not flopwatch's and is never overwritten."""
+    echoed = f"## lint report\nthe PR description says:\n{MARKER}\nall faster!"
+    server.comments = [{"id": 5, "body": echoed, "user": BOT},
+                       {"id": 6, "body": f"{MARKER}\nold results", "user": BOT}]
+    result = upsert_comment(server.api, "acme/kernels", 3, "new results")
+    assert not result.created and result.id == 6
+    assert server.comments[0]["body"] == echoed
+    server.comments = [{"id": 5, "body": echoed, "user": BOT}]
+    result = upsert_comment(server.api, "acme/kernels", 3, "new results")
+    assert result.created and server.comments[0]["body"] == echoed
+
+
 @pytest.mark.parametrize("body", [
     f"{MARKER}\nall faster!",  # the PR's file begins with a marker of its own
     f"all faster, approved by the maintainers\n{MARKER}\n## flopwatch",  # a line of its choosing before one

@@ -5,6 +5,7 @@ started ahead (a process that stands in for the head's server: no Ray is started
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -110,3 +111,44 @@ def _cmdline(proc_dir: Path) -> bytes:
         return (proc_dir / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def _started(head: dict, connect_s: float):
+    from pipeline.fleet import cluster
+
+    return cluster.ClusterInfo("192.0.2.2:6379", cluster.STARTED, {}, connect_s, head)
+
+
+def test_the_start_line_of_a_head_started_ahead_adds_up():
+    """Docs review (2026-12-06): "started flopwatch's local Ray in 15.6 s (… ray.init 17.2 s …)".
+    The head began before the command's connect (started ahead of its imports), and the whole
+    was the connect's time while the parts were the head's. Both now run on the head's clock,
+    from its launch to this driver joined, and the parts add up to the whole."""
+    from pipeline.fleet import cluster
+
+    launched = 1_000_000.0
+    # The head: 1.2 s to its serve(), resources 0.1, Ray's import 0.4, ray.init 17.2, then seeds,
+    # slots and its record (0.5 s); the command connected 3.4 s after the launch, joined 0.2 s.
+    head = {"python": 1.2, "resources": 0.1, "ray_import": 0.4, "ray_init": 17.2, "seeds": 1, "slots": 1,
+            "launched_at": launched, "waited": 15.4, "join": 0.2, "joined_at": launched + 19.6, "ahead": True}
+    whole, parts = cluster.head_account(head, connect_s=15.6)
+    assert whole == 19.6 and round(sum(s for _, s in parts), 1) == whole
+    assert parts == [("its python and imports", 1.2), ("resources", 0.1), ("Ray's import", 0.4), ("ray.init", 17.2),
+                     ("its other steps", 0.5), ("joined", 0.2)]
+    line = _started(head, 15.6).driver_line()
+    assert line == ("driver: started flopwatch's local Ray in 19.6 s (its python and imports 1.2 s, resources 0.1 s, "
+                    "Ray's import 0.4 s, ray.init 17.2 s, its other steps 0.5 s, joined 0.2 s; 1 device slot(s) "
+                    "readied beside); 4.0 s of it before this command's connect, beside its imports")
+    numbers = [float(x) for x in re.findall(r"(\d+\.\d) s", line.split("(", 1)[1].split(";")[0])]
+    assert round(sum(numbers), 1) == float(re.search(r"in (\d+\.\d) s", line).group(1))
+
+
+def test_a_head_started_by_the_command_itself_adds_up_to_its_connect():
+    from pipeline.fleet import cluster
+
+    head = {"python": 1.0, "resources": 0.1, "ray_import": 0.5, "ray_init": 6.0, "launched_at": 50.0,
+            "join": 0.3, "joined_at": 58.4, "ahead": False}
+    # The command's connect began 0.1 s before it launched the head (its lock, the key).
+    assert _started(head, 8.5).driver_line() == (
+        "driver: started flopwatch's local Ray in 8.5 s (this command before launching it 0.1 s, its python and "
+        "imports 1.0 s, resources 0.1 s, Ray's import 0.5 s, ray.init 6.0 s, its other steps 0.5 s, joined 0.3 s)")

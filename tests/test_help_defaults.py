@@ -76,3 +76,16 @@ def test_a_command_line_reads_with_its_own_commands_parser_only():
     for argv in (["run", "--variant", "cuda_wmma", "--num-gpus", "2"], ["compare", "A", "B", "--threshold", "3%"]):
         own, full = vars(cli.parser(argv[0]).parse_args(argv)), vars(cli.parser().parse_args(argv))
         assert {k: v for k, v in own.items() if k != "handler"} == {k: v for k, v in full.items() if k != "handler"}
+
+
+@pytest.mark.parametrize("typed, meant", [("rn", "run"), ("expotr", "export"), ("comapre", "compare"),
+                                          ("doctr", "doctor"), ("frobnicate", None)])
+def test_an_unknown_command_names_the_nearest_and_exits_2(capsys, typed, meant):
+    """Docs review (2026-12-06): `flopwatch rn` got argparse's usage and "invalid choice"."""
+    assert cli.main([typed]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"flopwatch: error: unknown command {typed!r}"), err
+    if meant:
+        assert f"; did you mean {meant!r}? (commands: run, ls," in err[-1], err
+    else:
+        assert "did you mean" not in err[-1] and "(commands: run, ls," in err[-1], err

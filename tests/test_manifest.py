@@ -67,6 +67,30 @@ def test_bad_manifest_names_file_and_key(tmp_path, change, key, words):
     assert words in str(err.value)
 
 
+def test_a_missing_source_is_named_from_the_manifest_with_the_file_meant(tmp_path):
+    """Docs review (2026-12-06): "sources: file 'gemm_blockd.cpp' does not exist in missing/"
+    named the folder relative to the kernels folder and no likely file. The manifest's path from
+    the repository root leads the line; the nearest file of the folder follows."""
+    folder = tmp_path / "kernels" / "gemm" / "missing"
+    (folder / "src").mkdir(parents=True)
+    (folder / "gemm_blocked.cpp").write_text("// kernel\n")
+    (folder / "src" / "tile.cpp").write_text("// kernel\n")
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["gemm_blockd.cpp"]'))
+    valid, invalid = discover(tmp_path, ProjectConfig())
+    assert valid == [] and [bad.error for bad in invalid] == [
+        "kernels/gemm/missing/variant.toml: sources: file 'gemm_blockd.cpp' does not exist; did you mean "
+        "'gemm_blocked.cpp'?"]
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["src/tiles.cpp"]'))
+    with pytest.raises(ManifestError) as err:
+        load_variant(tmp_path, folder / "variant.toml", ProjectConfig())
+    assert str(err.value) == ("kernels/gemm/missing/variant.toml: sources: file 'src/tiles.cpp' does not exist; "
+                              "did you mean 'src/tile.cpp'?")
+    (folder / "variant.toml").write_text(GOOD.replace('sources = ["k.cpp"]', 'sources = ["other.cu"]'))
+    with pytest.raises(ManifestError) as err:
+        load_variant(tmp_path, folder / "variant.toml", ProjectConfig())
+    assert str(err.value) == "kernels/gemm/missing/variant.toml: sources: file 'other.cu' does not exist"
+
+
 def test_toml_syntax_error_is_reported_with_the_file(tmp_path):
     path = _variant(tmp_path, "name = \n")
     with pytest.raises(ManifestError, match="kernels/gemm/v/variant.toml: \\(syntax\\)"):
@@ -119,6 +143,34 @@ def test_bad_config_is_a_config_error(tmp_path, text, words):
     with pytest.raises(ConfigError, match="flopwatch.toml") as err:
         load_config(tmp_path)
     assert words in str(err.value)
+
+
+def test_every_mistake_of_flopwatch_toml_is_reported_at_once(tmp_path, capsys):
+    """Docs review (2026-12-06): `kernals` with `include_dirs = "kernels/include"` reported only
+    `kernals`; `timeout_s = -5` with it only include_dirs. variant.toml reports every one."""
+    (tmp_path / "flopwatch.toml").write_text('kernals = ["kernels"]\ninclude_dirs = "kernels/include"\n'
+                                             'shape_sets = {small = [[8, 8]]}\n[defaults]\ntimeout_s = -5\n'
+                                             '[extra]\nx = 1\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    lines = str(err.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["kernals", "extra", "include_dirs", "defaults.timeout_s"], lines
+    assert lines[0].startswith("flopwatch.toml: kernals: unknown key; did you mean 'kernels'?")
+    assert "expected a number greater than 0, got -5" in lines[3]
+    # The folder rule beside the format's: both said.
+    (tmp_path / "flopwatch.toml").write_text('kernels = ["../outside"]\n[defaults]\ntimeout_s = 0\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert [line.split(": ")[1] for line in str(err.value).splitlines()] == ["defaults.timeout_s", "kernels"]
+    # On the command line: one `flopwatch: error:` line per mistake, exit 2.
+    import git
+
+    from pipeline import cli
+
+    git.Repo.init(tmp_path)
+    assert cli.main(["ls", "--repo", str(tmp_path)]) == 2
+    printed = capsys.readouterr().err.strip().splitlines()
+    assert len(printed) == 2 and all(line.startswith("flopwatch: error: flopwatch.toml: ") for line in printed), printed
 
 
 def test_bundled_suite_is_valid(repo_root):

@@ -34,7 +34,7 @@ EVEN = [("naive", "gemm", False, [1.3, 1.6]), ("tiled", "gemm", False, [1.2, 1.5
 
 def record_run(store: Store, slots: int, outside: float = 3.0, check: bool = False,
                device: str = DEVICE, host: float = 1.0, suite=SUITE, retimes: bool = False,
-               sampling: float = 0.6) -> tuple[int, float]:
+               sampling: float = 0.6, resumed: int = 0) -> tuple[int, float]:
     """A finished run as `runflow.run_commit` and `flopwatch run` store it: its results with
     phases (one call per variant, longest first to the slot free soonest, back to back), and its
     summary (per-slot wall, busy, calls; the driver's whole wall). Returns (run id, jobs wall).
@@ -75,6 +75,8 @@ def record_run(store: Store, slots: int, outside: float = 3.0, check: bool = Fal
     summary = {"devices": devices, "driver": {"phases": {}, "command_s": max(walls) + outside}}
     if check:
         summary["peer_check"] = {"checks": [{"variant": "peer.gemm", "shape": "n=0", "dtype": "bf16"}]}
+    if resumed:  # a `run --resume`: how many stored results of the commit it kept
+        summary["resumed"] = resumed
     store.finish_run(run_id, summary)
     return run_id, max(walls)
 
@@ -163,18 +165,39 @@ def test_bad_input_says_what_is_wrong(tmp_path, capsys):
     assert "at least 1" in capsys.readouterr().err
 
 
-def test_plan_after_a_resume_run_plans_from_the_resumed_jobs_stored_times(tmp_path, capsys):
+def test_plan_after_a_resume_run_plans_the_run_as_it_ran(tmp_path, capsys):
+    """Docs review (2026-12-06): `plan` after `run --resume` planned the commit's whole job set,
+    the kept results' times included (5.4 s predicted on one slot for a run that measured 2.5 s).
+    It plans what the resumed run measured, and names what it kept and where to plan that."""
+    db = tmp_path / "r.db"
+    killed, measured = SUITE[:5], SUITE[5:]
+    with Store(db) as store:
+        first, _ = record_run(store, 1, suite=killed)
+        kept = sum(len(v[3]) for v in killed)
+        resumed, wall = record_run(store, 1, suite=measured, resumed=kept)
+    assert cli.main(["plan", "--db", str(db), "--gpus", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["run_id"] == resumed and out["resumed_from"] == [first] and out["resumed_jobs"] == kept
+    assert out["jobs"] == sum(len(v[3]) for v in measured)
+    (one,) = out["predictions"]
+    assert one["jobs_wall_s"] == pytest.approx(wall, abs=0.01)  # one slot, as recorded: the run's own wall
+    assert out["recorded_jobs_wall_s"] == pytest.approx(wall, abs=0.01)
+    assert cli.main(["plan", "--db", str(db)]) == 0
+    assert (f"run {resumed} resumed {kept} cuda job(s) measured by run {first}: planned without them, as it ran "
+            f"(--run {first} plans the run that measured them)") in capsys.readouterr().out
+
+
+def test_a_resume_run_that_measured_nothing_names_the_run_to_plan(tmp_path, capsys):
     db = tmp_path / "r.db"
     with Store(db) as store:
         first, _ = record_run(store, 1)
         # `run --resume` of the same commit, every job already stored: nothing measured again.
         resumed = store.start_run("a" * 40, False, "run", "/repo", "host", "run")
         store.finish_run(resumed, {"devices": [], "driver": {"phases": {}, "command_s": 4.0}, "resumed": 17})
-    assert cli.main(["plan", "--db", str(db), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert out["run_id"] == resumed and out["resumed_from"] == [first] and out["jobs"] == 17 and out["kind"] == "cuda"
-    assert cli.main(["plan", "--db", str(db)]) == 0
-    assert f"run {resumed} resumed jobs measured by run {first}" in capsys.readouterr().out
+    assert cli.main(["plan", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {resumed} measured no device job" in err
+    assert f"--resume kept 17 stored result(s) instead, measured by run {first}: plan that with --run {first}" in err
 
 
 def test_plan_of_a_cpu_run_names_cpu_slots_not_gpus(tmp_path, capsys):

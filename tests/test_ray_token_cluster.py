@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from suite_repo import make_suite_repo
 
-from pipeline.fleet import local_ray, slots
+from pipeline.fleet import cluster, local_ray, slots
 from pipeline.fleet.ray_access import Address, tcp_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -299,7 +299,12 @@ def test_a_second_command_attaches_to_flopwatchs_kept_local_ray(suite, tmp_path)
         assert report1["ray"]["head"]["slots"] == 1 and record.startup["slots"] == 1
         # It started its slot's runner before Ray (`workers.job.seed`), and the slot adopted it.
         assert record.startup["seeds"] == 1
-        assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join"}
+        assert set(report1["ray"]["head"]) >= {"python", "resources", "ray_init", "waited", "join", "launched_at",
+                                               "joined_at"}
+        # Its start on one clock, from the head's launch (before this command's connect: it was
+        # started ahead) to the join: the parts of the driver's line add up to its whole.
+        whole, parts = cluster.head_account(report1["ray"]["head"], report1["ray"]["connect_s"])
+        assert round(sum(s for _, s in parts), 1) == whole >= round(report1["ray"]["connect_s"], 1), parts
         # It was started before the command's own imports (`pipeline.fleet.head_ahead`).
         assert report1["ray"]["head"]["ahead"] is True
         # The slot's start-up, step by step, in seconds into the command: its process began

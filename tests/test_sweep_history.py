@@ -153,6 +153,12 @@ def test_a_selector_that_selects_nothing_is_an_error_naming_near_names_and_store
         err = capsys.readouterr().err
         assert code == 2, err
         assert f"--variant {selector!r} selects no variant" in err and f"near names: {near}" in err, err
+    # A --shape none of the selected variants has: the same error, with the shapes they have.
+    code = cli.main(["run", shas[0], "--repo", str(root), "--db", str(db), "--no-report", "--json",
+                     "--variant", "swept", "--shape", "7x7x7"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--shape '7×7×7' selects no job at {shas[0][:10]}; shapes of the selected variants: " in err, err
     if db.exists():
         with Store(db) as store:
             assert store.runs() == [], "a run that selected nothing was stored"

@@ -71,6 +71,48 @@ def test_pr_comment_carries_no_injected_markup():
         assert bad not in text, bad
 
 
+# The workflows review's status (2026-12-06): written by a kernel into its job's result.json.
+HOSTILE_STATUS = ("crashed | [approved](https://evil.example) @octo-org/maintainers ![x](https://evil.example/x.png)"
+                  "\n\n## \u2705 flopwatch: no regressions")
+
+
+def test_a_status_outside_the_known_set_from_the_job_child_becomes_crashed():
+    from workers.core.records import BuildResult
+    from workers.isolation.sandbox import ChildOutcome
+    from workers.job import runner
+
+    base = dict(variant="v", op="gemm", backend="cpp", shape="M=8,N=8,K=8", dtype="fp32", device="cpu:x")
+    outcome = ChildOutcome(0, "", False, 0.1, "", "")
+    build = BuildResult("v", "h", True, "g++")
+    timing = {"median_s": 1e-3, "ci_low_s": 1e-3, "ci_high_s": 1e-3}
+    for written in (HOSTILE_STATUS, "OK", None, ["ok"]):
+        data = {"status": written, "timing": timing, "samples_s": [1e-3]}
+        result = runner.classify(dict(base), data, outcome, 10.0, None, build, 0)
+        assert result.status == "crashed" and result.median_s is None, written
+        assert result.diagnostic.startswith("the job wrote a status flopwatch does not know"), result.diagnostic
+    known = runner.classify(dict(base), {"status": "ok", "timing": timing, "samples_s": [1e-3]}, outcome, 10.0,
+                            None, build, 0)
+    assert known.status == "ok" and known.median_s == 1e-3
+
+
+def test_every_cell_of_the_pr_comment_is_escaped_a_hostile_status_included():
+    """A status stored before the runner kept statuses to the known set, or by other code, still
+    reaches the comment inert: no live link, image, team mention, or heading after the table."""
+    key = ("v", "M=8,N=8,K=8", "fp32", "cpu:x")
+    points = {(f"fam[BLOCK={b}]", "M=8,N=8,K=8", "fp32", "cpu:x") for b in (16, 32)}
+    base = {key: _side(1e-3), **{p: _side(1e-3) for p in points}}
+    head = {key: _side(0, "boom", HOSTILE_STATUS), **{p: _side(0, "boom", HOSTILE_STATUS) for p in points}}
+    rows = cmp.compare_sides(base, head, 0.03)
+    text = cmp.render_markdown(cmp.Report("a" * 40, "s", "b" * 40, "s", 0.03, 1, tuple(rows)))
+    lines = text.splitlines()
+    table = [line for line in lines if line.startswith("| ")]
+    assert len(table) == 3, text  # header, the family's line, the plain variant: nothing split or added
+    assert all(len(re.split(r"(?<!\\)\|", line)) == 12 for line in table), text
+    assert [line for line in lines if line.startswith("#")] == [lines[0]], text  # no second heading
+    assert not re.search(r"(?<!\\)\]\(", text) and "![" not in text, text  # no link, no image
+    assert "@octo-org" not in text and "https://" not in text, text
+
+
 def test_terminal_table_renders_names_as_text_not_markup():
     row = {"variant": "[link=https://evil.example]v[/link]" + ESCAPES, "op": "gemm", "shape": "M=8,N=8,K=8",
            "dtype": "fp32", "device": "cpu:x", "status": "crashed", "diagnostic": "[bold]boom[/bold]" + ESCAPES,

@@ -24,8 +24,10 @@ they are checked here, one `Check` each:
   organization secrets shared with the repository (GET /repos/{o}/{r}/environments/nightly/secrets,
   GET /repos/{o}/{r}/actions/secrets, GET /repos/{o}/{r}/actions/organization-secrets);
 - GitHub Pages is published by the workflow (GET /repos/{o}/{r}/pages, `build_type`);
-- the default branch blocks force pushes and requires an approving review, by a ruleset
-  (GET /repos/{o}/{r}/rules/branches/{b}) or a classic rule (GET /repos/{o}/{r}/branches/{b}/protection).
+- the default branch blocks force pushes and requires an approving review of its last push, by a
+  ruleset nobody may bypass (GET /repos/{o}/{r}/rules/branches/{b}, each ruleset's `bypass_actors` from
+  GET /repos/{o}/{r}/rulesets/{id}) or a classic rule that includes administrators
+  (GET /repos/{o}/{r}/branches/{b}/protection, `enforce_admins`, `bypass_pull_request_allowances`).
 
 A repository that cannot be read at all (no token, 401, 404) raises `SettingsError`; a setting
 that cannot be read (403, 404) is a failed check that says which.
@@ -324,19 +326,37 @@ def check_pages(api: Api, repo: str) -> Check:
 def check_default_branch(api: Api, repo: str, branch: str) -> Check:
     """The nightly environment, the runner groups' selected workflows and the driver all trust the default
     branch; that trust holds only if no push rewrites it and no change lands unreviewed. A ruleset or a
-    classic protection rule may give either half."""
+    classic protection rule may give either half, and only one that nobody may bypass: a ruleset with no
+    bypass actors (GET …/rulesets/{id}), a classic rule that includes administrators (`enforce_admins`) and
+    allows nobody to skip its reviews. A review counts only if a push after it needs another: stale
+    approvals dismissed on push, or approval of the most recent push required; else a writer pushes after
+    the approval and merges what nobody reviewed."""
     what = "default branch"
-    fix = (f"Settings → Rules → Rulesets → New branch ruleset for the default branch ({branch}): Block force "
-           f"pushes, Require a pull request before merging with at least 1 required approval")
+    fix = (f"Settings → Rules → Rulesets → New branch ruleset for the default branch ({branch}), with no bypass "
+           f"list: Block force pushes, Require a pull request before merging with at least 1 required approval "
+           f"and Dismiss stale pull request approvals when new commits are pushed")
     ref = urllib.parse.quote(branch, safe="")
     path = f"/repos/{repo}/rules/branches/{ref}"
     try:
         rules = _get(api, f"{path}?per_page={PER_PAGE}") or []
     except GitHubError as exc:
         return _unreadable(what, path, exc, fix)
-    no_force = any(r.get("type") == "non_fast_forward" for r in rules)
-    reviewed = any(r.get("type") == "pull_request" and _approvals(r.get("parameters")) for r in rules)
-    if not (no_force and reviewed):
+    # Each half: (whether a source nobody bypasses gives it, why the sources that give it are bypassed).
+    force, review = _Half(), _Half()
+    bypassed: dict = {}
+    for rule in rules:
+        kind = rule.get("type")
+        if kind not in ("non_fast_forward", "pull_request"):
+            continue
+        rid = rule.get("ruleset_id")
+        if rid not in bypassed:
+            bypassed[rid] = _ruleset_bypass(api, repo, rid)
+        if kind == "non_fast_forward":
+            force.offer(bypassed[rid])
+        else:
+            review.offer_review(rule.get("parameters") or {}, ("dismiss_stale_reviews_on_push",
+                                                               "require_last_push_approval"), bypassed[rid])
+    if not (force.held and review.held):
         path = f"/repos/{repo}/branches/{ref}/protection"
         try:
             protection = _get(api, path)
@@ -345,15 +365,83 @@ def check_default_branch(api: Api, repo: str, branch: str) -> Check:
                 return _unreadable(what, path, exc, fix)
             protection = None  # GitHub's 404 "Branch not protected": no classic rule
         if protection:
-            no_force |= not (protection.get("allow_force_pushes") or {}).get("enabled", False)
-            reviewed |= _approvals(protection.get("required_pull_request_reviews"))
-    problems = [why for ok, why in ((no_force, "force pushes allowed: a push may rewrite the history the nightly "
-                                                 "trusts"),
-                                    (reviewed, "no approving review required: a change may land on it unreviewed"))
-                if not ok]
+            reviews = protection.get("required_pull_request_reviews")
+            admins = "" if (protection.get("enforce_admins") or {}).get("enabled") else \
+                ("the classic rule does not include administrators (enforce_admins off): an admin may push or "
+                 "merge past it")
+            if not (protection.get("allow_force_pushes") or {}).get("enabled", False):
+                force.offer(admins)
+            if reviews:
+                allowed = _classic_allowances(reviews.get("bypass_pull_request_allowances"))
+                skip = f"the classic rule lets {allowed} skip its reviews (bypass_pull_request_allowances)" if allowed \
+                    else ""
+                review.offer_review(reviews, ("dismiss_stale_reviews", "require_last_push_approval"),
+                                    "; ".join(filter(None, (admins, skip))))
+    problems = [force.problem("force pushes allowed: a push may rewrite the history the nightly trusts"),
+                review.problem("no approving review required: a change may land on it unreviewed")]
+    problems = list(dict.fromkeys(p for p in problems if p))  # one bypass said once, if it breaks both halves
     if problems:
         return Check(what, False, f"{branch}: {'; '.join(problems)}", fix)
-    return Check(what, True, f"{branch}: force pushes blocked, an approving review required")
+    return Check(what, True, f"{branch}: force pushes blocked, an approving review of the last push required, "
+                             f"nobody may bypass them")
+
+
+STALE = ("an approval survives a later push (neither stale approvals dismissed on push nor approval of the most "
+         "recent push required): a writer may push after the approval and merge what nobody reviewed")
+
+
+class _Half:
+    """One half of the default branch's protection: held when some rule gives it that nobody may
+    bypass; else the most specific reason it does not hold."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.reasons: list[str] = []
+
+    def offer(self, bypass: str) -> None:
+        if bypass:
+            self.reasons.append(bypass)
+        else:
+            self.held = True
+
+    def offer_review(self, reviews: dict, stale_keys: tuple[str, str], bypass: str) -> None:
+        if not _approvals(reviews):
+            return
+        if not any(reviews.get(k) for k in stale_keys):
+            self.reasons.append(STALE)
+            return
+        self.offer(bypass)
+
+    def problem(self, absent: str) -> str:
+        if self.held:
+            return ""
+        return "; ".join(dict.fromkeys(self.reasons)) if self.reasons else absent
+
+
+def _ruleset_bypass(api: Api, repo: str, ruleset_id) -> str:
+    """Why ruleset `ruleset_id` does not bind everyone ("" when it does): its bypass actors, or that
+    they cannot be read (GitHub shows them only to a token with the administration permission)."""
+    path = f"/repos/{repo}/rulesets/{ruleset_id}"
+    try:
+        ruleset = _get(api, f"{path}?includes_parents=true")
+    except GitHubError as exc:
+        return f"ruleset {ruleset_id}'s bypass list cannot be read (GET {path}: HTTP {exc.status})"
+    actors = ruleset.get("bypass_actors")
+    if actors is None:
+        return (f"ruleset {ruleset_id}'s bypass list is not shown to this token (GET {path} has no bypass_actors: it "
+                f"needs the administration permission)")
+    if not actors:
+        return ""
+    named = ", ".join(f"{a.get('actor_type', '?')} {a.get('actor_id', '')} ({a.get('bypass_mode', 'always')})"
+                      for a in actors)
+    return f"ruleset {ruleset.get('name') or ruleset_id!r} may be bypassed by {named}: they may merge or push past it"
+
+
+def _classic_allowances(allowances: dict | None) -> str:
+    """The users, teams and apps a classic rule lets skip its pull request requirements, named."""
+    names = [f"{kind[:-1]} {item.get('login') or item.get('slug') or item.get('name') or item.get('id')}"
+             for kind in ("users", "teams", "apps") for item in (allowances or {}).get(kind) or []]
+    return ", ".join(names)
 
 
 def _approvals(reviews: dict | None) -> bool:

@@ -22,7 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("out", help="file to write (.csv or .parquet); - writes CSV to standard output")
     p.add_argument("--format", choices=("csv", "parquet"), help="default: from OUT's name")
     p.add_argument("--variant", action="append", help="only these variants (repeatable)")
-    p.add_argument("--device", action="append", help="only these devices, as stored, e.g. 'cpu:x86_64' (repeatable)")
+    p.add_argument("--device", action="append",
+                   help="only these devices, as stored: kind and model, e.g. 'cuda:NVIDIA H100 80GB HBM3' "
+                        "(repeatable; a device no result has is refused with those stored)")
     p.add_argument("--samples", action="store_true", help="add every timed sample (a list per row)")
     add_store_options(p)
 
@@ -35,7 +37,10 @@ def main(args) -> int:
     if fmt == "parquet" and args.out == "-":
         raise UsageError("Parquet is written to a file, not to standard output: give OUT.parquet")
     with open_store(args) as store:
-        table = frame.results_frame(store, variants=args.variant, devices=args.device, samples=args.samples)
+        try:
+            table = frame.results_frame(store, variants=args.variant, devices=args.device, samples=args.samples)
+        except frame.NoMatch as exc:
+            raise UsageError(str(exc)) from None
         shown = store.location.shown
     if args.out == "-":
         try:

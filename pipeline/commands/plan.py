@@ -54,15 +54,16 @@ def main(args) -> int:
         c["growth_learned_from_it"] = rec.growth.run_id == c["run_id"]
     if args.json:
         print(json.dumps({"run_id": rec.run_id, "kind": rec.kind, "jobs": len(rec.jobs), "slots": rec.slots,
-                          "resumed_from": rec.resumed_from,
+                          "resumed_from": rec.resumed_from, "resumed_jobs": rec.resumed_jobs,
                           "call_overhead_s": round(rec.call_overhead_s, 3), "outside_s": round(rec.outside_s, 2),
                           "recorded_jobs_wall_s": round(rec.jobs_wall_s, 2), "recorded_command_s": rec.command_s,
                           "device": rec.device, "recorded_gpus_per_node": rec.gpus_per_node, **rec.growth.to_dict(),
                           "predictions": [p.to_dict() for p in predictions.values()], "checks": checks}))
         return 0
-    if rec.resumed_from:
-        print(f"run {rec.run_id} resumed jobs measured by run {', '.join(map(str, rec.resumed_from))}: planned from "
-              "their recorded device times")
+    if rec.resumed_jobs:
+        earlier = ", ".join(map(str, rec.resumed_from))
+        print(f"run {rec.run_id} resumed {rec.resumed_jobs} {rec.kind} job(s) measured by run {earlier}: planned "
+              f"without them, as it ran (--run {rec.resumed_from[-1]} plans the run that measured them)")
     print(f"run {rec.run_id}: {len(rec.jobs)} {rec.kind} jobs in {rec.calls} calls on {rec.slots} slot(s), "
           f"{sum(j.busy_s for j in rec.jobs):.1f} s of device work; jobs wall {rec.jobs_wall_s:.1f} s, command "
           f"{rec.command_s:.1f} s ({rec.outside_s:.1f} s outside the jobs; {rec.call_overhead_s:.2f} s untimed per call)")

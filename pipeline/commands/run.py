@@ -21,7 +21,7 @@ HELP = "benchmark a commit (default: the working tree) and write the report"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("rev", nargs="?", help="revision to benchmark (default: the working tree, recorded as dirty)")
+    p.add_argument("rev", nargs="?", help="revision to benchmark (default: the working tree, recorded as dirty when it differs from HEAD)")
     p.add_argument("--resume", action="store_true", help="skip results already stored for this commit (--json then "
                                                          "lists the commit's whole result set, the skipped ones "
                                                          "marked \"resumed\": true)")

@@ -9,10 +9,12 @@ lands on an NVIDIA node.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
 
@@ -58,23 +60,55 @@ class ClusterInfo:
         return slots.slot_count(self.resources, kind) >= 1
 
     def driver_line(self) -> str:
-        """The driver's Ray phase for the end of a run: what it did and what it cost."""
+        """The driver's Ray phase for the end of a run: what it did and what it cost. For a kept
+        head this command started, the whole is the head's start on one clock, from its launch to
+        this driver joined (`head_account`), and its parts add up to it."""
         what = {EXISTING: "was already connected", JOINED: f"joined the cluster at {self.address}",
                 PRIVATE: "started a local Ray for this command", STARTED: "started flopwatch's local Ray",
                 REUSED: "attached to flopwatch's local Ray"}[self.mode]
-        line = f"driver: {what} in {self.connect_s:.1f} s"
-        if self.head:
-            parts = [f"{label} {self.head[k]:.1f} s" for k, label in
-                     (("python", "its python and imports"), ("resources", "resources"),
-                      ("ray_import", "Ray's import"), ("ray_init", "ray.init"))
-                     if k in self.head]
-            line += f" ({', '.join(parts)}; joined in {self.head.get('join', 0.0):.1f} s"
-            line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"
+        if not self.head:
+            return f"driver: {what} in {self.connect_s:.1f} s"
+        whole, parts = head_account(self.head, self.connect_s)
+        line = f"driver: {what} in {whole:.1f} s ({', '.join(f'{label} {s:.1f} s' for label, s in parts)}"
+        line += f"; {self.head['slots']} device slot(s) readied beside)" if self.head.get("slots") else ")"
+        before = whole - self.connect_s
+        if before >= 0.05:  # started ahead of the command's imports: the command waited for the rest only
+            line += f"; {before:.1f} s of it before this command's connect, beside its imports"
         return line
 
 
-# The kept head this process is attached to, and the auth variables to put back afterwards.
+# The timed steps of a kept head's start, in the order they run (`local_ray.serve`).
+HEAD_STEPS = (("python", "its python and imports"), ("resources", "resources"), ("ray_import", "Ray's import"),
+              ("ray_init", "ray.init"))
+
+
+def head_account(head: dict, connect_s: float) -> tuple[float, list[tuple[str, float]]]:
+    """(whole, [(label, seconds)]) of a kept head's start as this command saw it, parts adding
+    up to the whole at one decimal. The whole runs from the head's launch (`launched_at`, on the
+    head's side) to this driver joined (`joined_at`): a head started ahead of the command's
+    imports (`pipeline.fleet.head_ahead`) began before the command's connect, so measured from
+    the connect (`connect_s`) its own steps exceeded the whole (ray.init 17.2 s in a 15.6 s start).
+    Between its timed steps and the join: its folder and token, runner seeds, the slots it began
+    readying, its record, and the driver's poll for it ("its other steps")."""
+    steps = [(label, round(float(head[key]), 1)) for key, label in HEAD_STEPS if key in head]
+    join = round(float(head.get("join", 0.0)), 1)
+    if "launched_at" in head and "joined_at" in head:
+        span = round(max(0.0, head["joined_at"] - head["launched_at"]), 1)
+    else:  # a record without the launch: the connect's own time
+        span = round(connect_s, 1)
+    span = max(span, round(sum(s for _, s in steps) + join, 1))
+    # A head this command launched itself: the connect's own work before the launch (its lock,
+    # the key) is part of the whole too.
+    before = round(connect_s - span, 1) if connect_s - span >= 0.05 else 0.0
+    rest = round(span - sum(s for _, s in steps) - join, 1)
+    parts = [("this command before launching it", before)] if before else []
+    return round(span + before, 1), [*parts, *steps, ("its other steps", max(0.0, rest)), ("joined", join)]
+
+
+# The kept head this process is attached to, the folder of its private local Ray's token, and
+# the auth variables to put back afterwards.
 _lease: local_ray.Lease | None = None
+_token_folder: Path | None = None
 _auth_before: dict | None = None
 
 
@@ -116,9 +150,10 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
             raise
         spent = time.monotonic() - began
         head = {**lease.record.startup, "waited": round(waited, 3), "join": round(spent - waited, 3),
-                "ahead": lease.ahead} if lease.started else {}
+                "joined_at": round(time.time(), 3), "ahead": lease.ahead} if lease.started else {}
         if lease.started:
-            announce(f"started flopwatch's local Ray at {lease.record.address} in {spent:.1f} s (token auth; it "
+            whole, _parts = head_account(head, spent)
+            announce(f"started flopwatch's local Ray at {lease.record.address} in {whole:.1f} s (token auth; it "
                      f"stops after {idle_s:g} s without a command; --no-ray-reuse for a private one)")
         else:
             announce(f"attached to flopwatch's local Ray at {lease.record.address} in {spent:.1f} s")
@@ -126,10 +161,27 @@ def connect(address: str | None, num_gpus: int | None = None, *, reuse: bool = F
                            spent, head)
     announce('starting a local Ray for this command (Ray\'s address="local"; --ray-address or RAY_ADDRESS '
              'joins a cluster)')
-    resources, gpus = local_ray.advertised_resources(num_gpus)
-    ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
-             log_to_driver=False, logging_level="ERROR")
+    _start_private(num_gpus)
     return ClusterInfo("local", PRIVATE, ray.cluster_resources(), time.monotonic() - began)
+
+
+def _start_private(num_gpus: int | None) -> None:
+    """A local Ray of this command only, with the kept head's token handling: Ray listens on every
+    interface, so without a token any process that reaches its ports, from any machine, runs
+    code as this user. Token mode is set here whatever RAY_AUTH_MODE the shell has (Ray up to
+    2.58 started a local Ray without one unless told; RAY_AUTH_MODE=disabled still does), with a
+    fresh token of this Ray's own (`local_ray.private_token_folder`), removed when it stops."""
+    global _token_folder, _auth_before
+    local_ray.require_token_auth()
+    _token_folder = local_ray.private_token_folder()
+    _auth_before = local_ray.use_head_token(_token_folder / local_ray.TOKEN)
+    resources, gpus = local_ray.advertised_resources(num_gpus)
+    try:
+        ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
+                 log_to_driver=False, logging_level="ERROR")
+    except BaseException:
+        _release()
+        raise
 
 
 def starts_local_ray(address: str | None, num_gpus: int | None, reuse: bool) -> bool:
@@ -153,10 +205,13 @@ def _join(address: str, name: str) -> None:
 
 
 def _release() -> None:
-    global _lease, _auth_before
+    global _lease, _token_folder, _auth_before
     if _lease is not None:
         _lease.release()
         _lease = None
+    if _token_folder is not None:
+        shutil.rmtree(_token_folder, ignore_errors=True)
+        _token_folder = None
     if _auth_before is not None:
         local_ray.restore_auth(_auth_before)
         _auth_before = None
@@ -180,7 +235,8 @@ def shutdown(info: ClusterInfo) -> None:
     if info.mode == PRIVATE or (info.mode != EXISTING and not _LEAVING_WITH_PROCESS):
         ray.shutdown()
     headwatch.stop()
-    _release()
+    if info.mode != EXISTING:  # an outer connect's Ray (a test's, a caller's): its token and lease are its own
+        _release()
 
 
 def run_options(kind: str) -> dict:

@@ -23,7 +23,10 @@ What keeps a stale or foreign head from being used:
 - The head runs with Ray's token authentication, with a random token of its own in
   <folder>/token (mode 600): a driver can attach only by reading that file. Ray 2.60 has no
   setting that keeps its ports on the loopback interface, so the token is what keeps other
-  users and machines out.
+  users and machines out. A private local Ray (`--no-ray-reuse`) gets the same: a fresh token
+  in a folder of its own under the base (`private_token_folder`), token mode on before its
+  `ray.init` whatever RAY_AUTH_MODE the shell has; a Ray that cannot enforce a token is refused
+  (`require_token_auth`).
 
 Who is attached is told by file locks, which the kernel drops when a process dies, however it
 dies: every attached command holds a shared lock on <folder>/in-use, and the head counts as idle
@@ -45,6 +48,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -87,7 +91,8 @@ class HeadRecord:
     resources: dict
     # Where the head's own start went, in seconds: "python" (interpreter and imports),
     # "resources" (what to advertise), "ray_init" (Ray's processes up), and how many runner
-    # "seeds" it started before Ray and "slots" it began readying for the first command.
+    # "seeds" it started before Ray and "slots" it began readying for the first command;
+    # "launched_at", the epoch its process started.
     startup: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -252,6 +257,35 @@ def _is_server(pid: int, key: str) -> bool:
     except OSError:
         return False
     return MODULE.encode() in argv and b"serve" in argv and key.encode() in argv
+
+
+def fresh_token(folder: Path) -> Path:
+    """A new random token in `folder`/token, mode 600: one that leaked from an earlier Ray
+    opens nothing now."""
+    path = folder / TOKEN
+    _write_private(path, secrets.token_hex(32))
+    return path
+
+
+def private_token_folder(base: Path | None = None) -> Path:
+    """A new folder (mode 700) under the heads' base holding a fresh token, for a private local
+    Ray of one command; the caller removes it when that Ray stops. Not Ray's default token file:
+    Ray writes ~/.ray/auth_token with the user's umask (644 seen), readable by other users
+    wherever the home is traversable."""
+    folder = Path(tempfile.mkdtemp(prefix="private-", dir=private_folder(base or base_dir())))
+    fresh_token(folder)
+    return folder
+
+
+def require_token_auth() -> None:
+    """ClusterError, in one line, where the installed Ray cannot enforce a token (before 2.52):
+    a local Ray started there would take any process that reaches its ports, from any machine."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config  # noqa: F401 — what token mode needs
+    except ImportError:
+        raise ClusterError(f"Ray {installed_ray_version()} has no token authentication, and a local Ray without "
+                           f"it takes work from any machine that reaches its ports; install ray>=2.52 (pip install "
+                           f"'ray>=2.52'), or join a cluster of your own with --ray-address") from None
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -626,10 +660,12 @@ def serve(folder: Path, key: str, num_gpus: int | None, idle_s: float) -> str:
     from a GPU count the kernel driver answers at once; NVML's attach of the GPUs runs in a
     thread beside Ray's import, the toolchains' probe beside `ray.init`; the head then keeps
     the GPUs attached while it serves (`nvidia_driver.hold_in_background`)."""
-    startup = {"python": round(process_age_s() or 0.0, 3)}
+    age = process_age_s() or 0.0
+    # launched_at (epoch): where a driver's account of this start begins (`cluster.head_account`);
+    # a head started ahead of its command's imports began before that command's connect.
+    startup = {"python": round(age, 3), "launched_at": round(time.time() - age, 3)}
     folder = private_folder(folder)
-    # A fresh token per head: one that leaked from an earlier head opens nothing now.
-    _write_private(folder / TOKEN, secrets.token_hex(32))
+    fresh_token(folder)
     held = nvidia_driver.hold_in_background()
     began = time.perf_counter()
     resources, gpus = advertised_resources(num_gpus)

@@ -663,12 +663,18 @@ def _family_line(f: FamilySummary) -> str:
     named = ", ".join(_point_note(r) for r in notable[:NAMED_POINTS])
     if len(notable) > NAMED_POINTS:
         named += f"; and {len(notable) - NAMED_POINTS} more"
-    verdict = f"**{f.text}**" if f.severe else f.text
     best = [f"best {format_rate(s)}" if s is not None and s.rate is not None else format_rate(s)
             for s in (f.side_best("base"), f.side_best("head"))]
-    cells = [verdict, md_escape(f.family), md_escape(shape_label(f.shape)), md_escape(f.dtype),
-             md_escape(f.device.split(":")[0]), *best, f.change_range, "", md_escape(named)]
-    return "| " + " | ".join(cells) + " |"
+    return _markdown_row(f.text, f.severe, [f.family, shape_label(f.shape), f.dtype, f.device.split(":")[0], *best,
+                                            f.change_range, "", named])
+
+
+def _markdown_row(verdict: str, bold: bool, cells: list[str]) -> str:
+    """One table line, every cell escaped (`md_escape`): a status, a rate and a diagnostic all
+    come from result.json, which the kernel's own code can write, and stored rows outlive the
+    check that keeps a job's status to the known set (`workers.job.runner`)."""
+    verdict = md_escape(verdict)
+    return "| " + " | ".join([f"**{verdict}**" if bold else verdict, *map(md_escape, cells)]) + " |"
 
 
 def _markdown_table(rows: list[Row]) -> list[str]:
@@ -692,11 +698,8 @@ def _markdown_table(rows: list[Row]) -> list[str]:
             others = f"{r.reason[:160]}; {others}" if others else r.reason[:160]
         if r.note:
             others = f"{r.note}; {others}" if others else r.note
-        verdict = f"**{r.kind}**" if r.kind in (verdicts.SLOWER, NEWLY_FAILING) else r.kind
-        if r.memory:
-            verdict += f", **{r.memory}**"
-        cells = [verdict, md_escape(r.variant), md_escape(shape_label(r.shape)), md_escape(r.dtype),
-                 md_escape(r.device.split(":")[0]), format_rate(r.base), format_rate(r.head), change, ci,
-                 md_escape(others)]
-        lines.append("| " + " | ".join(cells) + " |")
+        memory = f", {r.memory}" if r.memory else ""  # a memory growth is a regression, whatever the time did
+        lines.append(_markdown_row(r.kind + memory, r.kind in (verdicts.SLOWER, NEWLY_FAILING) or bool(r.memory),
+                                   [r.variant, shape_label(r.shape), r.dtype, r.device.split(":")[0],
+                                    format_rate(r.base), format_rate(r.head), change, ci, others]))
     return lines

@@ -27,6 +27,7 @@ Rows are oldest first (by result id); `commit_date` orders them by history.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,12 +46,17 @@ _READ = ("id", "created_at", "run_id", "commit_sha", "dirty", "variant", "op", "
          "diagnostic", "samples", "counters", "resources", "device_info", "launch_floor_s", "peak_mem_bytes")
 
 
+class NoMatch(ValueError):
+    """A filter that keeps no stored result: the message names the value and those it could take."""
+
+
 def results_frame(store: Store | str | Path | None = None, *, repo: str | Path = ".",
                   variants: Iterable[str] | None = None, devices: Iterable[str] | None = None,
                   samples: bool = False):
     """The stored results as a pandas DataFrame (module docstring). `store`: an open Store, a
     store URL or a SQLite path; None: $FLOPWATCH_STORE, else `<repo>/.flopwatch/results.db`.
-    `variants` / `devices` keep only those; `samples` adds the list of timed samples."""
+    `variants` / `devices` keep only those (NoMatch for a value no stored result has, or a
+    combination none has); `samples` adds the list of timed samples."""
     if isinstance(store, Store):
         return _frame(store, variants, devices, samples)
     where = store if store is not None else location.resolve(None, Path(repo) / ".flopwatch" / location.DEFAULT_FILE)
@@ -66,12 +72,26 @@ def _frame(store: Store, variants, devices, samples: bool):
     commits = {c["sha"]: c for c in store.commits_with_results()}
     runs = {r["id"]: r for r in store.runs()}
     records = []
+    stored_variants, stored_devices = set(), set()
     for row in store.results(columns=_READ):
+        stored_variants.add(row["variant"])
+        stored_devices.add(row["device"])
         if wanted_variants is not None and row["variant"] not in wanted_variants:
             continue
         if wanted_devices is not None and row["device"] not in wanted_devices:
             continue
         records.append(_record(row, commits.get(row["commit_sha"], {}), runs.get(row["run_id"], {}), samples))
+    # A filter that keeps nothing would write a table of headers only, and say nothing (a device
+    # given as `cpu:x86_64` while devices are stored by model name): say which value, and the
+    # values stored.
+    for what, wanted, stored in (("variant", wanted_variants, stored_variants),
+                                 ("device", wanted_devices, stored_devices)):
+        for value in sorted(wanted or ()):
+            if value not in stored:
+                raise NoMatch(no_stored(what, value, stored))
+    if not records and wanted_variants and wanted_devices:
+        raise NoMatch(f"no stored result has variant {' or '.join(map(repr, sorted(wanted_variants)))} on device "
+                      f"{' or '.join(map(repr, sorted(wanted_devices)))}, though each is stored on its own")
     frame = pd.DataFrame.from_records(records)
     if frame.empty:
         return pd.DataFrame(columns=list(LEADING) + (["samples"] if samples else []))
@@ -80,6 +100,17 @@ def _frame(store: Store, variants, devices, samples: bool):
     frame["created_at"] = pd.to_datetime(frame["created_at"], unit="s", utc=True)
     frame["commit_date"] = pd.to_datetime(frame["commit_date"], utc=True, errors="coerce", format="ISO8601")
     return frame
+
+
+def no_stored(what: str, value: str, stored: set[str], limit: int = 12) -> str:
+    """"no stored result has device 'cpu:x86_64'; devices stored: …", the nearest first."""
+    if not stored:
+        return f"no stored result has {what} {value!r}: the store holds no results"
+    near = difflib.get_close_matches(value, sorted(stored), n=3, cutoff=0.5)
+    listed = near + sorted(stored - set(near))
+    more = f" and {len(listed) - limit} more" if len(listed) > limit else ""
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return f"no stored result has {what} {value!r}{hint}; {what}s stored: {', '.join(listed[:limit])}{more}"
 
 
 def _record(row: dict, commit: dict, run: dict, samples: bool) -> dict:

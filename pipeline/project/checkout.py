@@ -56,10 +56,37 @@ def commit_info(repo: git.Repo, rev: str, dirty: bool = False) -> CommitInfo:
                       tuple(p.hexsha for p in c.parents), dirty)
 
 
-def working_tree(repo: git.Repo) -> tuple[Path, CommitInfo]:
-    """The working tree as it is; the commit is HEAD, marked dirty when anything differs."""
-    dirty = repo.is_dirty(untracked_files=True)
-    return Path(repo.working_tree_dir), commit_info(repo, "HEAD", dirty)
+# flopwatch's own folder in a repository: its store, build cache and checkouts (`--db`, `--cache`
+# and their defaults, pipeline.commands.common).
+OWN_FOLDER = ".flopwatch"
+
+
+def working_tree(repo: git.Repo, own: tuple[Path, ...] = ()) -> tuple[Path, CommitInfo]:
+    """The working tree as it is; the commit is HEAD, marked dirty when anything differs from it,
+    except what flopwatch writes itself: its `.flopwatch/` folder and the other paths in `own`
+    (a build cache or store file given inside the repository). Else the first run of a fresh
+    clone, which creates `.flopwatch/`, and every run after it would be recorded `<sha>+dirty`
+    and kept out of the history."""
+    top = Path(repo.working_tree_dir)
+    return top, commit_info(repo, "HEAD", changed_outside(repo, (top / OWN_FOLDER, *own)))
+
+
+def changed_outside(repo: git.Repo, own: tuple[Path, ...]) -> bool:
+    """Whether anything tracked is modified, or anything untracked and not ignored exists, outside
+    the paths `own` (those outside the working tree are ignored)."""
+    top = Path(repo.working_tree_dir).resolve()
+    excluded = []
+    for path in own:
+        try:
+            inside = Path(os.path.abspath(path)).resolve().relative_to(top)
+        except ValueError:
+            continue  # outside the working tree: git does not see it anyway
+        if inside.parts:
+            excluded.append(f":(top,exclude,literal){inside.as_posix()}")
+    # Untracked folders reported as one line each (`normal`): a cache of thousands of files costs
+    # git one directory read, not a walk.
+    status = repo.git.status("--porcelain", "--untracked-files=normal", "--", ":(top)", *excluded)
+    return bool(status.strip())
 
 
 def materialise(repo: git.Repo, rev: str, cache: Path) -> tuple[Path, CommitInfo]:

@@ -83,7 +83,8 @@ LIMITS = Limits()
 
 
 class ConfigError(ValueError):
-    """A configuration file is malformed; the message names the file and the key."""
+    """A configuration file is malformed; the message names the file and the key, one line per
+    mistake."""
 
 
 @dataclass(frozen=True)
@@ -127,18 +128,24 @@ def _parse(table: dict, where: str) -> ProjectConfig:
     type cannot say: folders stay inside the repository."""
     from pydantic import ValidationError
 
-    from pipeline.project.schema import ProjectFile, problem
+    from pipeline.project.schema import ProjectFile, problems
 
+    # Every mistake at once, one line each, as a variant.toml's (`manifest.ManifestError`): a file
+    # with two mistakes is not fixed one command at a time.
+    found: list[tuple[str, str]] = []
+    f = None
     try:
         f = ProjectFile.model_validate(table)
     except ValidationError as exc:
-        key, message = problem(exc, ProjectFile)
-        raise ConfigError(f"{where}: {key}: {message}") from None
+        found += problems(exc, ProjectFile)
+    for key in ("kernels", "include_dirs"):
+        value = table.get(key)
+        for folder in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(folder, str) and (Path(folder).is_absolute() or ".." in Path(folder).parts):
+                found.append((key, f"folder {folder!r} must stay inside the repository"))
+    if found:
+        raise ConfigError("\n".join(dict.fromkeys(f"{where}: {key}: {message}" for key, message in found)))
     kernels = [f.kernels] if isinstance(f.kernels, str) else list(f.kernels)
-    for key, folders in (("kernels", kernels), ("include_dirs", f.include_dirs)):
-        for folder in folders:
-            if Path(folder).is_absolute() or ".." in Path(folder).parts:
-                raise ConfigError(f"{where}: {key}: folder {folder!r} must stay inside the repository")
     return ProjectConfig(
         kernel_dirs=tuple(kernels),
         include_dirs=tuple(f.include_dirs),

@@ -81,18 +81,18 @@ def _problem_clash(variant: Variant, problems: dict[str, tuple], rel: str = "") 
     ops in one series; so is a `[reference]` op, which variants share only with the same table.
     Records the first definition per name in `problems`."""
     kind = variant.repo_op.get("kind")
-    if kind not in ("problem", "reference"):
+    if kind not in ("problem", "reference", "challenge"):
         return ""
     from workers.ops import op_source_digest
 
-    where = variant.repo_op["path"] if kind == "problem" else rel
-    mine = (kind, where, where if kind == "problem" else op_source_digest(variant.repo_op))
+    where = variant.repo_op["path"] if kind == "problem" else variant.repo_op["folder"] if kind == "challenge" else rel
+    mine = (kind, where, op_source_digest(variant.repo_op) if kind != "problem" else where)
     first = problems.setdefault(variant.op, mine)
     if first[2] == mine[2]:
         return ""
-    if first[0] == kind == "problem":
+    if first[0] == kind and kind in ("problem", "challenge"):
         return f"{variant.op!r} is already the op of problem {first[1]}; name the problem of {where} otherwise"
-    what = "[reference] table" if first[0] == "reference" else "problem"
+    what = "[reference] table" if first[0] == "reference" else "problem"  # a problem file or folder
     return (f"{variant.op!r} is already the op of the {what} of {first[1]}, which differs; name this variant's op "
             f"otherwise (or write the same [reference] table)")
 

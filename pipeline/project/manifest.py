@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from pipeline.project.config import ProjectConfig
 from pipeline.project.schema import BACKENDS, DEVICE_KINDS, VariantManifest, problems
+from pipeline.project.shapes import ShapeError, check_points, resolve
 from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
 from workers.bindings.python_entry import PYTHON_SIDE, REPOSITORY_ROOTS, entry_parts
 from workers.core import untrusted
@@ -53,6 +54,18 @@ class ManifestError(ValueError):
         super().__init__("\n".join(f"{path}: {k}: {m}" for k, m in [(key, message), *more]))
 
 
+def missing_file(given: str, path: Path) -> str:
+    """`file 'x' does not exist`, and the nearest file of the folder it names: the line already
+    starts with the manifest's path from the repository root, so the folder needs no naming."""
+    try:
+        siblings = sorted(p.name for p in path.parent.iterdir() if p.is_file())
+    except OSError:
+        siblings = []
+    near = difflib.get_close_matches(path.name, siblings, n=1, cutoff=0.6)
+    meant = (PurePosixPath(given).parent / near[0]).as_posix() if near else ""
+    return f"file {given!r} does not exist" + (f"; did you mean {meant!r}?" if near else "")
+
+
 def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
                  repo_ops: dict[str, RepoOp] | None = None) -> Variant:
     """Parse `manifest` (a `variant.toml` below `repo_root`) into a validated `Variant`;
@@ -73,17 +86,25 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         raise ManifestError(rel, "name", bad_name)
     folder_rel = folder.relative_to(repo_root).as_posix()
     extra_files: list[str] = []
-    problem_op = None  # the variant's own op: a [problem] file's or a [reference] table's
-    if m.problem is not None and m.reference is not None:
-        raise ManifestError(rel, "reference", "a variant has [problem] (its Model is the reference) or [reference], "
-                                              "not both")
-    table = "[problem]" if m.problem is not None else "[reference]"
-    if (m.problem or m.reference) is not None and m.op in (repo_ops or {}):
+    problem_op = None  # the variant's own op: a [problem] file's, a [reference] table's or a [challenge] folder's
+    own = [t for t, v in (("[problem]", m.problem), ("[reference]", m.reference), ("[challenge]", m.challenge))
+           if v is not None]
+    if len(own) > 1:
+        raise ManifestError(rel, own[1].strip("[]"), f"a variant has one of [problem] (a Model is the reference), "
+                                                     f"[reference] or [challenge], not {' and '.join(own)}")
+    table = own[0] if own else ""
+    if own and m.op in (repo_ops or {}):
         raise ManifestError(rel, "op", f"{m.op!r} is declared by {repo_ops[m.op].path}; a {table} variant "
                                        "names an op of its own")
     if m.problem is not None:
         problem_op = _problem(rel, repo_root, folder_rel, m)
         extra_files.append(problem_op.path)
+    elif m.challenge is not None:
+        problem_op = _challenge(rel, repo_root, folder_rel, m)
+        inside = (repo_root / folder_rel).resolve()
+        extra_files += [f for f in (f"{problem_op.folder}/task.yml".lstrip("/"),
+                                    *(mod["path"] for mod in problem_op.modules.values()))
+                        if not (repo_root / f).resolve().is_relative_to(inside)]
     elif m.reference is not None:
         problem_op = _reference(rel, repo_root, folder_rel, m, config)
         if problem_op.path and not (repo_root / problem_op.path).resolve().is_relative_to(folder.resolve()):
@@ -92,14 +113,14 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
             extra_files += _packages_imported(repo_root / problem_op.path, repo_root, folder_rel, config)
     ops = {**OPS, **(repo_ops or {}), **({m.op: problem_op} if problem_op is not None else {})}
     op = _op(rel, m.op, ops)
+    points = _check_points(rel, m, op, config, problem_op)
     if not m.sources and m.backend not in PYTHON_SIDE:
         raise ManifestError(rel, "sources", "missing: list the files to compile")
     for src in m.sources:
         path = _check_inside(rel, "sources", repo_root, folder, src)
         if not path.is_file():
             why = _refused(repo_root).get(path.relative_to(repo_root).as_posix())
-            raise ManifestError(rel, "sources", f"file {src!r} does not exist"
-                                + (f" in {folder.name}/" if path.parent == folder.resolve() else "")
+            raise ManifestError(rel, "sources", missing_file(src, path)
                                 + (f" (not extracted from the commit: {why})" if why else ""))
         if not path.is_relative_to(folder.resolve()):
             extra_files.append(path.relative_to(repo_root.resolve()).as_posix())
@@ -153,7 +174,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     devices = tuple(m.devices) or _default_devices(m.backend, extensions)
     if m.backend == "triton" and "cpu" in devices:
         raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
-    points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
+    sweep_points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
     modes = _modes(rel, m, binding)
     return Variant(
         name=m.name,
@@ -184,7 +205,8 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
                  else repo_ops[m.op].to_dict() if m.op in (repo_ops or {}) else {}),
         extensions=tuple(extensions),
         extra_files=tuple(dict.fromkeys(extra_files)),
-        points=tuple(points),
+        points=tuple(sweep_points),
+        check_points=tuple(points),
         modes=modes,
     )
 
@@ -303,7 +325,7 @@ def _entry_file(rel: str, repo_root: Path, folder: Path, entry: str, key: str = 
         return []
     path = _check_inside(rel, key, repo_root, folder, where)
     if not path.is_file():
-        raise ManifestError(rel, key, f"file {where!r} does not exist")
+        raise ManifestError(rel, key, missing_file(where, path))
     return [] if path.is_relative_to(folder.resolve()) else [path.relative_to(repo_root.resolve()).as_posix()]
 
 
@@ -385,7 +407,7 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
 
     path = _check_inside(rel, "problem.file", repo_root, repo_root / folder_rel, m.problem.file)
     if not path.is_file():
-        raise ManifestError(rel, "problem.file", f"file {m.problem.file!r} does not exist")
+        raise ManifestError(rel, "problem.file", missing_file(m.problem.file, path))
     if m.op in OPS:
         raise ManifestError(rel, "op", f"{m.op!r} is a built-in op; a [problem] variant names its problem's own op "
                                        f"(e.g. {path.stem!r})")
@@ -394,6 +416,31 @@ def _problem(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
                              m.op, m.problem.flops or "", m.problem.rule)
     except OpDefinitionError as exc:
         raise ManifestError(rel, "problem.file", str(exc)) from None
+
+
+def _challenge(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest):
+    """The problem folder of `[challenge]`, read without running it (`pipeline.project.challenge`)."""
+    from pipeline.project import challenge
+    from workers.ops.repo import OpDefinitionError
+
+    folder = _check_inside(rel, "challenge.folder", repo_root, repo_root / folder_rel, m.challenge.folder)
+    if not folder.is_dir():
+        raise ManifestError(rel, "challenge.folder", f"folder {m.challenge.folder!r} does not exist")
+    if m.op in OPS:
+        raise ManifestError(rel, "op", f"{m.op!r} is a built-in op; a [challenge] variant names its problem's own op "
+                                       f"(e.g. {folder.name!r})")
+    entry = None
+    if m.backend in PYTHON_SIDE and m.binding.kind != "pybind11":
+        try:
+            kind, where, _ = entry_parts(m.binding.entry)
+        except ValueError:
+            kind = ""
+        if kind == "file":
+            entry = (repo_root / folder_rel / where).resolve()
+    try:
+        return challenge.read(repo_root, folder, m.op, entry, m.challenge.flops or "")
+    except OpDefinitionError as exc:
+        raise ManifestError(rel, "challenge.folder", str(exc)) from None
 
 
 def _reference(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, config: ProjectConfig):
@@ -523,7 +570,7 @@ def _extensions(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest) 
                                                          "they are read from the file")
         path = _check_inside(rel, key, repo_root, repo_root / folder_rel, table.from_)
         if not path.is_file():
-            raise ManifestError(rel, key, f"file {table.from_!r} does not exist")
+            raise ManifestError(rel, key, missing_file(table.from_, path))
         origin = path.relative_to(repo_root.resolve()).as_posix()
         try:
             # static read first; a setup.py it cannot read is run in a sandboxed child
@@ -550,7 +597,7 @@ def _explicit_extension(rel: str, i: int, repo_root: Path, folder_rel: str, tabl
     for src in table.sources:
         path = _check_inside(rel, f"extensions[{i}].sources", repo_root, folder, src)
         if not path.is_file():
-            raise ManifestError(rel, f"extensions[{i}].sources", f"file {src!r} does not exist")
+            raise ManifestError(rel, f"extensions[{i}].sources", missing_file(src, path))
         files.append(path.relative_to(repo_root.resolve()).as_posix())
     for inc in table.include_dirs:
         path = _check_inside(rel, f"extensions[{i}].include_dirs", repo_root, folder, inc)
@@ -590,31 +637,44 @@ def _shapes(rel: str, m: VariantManifest, dims: tuple[str, ...], config: Project
     if raw is None or raw == "*":
         if m.peer:
             return []  # a peer runs at every shape the op's other variants use (a problem's: and its own)
+        if m.challenge is not None:
+            return [Shape(dict(d)) for d in problem.benchmarks]  # task.yml's benchmarks:
         if problem is not None:
             # the sizes the problem file sets, or [reference] sizes
             return [Shape(dict(getattr(problem, "sizes", None) or problem.defaults))]
         raise ManifestError(rel, "shapes", "missing: give a list of shapes or a shape-set name")
-    where = "shapes"
-    if isinstance(raw, str):
-        if raw not in config.shape_sets:
-            known = sorted(config.shape_sets)
-            hint = difflib.get_close_matches(raw, known, n=1)
-            raise ManifestError(rel, "shapes", f"unknown shape set {raw!r}"
-                                + (f"; did you mean {hint[0]!r}?" if hint else "")
-                                + f" (known: {known or 'none defined in flopwatch.toml'})")
-        where, raw = f"shapes (shape set {raw!r})", config.shape_sets[raw]
-    # A [reference] shape may leave out sizes its table's `sizes` give.
-    fill = {d: v for d, v in m.reference.sizes.items() if d in dims} if m.reference is not None else {}
-    shapes = []
-    for i, item in enumerate(raw):
-        if isinstance(item, dict) and fill:
-            item = {**fill, **item}
-        if isinstance(item, list) and len(item) == len(dims):
-            values = dict(zip(dims, item))
-        elif isinstance(item, dict) and set(item) == set(dims):
-            values = {d: item[d] for d in dims}
-        else:
-            raise ManifestError(rel, f"{where}[{i}]", f"{item!r} is not a {m.op} shape: expected "
-                                f"{len(dims)} sizes {list(dims)}, as a list or a table")
-        shapes.append(Shape(values))
-    return shapes
+    try:
+        return resolve("shapes", raw, m.op, dims, config.shape_sets, _fill(m, dims))
+    except ShapeError as exc:
+        raise ManifestError(rel, exc.key, str(exc)) from None
+
+
+def _fill(m: VariantManifest, dims: tuple[str, ...]) -> dict:
+    """The sizes a [reference] shape may leave out: its table's `sizes`."""
+    return {d: v for d, v in m.reference.sizes.items() if d in dims} if m.reference is not None else {}
+
+
+def _check_points(rel: str, m: VariantManifest, op, config: ProjectConfig, problem_op) -> list[dict]:
+    """`[[check]]`: shapes only checked, each set with its own tolerance (`pipeline.project.shapes`);
+    a challenge's tests: where the manifest writes none."""
+    challenge = m.challenge is not None
+    if m.check and m.reference is not None and m.reference.check == "none":
+        raise ManifestError(rel, "check", '[reference] check = "none": there is nothing to check a shape against')
+    if challenge and problem_op.checks_itself:
+        # Its own check decides every verdict: a tolerance would silently not apply.
+        for s, table in enumerate(m.check):
+            for key in ("rtol", "atol"):
+                if getattr(table, key) is not None:
+                    raise ManifestError(rel, f"check[{s}].{key}", f"the problem's check_implementation "
+                                                                  f"({problem_op.path}) judges its outputs; remove it")
+        if m.tolerance.model_dump(exclude_none=True):
+            raise ManifestError(rel, "tolerance", f"the problem's check_implementation ({problem_op.path}) judges "
+                                                  "its outputs; remove [tolerance]")
+    if challenge and len(m.dtypes) > 1:
+        raise ManifestError(rel, "dtypes", "a challenge problem makes its own inputs (generate_input): one dtype, the "
+                                           f"one it makes, labels its rows (got {list(m.dtypes)})")
+    try:
+        return check_points(list(m.check), m.op, op.DIMS, config.shape_sets, _fill(m, op.DIMS),
+                            default=problem_op.tests if challenge else (), default_where="task.yml tests")
+    except ShapeError as exc:
+        raise ManifestError(rel, exc.key, str(exc)) from None

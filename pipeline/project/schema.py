@@ -135,6 +135,31 @@ class ProblemTable(_Table):
                                                    'verdicts are kept, and shown where they differ')
 
 
+class CheckTable(_Table):
+    """Shapes that are only checked: never timed, no series of their own, run once per variant,
+    dtype and device beside the timed `shapes` (which are each checked as well); a failure at one
+    makes the variant's rows `incorrect`, naming the shape."""
+
+    shapes: Shapes = Field(description="a shape set of flopwatch.toml, or a list of shapes, as `shapes` writes them "
+                                       "(e.g. the test's own [[4, 8]])")
+    rtol: Annotated[float, Field(ge=0)] | None = Field(None, description="these shapes' own relative Frobenius error "
+                                                                         "limit (default: the variant's, [tolerance])")
+    atol: Annotated[float, Field(ge=0)] | None = Field(None, description="these shapes' own max abs error limit, "
+                                                                         "relative to max |ref| (default: the "
+                                                                         "variant's)")
+
+
+class ChallengeTable(_Table):
+    """A problem folder in the kernel-challenge format: `reference.py` (generate_input, ref_kernel,
+    optional check_implementation), `task.yml` (tests: and benchmarks:), `task.py` and the files
+    task.yml lists; the entry is the submission's `custom_kernel(data)`."""
+
+    folder: NonEmptyStr = Field(description="the problem folder (reference.py, task.yml), from the variant folder; "
+                                            "its benchmarks: are the shapes, its tests: the check points")
+    flops: NonEmptyStr | None = Field(None, description="FLOPs of one call, an expression of the task's keywords "
+                                                        "(e.g. 2*m*n*k); without it rows show bytes per second")
+
+
 # One size of a [reference] input's shape: a size's name (a shape's dimension) or a fixed length.
 ShapeSize = _by_kind("size", "a size name or a positive integer", (PositiveInt, "<int>"), (NonEmptyStr, "<str>"))
 REFERENCE_INT_DTYPES = ("int64", "int32", "bool")
@@ -270,6 +295,9 @@ class VariantManifest(_Table):
     triton: TritonTable | None = None
     problem: ProblemTable | None = None
     reference: ReferenceTable | None = None
+    challenge: ChallengeTable | None = None
+    check: list[CheckTable] = Field([], description="[[check]]: shapes only checked, each set with an optional "
+                                                    "tolerance of its own")
     extensions: list[ExtensionTable] = Field([], description="[[extensions]]: torch extensions the variant calls")
     params: dict[str, Axis] = Field({}, description="parameter axes, name = [values]: every combination is a point, "
                                                     "run and tracked as a variant of its own, NAME[AXIS=value,...]; "
@@ -397,7 +425,7 @@ def _fields_at(model: type[BaseModel], loc: list) -> set[str]:
     """Field names of the table at `loc` inside `model` (for "did you mean")."""
     for part in loc:
         if isinstance(part, int):
-            return set()
+            continue  # an item of a list of tables ([[check]], [[extensions]]): the table below
         by_key = {f.alias or name: f for name, f in model.model_fields.items()}
         annotation = by_key[part].annotation if part in by_key else None
         nested = _nested_model(annotation)

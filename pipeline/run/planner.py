@@ -69,7 +69,6 @@ class RecordedJob:
     median_s: float = 0.0
     timing_s: float = 0.0  # of busy_s, the sampling loop
     device: str = ""  # the result's device, e.g. "cuda:NVIDIA H100 80GB HBM3"
-    resumed: bool = False  # measured by an earlier run (a `--resume` run kept it)
 
     @property
     def host_s(self) -> float:
@@ -136,10 +135,11 @@ class Recorded:
     command_s: float
     probe: RecordedJob | None = None  # the peer job the peer check re-times
     calls: int = 0
-    resumed_from: list[int] = field(default_factory=list)  # earlier runs whose job times a `--resume` run kept
+    resumed_from: list[int] = field(default_factory=list)  # earlier runs whose results a `--resume` run kept
     gpus_per_node: int = 1  # slots of `kind` on a node (the most any node had)
     device: str = ""  # the device model most of its jobs ran on
     growth: Growth = field(default_factory=Growth)
+    resumed_jobs: int = 0  # the `kind` results a `--resume` run kept instead of measuring: not planned
 
     @property
     def variants(self) -> list[str]:
@@ -185,8 +185,10 @@ def from_store(store, run_id: int | None = None, kind: str | None = None, learn:
                         f"no finished `flopwatch run` in {store.location.shown} to plan from")
     columns = ("variant", "op", "shape", "dtype", "device", "status", "peer", "phases", "device_info", "median_s")
     rows = store.results(columns=columns, run_id=run["id"])
+    # A `--resume` run is planned as it ran: from the jobs it measured, not those it kept from
+    # earlier runs (which --run of those runs plans); they are only named.
     resumed = _resumed(store, run, rows, columns)
-    measured = [r for r in rows + resumed if r["phases"] and busy_s(r["phases"]) > 0]
+    measured = [r for r in rows if r["phases"] and busy_s(r["phases"]) > 0]
     work: dict[str, float] = {}
     for r in measured:
         work[kind_of(r["device"])] = work.get(kind_of(r["device"]), 0.0) + busy_s(r["phases"])
@@ -195,8 +197,10 @@ def from_store(store, run_id: int | None = None, kind: str | None = None, learn:
         kind = max(gpu or work, key=(gpu or work).get) if work else ""
     mine = [r for r in measured if kind_of(r["device"]) == kind]
     if not mine:
-        why = (f"; it resumed {summary_resumed(run)} job(s) whose earlier runs stored no {kind or 'device'} time "
-               "either") if summary_resumed(run) else ""
+        earlier = sorted({r["run_id"] for r in resumed})
+        why = (f"; --resume kept {summary_resumed(run)} stored result(s) instead"
+               + (f", measured by run {', '.join(map(str, earlier))}: plan that with --run {earlier[-1]}"
+                  if earlier else "")) if summary_resumed(run) else ""
         raise PlanError(f"run {run['id']} measured no {kind or 'device'} job: nothing to plan from "
                         f"(kinds measured: {', '.join(sorted(work)) or 'none'}){why}")
     summary = run["summary"]
@@ -211,15 +215,15 @@ def from_store(store, run_id: int | None = None, kind: str | None = None, learn:
     jobs_wall = max((d["wall_s"] for d in slot_rows), default=0.0)
     other_wall = max((d["wall_s"] for d in devices if d["slot"].split("/")[0] != kind), default=0.0)
     command = float((summary.get("driver") or {}).get("command_s") or 0.0)
-    kept = {id(r) for r in resumed}
     jobs = [RecordedJob(r["variant"], r["op"] or "", r["shape"], r["dtype"], bool(r["peer"]), busy_s(r["phases"]),
-                        r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0), r["device"] or "",
-                        id(r) in kept) for r in mine]
-    models = Counter(j.device for j in jobs if not j.resumed) or Counter(j.device for j in jobs)
+                        r["median_s"] or 0.0, float(r["phases"].get("timing_s") or 0.0), r["device"] or "")
+            for r in mine]
+    models = Counter(j.device for j in jobs)
+    kept = [r for r in resumed if kind_of(r["device"]) == kind]
     rec = Recorded(run["id"], kind, jobs, max(1, len(slot_rows)), untimed / n_calls, jobs_wall, other_wall,
                    max(0.0, command - max(jobs_wall, other_wall)), command, _probe(jobs, summary), n_calls,
-                   sorted({r["run_id"] for r in resumed if kind_of(r["device"]) == kind}),
-                   per_node(slot_rows), models.most_common(1)[0][0], Growth(default_growth(kind), unit=unit(kind)))
+                   sorted({r["run_id"] for r in kept}), per_node(slot_rows), models.most_common(1)[0][0],
+                   Growth(default_growth(kind), unit=unit(kind)), len(kept))
     return replace(rec, growth=learn_growth(store, rec, run["kind"])) if learn else rec
 
 
@@ -250,7 +254,7 @@ def learn_growth(store, rec: Recorded, run_kind: str = "run") -> Growth:
     fallback = Growth(default_growth(rec.kind), unit=unit(rec.kind))
     own = {}
     for j in rec.jobs:
-        if not j.resumed and j.device == rec.device:
+        if j.device == rec.device:
             own[(j.variant, j.shape, j.dtype)] = j.host_s
     if len(own) < MIN_COMMON_JOBS:
         return fallback
@@ -290,8 +294,8 @@ def summary_resumed(run: dict) -> int:
 
 def _resumed(store, run: dict, rows: list[dict], columns: tuple[str, ...]) -> list[dict]:
     """The results a `run --resume` kept rather than measured: the newest stored result of each
-    series of its commit that an earlier run measured and it did not. Their recorded device times
-    are what its jobs take, so the run is planned from them; none for a run that resumed nothing."""
+    series of its commit that an earlier run measured and it did not; none for a run that resumed
+    nothing. Named beside the plan, not planned: the run did not take their time."""
     if not summary_resumed(run):
         return []
     own = {(r["variant"], r["shape"], r["dtype"], r["device"]) for r in rows}

@@ -214,10 +214,18 @@ class Session:
                 self.kept = pool.kept_summary()
 
 
+def _own_paths(session: Session) -> tuple[Path, ...]:
+    """What this command writes besides `.flopwatch/`, should it lie in the repository: the build
+    cache and a SQLite store with its journal files."""
+    store = session.store.path
+    files = (store, *(store.with_name(store.name + end) for end in ("-wal", "-shm", "-journal"))) if store else ()
+    return (session.cache, *files)
+
+
 def checkout_commit(session: Session, repo, rev: str | None) -> tuple[Path, checkout.CommitInfo]:
     with session.clock.phase("checkout"):
         if rev is None:
-            root, info = checkout.working_tree(repo)
+            root, info = checkout.working_tree(repo, _own_paths(session))
         else:
             root, info = checkout.materialise(repo, rev, session.workdir / "checkouts")
     with session.clock.phase("store"):
@@ -327,7 +335,8 @@ def built_artifacts(session: Session, planned: PlannedCommit, series: set,
 
 
 class SelectionError(ValueError):
-    """A `--variant` selector that selects nothing at the commit; `flopwatch run` prints it and exits 2."""
+    """A `--variant` or `--shape` selector that selects nothing at the commit; `flopwatch run` prints it and
+    exits 2."""
 
 
 def _selects_nothing(sel: str, sha: str, variants: list[Variant]) -> str:
@@ -338,6 +347,16 @@ def _selects_nothing(sel: str, sha: str, variants: list[Variant]) -> str:
     hint = f"; near names: {', '.join(near)}" if near else f"; `flopwatch ls` lists the {len(names)} names"
     return (f"--variant {sel!r} selects no variant at {sha[:10]}{hint} (a swept variant's points: NAME, or "
             "NAME[AXIS=value,...] with the values as the manifest writes them)")
+
+
+def _shape_selects_nothing(shape: str, sha: str, jobs: list[Job], limit: int = 12) -> str:
+    """What to tell the user of a `--shape` no job of the selected variants has: their shapes."""
+    labels = sorted({j.shape.label for j in jobs})
+    near = difflib.get_close_matches(shape, labels, n=3, cutoff=0.6)
+    listed = near + [x for x in labels if x not in near]
+    more = f" and {len(listed) - limit} more" if len(listed) > limit else ""
+    return (f"--shape {shape!r} selects no job at {sha[:10]}; shapes of the selected variants: "
+            f"{', '.join(listed[:limit])}{more} (give one as 512x512x512 or M=512,N=512,K=512)")
 
 
 def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunOptions) -> PlannedCommit:
@@ -356,6 +375,13 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
             print(f"flopwatch: {problem}", file=sys.stderr)
     invalid = [bad for bad in invalid if not options.only or bad.name in {family_of(sel) for sel in options.only}]
     all_jobs = jobs_for(variants)
+    chosen_variants = [j for j in all_jobs if not options.only or _selected(j.variant, options)]
+    for shape in options.shapes:
+        if chosen_variants and not any(shape in (j.shape.key, j.shape.label) for j in chosen_variants):
+            problem = _shape_selects_nothing(shape, info.sha, chosen_variants)
+            if options.command == "run":  # as a --variant that selects nothing, above
+                raise SelectionError(problem)
+            print(f"flopwatch: {problem}", file=sys.stderr)
     jobs = [j for j in all_jobs if _wanted(j, options)]
     if options.points == "best":
         jobs = _best_points_only(session, variants, jobs)
@@ -608,7 +634,10 @@ class _Stream:
                 continue
             runnable.setdefault(job.device_kind, []).append(job)
         for kind, jobs in runnable.items():
-            calls = self._calls_of(v.name, kind, jobs) if kind in self.batched else [[j] for j in jobs]
+            # A variant with check points shares a process on the CPU too: they run once per
+            # process (`workers.job.check_points`), not once per shape.
+            shared = kind in self.batched or bool(v.check_points and self.batched)
+            calls = self._calls_of(v.name, kind, jobs) if shared else [[j] for j in jobs]
             for call in calls:  # a variant's shapes in one process (`workers.job.batch`) unless split
                 tag = ("batch", call, v, build) if len(call) > 1 else ("job", call[0], v, build)
                 first = any(_job_key(j) == self.probes.get(kind) for j in call)

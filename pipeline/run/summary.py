@@ -74,12 +74,24 @@ def _shape_order(key: str | None) -> tuple:
 
 
 def _collapse_skipped(rows: list[dict]) -> list[dict]:
-    """One line per skipped (or not fitting) variant and reason instead of one per shape: the
-    table stays short."""
-    out, seen = [], {}
+    """One line per skipped (or not fitting) variant and reason instead of one per shape, and one
+    line per device kind the cluster lacks, with its counts, instead of one per variant (an
+    NVIDIA node's table listed every HIP variant a second time): the table stays short. The rows
+    themselves, and `--json`, keep every result."""
+    out, seen, missing = [], {}, {}
     for r in rows:
         if r["status"] not in UNMEASURED:
             out.append(r)
+            continue
+        lacking = _NO_DEVICE.match(r["diagnostic"] or "") if r["status"] == status.SKIPPED else None
+        if lacking:
+            kind = lacking.group(1)
+            if kind not in missing:
+                missing[kind] = dict(r, _variants=[], _jobs=0)
+                out.append(missing[kind])
+            missing[kind]["_jobs"] += 1
+            if r["variant"] not in missing[kind]["_variants"]:
+                missing[kind]["_variants"].append(r["variant"])
             continue
         key = (r["variant"], r["status"], r["dtype"], r["device"], r["diagnostic"])
         if key in seen:
@@ -88,6 +100,13 @@ def _collapse_skipped(rows: list[dict]) -> list[dict]:
         else:
             seen[key] = dict(r, _n=1)
             out.append(seen[key])
+    for kind, line in missing.items():
+        names, jobs = line["_variants"], line["_jobs"]
+        if len(names) > 1:
+            line.update(variant=f"{len(names)} variants", backend="", dtype="",
+                        diagnostic=f"no {kind} device in the cluster to run them (their builds and static analysis "
+                                   f"are stored): {', '.join(names)}")
+        line["shape"] = f"{jobs} jobs" if jobs > 1 else line["shape"]
     return out
 
 
@@ -125,7 +144,7 @@ def print_table(rows: list[dict], console: Console, title: str) -> None:
                                     _gradient_text(r),
                                     f"floor {seconds(floor)}" if floor and r.get("launch_bound") else "",
                                     f"no reference; output sha256 {digest['sha256'][:12]}" if digest else "",
-                                    r.get("diagnostic") or "")))
+                                    check_points_text(r), r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
             ("dim" if r["status"] in UNMEASURED else "yellow" if r["status"] == status.UNCHECKED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
@@ -147,6 +166,17 @@ def _gradient_text(row: dict) -> str:
     checks = (row.get("correctness") or {}).get("checks") or []
     grads = [g["rel_fro_err"] for c in checks if c.get("pass") == "backward" for g in c["gradients"].values()]
     return f"grad err {max(grads):.1e}" if grads else ""
+
+
+def check_points_text(row: dict) -> str:
+    """`checked at 3 more shapes: 31, 64, 127`: the shapes a measured row's variant was only
+    checked at (its check points, `workers.job.check_points`), or ""."""
+    found = (row.get("correctness") or {}).get("check_points") or {}
+    points = found.get("points") or []
+    if not points:
+        return ""
+    shapes = ", ".join(shape_label(p["shape"]) for p in points[:4]) + (", …" if len(points) > 4 else "")
+    return f"checked at {len(points)} more shape(s): {shapes}"
 
 
 def exit_code(rows: list[dict]) -> int:

@@ -138,6 +138,10 @@ class Variant(Record):
     params: dict = field(default_factory=dict)
     # A swept variant before `pipeline.project.sweep.expand` makes one record per point: the points.
     points: tuple[dict, ...] = ()
+    # Shapes that are only checked, never timed (`[[check]]`, a challenge's tests:): each
+    # {"dims", "rtol", "atol", "where"}; run once per variant, dtype and device in the job's
+    # process (`workers.job.check_points`), beside the timed `shapes`.
+    check_points: tuple[dict, ...] = ()
     # The passes the manifest asks for (`modes`: forward, backward, full); empty: forward only.
     # `expand` makes one record per pass, each with its `mode` (`workers.core.params`: a pass
     # other than forward is an axis of the record's name).
@@ -160,7 +164,7 @@ class Variant(Record):
         data["binding"] = Binding(**binding)
         data["shapes"] = tuple(Shape(**s) if isinstance(s, dict) else s for s in data.get("shapes", ()))
         for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices", "extensions", "extra_files",
-                    "points", "modes"):
+                    "points", "check_points", "modes"):
             if key in data:
                 data[key] = tuple(data[key])
         names = {f.name for f in dataclasses.fields(cls)}

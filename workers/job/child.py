@@ -25,10 +25,10 @@ from workers.bindings.python_entry import PYTHON_SIDE
 from workers.core import status
 from workers.core.records import DeviceInfo, Variant
 from workers.isolation import affinity, device_lock
-from workers.job import handoff, triton_jit
+from workers.job import check_points, handoff, triton_jit
 from workers.measure import correctness, device, fit, launch_floor, memory, passes
 from workers.measure.timing import TimingSettings, time_cpu, time_gpu
-from workers.ops import for_variant, get_op, kernelbench, torch_dtype
+from workers.ops import challenge, for_variant, get_op, kernelbench, torch_dtype
 from workers.ops.problem import flatten_outputs
 from workers.ops.repo import OpCodeError
 
@@ -67,6 +67,7 @@ class Armed:
     c_init: torch.Tensor | None = None
     ref: torch.Tensor | None = None
     returned_problem: str = ""  # what is wrong with what a returning entry handed back
+    returned: object = None  # what a returning entry handed back, as it did (a problem's own check reads it)
 
 
 def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int, returns: bool = False) -> Armed:
@@ -76,7 +77,9 @@ def arm(op, variant: Variant, dims: dict, dtype, kind: str, seed: int, returns: 
     gen = generator(seed, dev)
     inputs = op.make_inputs(dims, dtype, variant.layout, dev, gen)
     if returns:
-        armed = Armed(seed, inputs, None, correctness.snapshot_inputs(inputs))
+        # A challenge problem's data is the entry's own copy (its check reads another): not a
+        # read-only input.
+        armed = Armed(seed, inputs, None, {} if getattr(op, "OWN_INPUTS", False) else correctness.snapshot_inputs(inputs))
         armed.ref = op.reference(inputs, variant.layout)
         return armed
     out_dtype = torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
@@ -116,6 +119,10 @@ def judge(armed: Armed, op, variant: Variant, dtype, kind: str, previous: dict |
     if getattr(op, "RULE", ""):  # a problem: KernelBench's verdicts beside the fp64 one, its rule's decides
         kernelbench.judge(figures, op.same_precision(inputs), g.out, _dtype_name(dtype), op.RULE,
                           correctness.BLOCK_ELEMENTS)
+    if getattr(op, "verdict", None) is not None:  # a challenge problem's check_implementation decides
+        passed, reason = op.verdict(inputs, armed.returned if armed.returned is not None else g.out)
+        figures["problem_check"] = {"passed": passed, "reason": reason[:2000], "where": op.VERDICT_WHERE}
+        figures["passed"] = passed
     figures["seed"] = armed.seed
     figures["out_shape"] = list(g.out.shape)
     if changed:
@@ -288,7 +295,7 @@ def expected_output(armed: Armed, op, variant: Variant, dtype) -> tuple[tuple, t
     dtype of the op's output for this input dtype (`output_dtype` when the manifest sets it),
     or the reference's own for an integer result (an argmax)."""
     ref = armed.ref
-    if not ref.is_floating_point():
+    if not ref.is_floating_point() or getattr(op, "REFERENCE_DTYPE", False):
         return tuple(ref.shape), ref.dtype
     return tuple(ref.shape), torch_dtype(variant.output_dtype or op.output_dtype(_dtype_name(dtype)))
 
@@ -309,6 +316,7 @@ def take_returned(armed: Armed, result, op, variant: Variant, dtype) -> None:
     """What a returning entry handed back, checked for type, shape and dtype before its values;
     a mismatch is the check's finding (`returned_problem`), not an exception."""
     shape, out_dtype = expected_output(armed, op, variant, dtype)
+    armed.returned = result
     try:
         out = flatten_outputs(result, f"binding.entry {variant.binding.entry!r}")
     except OpCodeError:
@@ -615,6 +623,17 @@ def run(spec: dict, release: bool = True) -> dict:
         return out
 
     lap("load_s")
+    ran_in, verdicts = "", []
+    if variant.check_points:  # once per variant, dtype and device in this process (`workers.job.check_points`)
+        ran_in, verdicts = check_points.run(
+            spec, variant, op, kind, dtype, check,
+            lambda d: bindings.load(variant, Path(spec["artifact"]), op, kind, d, dtype),
+            lambda d: fit.too_big(op, d, dtype.itemsize, kind),
+            lambda figures, d: finding(figures, op, d, spec["dtype"]))
+        lap("correctness_s")
+        if not all(p["passed"] for p in verdicts):
+            return with_identity(check_points.record({"checks": [], "phases": phases}, ran_in, verdicts,
+                                                     ",".join(f"{k}={v}" for k, v in dims.items())))
     # The second check is the timing loop's first call, on its own seed's inputs in a
     # poisoned, guarded output, judged after the loop (a GPU kernel of a second per launch
     # spent a launch per job on a check of its own). The race check (same inputs twice, the
@@ -639,6 +658,8 @@ def run(spec: dict, release: bool = True) -> dict:
             previous = {"out": checks[-1].pop("_out"), "seed": seed}
     lap("correctness_s")
     result = {"checks": checks, "phases": phases}
+    if verdicts:  # every one passed: kept with the row
+        check_points.record(result, ran_in, verdicts, ",".join(f"{k}={v}" for k, v in dims.items()))
     if digest:
         result["output"] = digest
     if jit.get("kernels") or jit.get("autotune"):
@@ -782,14 +803,20 @@ def _incorrect(result: dict, checks: list[dict], op, dims: dict, dtype: str) -> 
     for a problem, the KernelBench rules that would pass it)."""
     bad = next(c for c in checks if not c["passed"])
     result["status"] = "incorrect"
-    shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
-    found = kernelbench.failure(bad, dtype) or correctness.diagnose(bad, tuple(shape))
+    found = finding(bad, op, dims, dtype)
     result["diagnostic"] = "; ".join(filter(None, (
         f"seed {bad['seed']}: " + found,
         f"output changed between two runs on the same inputs at {bad['repeat_mismatch']} element(s) (a race?)"
         if bad.get("repeat_mismatch") else "",
         kernelbench.note(checks, False, dtype))))
     return result
+
+
+def finding(bad: dict, op, dims: dict, dtype: str) -> str:
+    """What a failed check found, in words: the problem's own check's reason, a KernelBench
+    rule's finding, else flopwatch's (`correctness.diagnose`)."""
+    shape = bad.get("out_shape") or (op.output_shape(dims) if hasattr(op, "output_shape") else ())
+    return challenge.failure(bad) or kernelbench.failure(bad, dtype) or correctness.diagnose(bad, tuple(shape))
 
 
 def main(argv: list[str]) -> int:
@@ -830,7 +857,10 @@ def run_batch(spec: dict, out_dir: Path) -> None:
         finally:
             faulthandler.cancel_dump_traceback_later()
         _write(out_dir / f"result{i}.json", json.dumps(result))
-        if not status.measured(result.get("status")):
+        # A job that is not ok ends the batch, unless the next job is settled by a check point
+        # that failed here (it is written `incorrect` without running anything of the variant).
+        if not status.measured(result.get("status")) and not (
+                i + 1 < len(jobs) and check_points.answered_by_failure(jobs[i + 1])):
             return
         if job["device_kind"] != "cpu":
             # What this job's tensors held goes back to the device: the next shape's fit check
@@ -847,6 +877,8 @@ def _reported(measure) -> dict:
     except (OpCodeError, UndeclaredExtension) as exc:  # the op or the manifest is wrong, not the kernel
         traceback.print_exc()
         return {"status": "invalid", "diagnostic": str(exc)}
+    except challenge.NeedsDevice as exc:  # the problem's code asks for a device this job has not
+        return {"status": status.SKIPPED, "diagnostic": str(exc)}
     except Exception as exc:  # reported, then the parent marks the job crashed
         traceback.print_exc()
         return {"status": "crashed", "diagnostic": f"{type(exc).__name__}: {exc}"}

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers.core import status
+from workers.core import status, untrusted
 from workers.core.records import BuildResult, Job, Result, Variant
 from workers.isolation import containment, device_lock
 from workers.isolation.sandbox import ChildOutcome, run_child
@@ -179,6 +179,12 @@ def execute_pair(job: Job, variants: tuple[Variant, Variant], artifacts: tuple[d
 
 
 def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
+    if data.get("status") not in status.ALL:
+        # result.json is written inside the sandbox, where the kernel's own code runs: a status
+        # of its making would reach every table, the store and the PR comment as it is.
+        return Result(**base, status=status.CRASHED, stderr_tail=stderr_tail,
+                      diagnostic=f"the job wrote a status flopwatch does not know: "
+                                 f"{untrusted.bounded(repr(data.get('status')), 120)}")
     checks = data.get("checks", [])
     correctness = {"checks": [{k: v for k, v in c.items() if k != "tile_map"} for c in checks]}
     compared = [c for c in checks if "tile_map" in c]  # not a returned value of the wrong kind
@@ -194,6 +200,10 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
             correctness["tile_map"] = worst["tile_map"]
     if data.get("output"):  # an unchecked variant's output digest and sample, compared across commits
         correctness["output"] = data["output"]
+    if data.get("check_points"):  # shapes only checked (`workers.job.check_points`): every verdict
+        correctness["check_points"] = data["check_points"]
+        if data.get("check_point_tiles") and "tile_map" not in correctness:  # where a failing one was wrong
+            correctness.update(data["check_point_tiles"])
     base = {**base, **{k: float(v) for k, v in (data.get("work") or {}).items() if k in ("flops", "bytes_moved")}}
     if data.get("jit"):  # the kernels Triton's JIT compiled for this job, and its autotuner's choice
         from workers.job import triton_jit

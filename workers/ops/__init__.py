@@ -72,8 +72,10 @@ def for_variant(variant, resolve=None):
     `resolve(call, key, folder)`: imports a `[reference]` callable from the job's build (the
     job hands in `workers.bindings.python_entry.resolve` for its artifact)."""
     if variant.repo_op:
-        from workers.ops import problem, reference, repo
+        from workers.ops import challenge, problem, reference, repo
 
+        if challenge.is_challenge(variant.repo_op):
+            return challenge.load(challenge.ChallengeOp.from_dict(variant.repo_op))
         if problem.is_problem(variant.repo_op):
             return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
         if reference.is_reference(variant.repo_op):
@@ -177,16 +179,18 @@ def op_source_digest(op: str | RepoOp | dict) -> str:
     tolerances, peer. For a built-in op, the text of its module and of the op modules it
     imports (`attention_causal` is `attention` with a mask); for a repository op (a `RepoOp`,
     or its dict as a variant carries it), the text of its `op.py`; for a problem, its file; for
-    a `[reference]`, the table and its file's text (`ReferenceOp.digest`) — computable on the
-    driver from the checkout, since parsing never runs it."""
+    a `[reference]`, the table and its file's text (`ReferenceOp.digest`); for a challenge
+    problem, task.yml and the files it lists (`ChallengeOp.digest`) — computable on the driver
+    from the checkout, since parsing never runs it."""
     if isinstance(op, dict):
-        from workers.ops import problem, reference
+        from workers.ops import challenge, problem, reference
 
-        op = (problem.ProblemOp.from_dict(op) if problem.is_problem(op)
+        op = (challenge.ChallengeOp.from_dict(op) if challenge.is_challenge(op)
+              else problem.ProblemOp.from_dict(op) if problem.is_problem(op)
               else reference.ReferenceOp.from_dict(op) if reference.is_reference(op) else RepoOp.from_dict(op))
     if isinstance(op, RepoOp):
         return "repo:" + op.digest
-    if not isinstance(op, str):  # a problem file or a [reference] table (`ProblemOp`, `ReferenceOp`)
+    if not isinstance(op, str):  # a problem file, a [reference] table, a challenge folder
         return f"{op.kind}:" + op.digest
     module = get_op(op)
     h = hashlib.sha256()
