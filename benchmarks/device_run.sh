@@ -47,6 +47,11 @@
 # fresh_lean  fresh_first with the default new-Ray arm only (the first command, the one after it, a new Ray)
 # joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
 #             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
+# modes       benchmarks/verify_modes_gpu.py --repos .ext (Liger-Kernel's entries drafted by flopwatch new at
+#             their test sizes: launch-bound marks, peak memory, forward/backward/full with the backward
+#             checked; Liger's benchmark scripts beside flopwatch's Liger-to-peer memory ratio; a planted
+#             +20% allocation, backward-only slowdown and memory bisection; carry the checkout as .ext/);
+#             modes_liger / modes_planted: its Liger part / its planted part alone
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # challenge   benchmarks/verify_challenge_gpu.py (kernel-challenge problem folders: tests/challenge_repo's
@@ -142,6 +147,9 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
     challenge) cmd=(python3 benchmarks/verify_challenge_gpu.py --ext .ext/reference-kernels) ;;
     challenge_drafted) cmd=(python3 benchmarks/verify_challenge_gpu.py --drafted --ext .ext/reference-kernels) ;;
+    modes) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext) ;;
+    modes_liger) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger) ;;
+    modes_planted) cmd=(python3 benchmarks/verify_modes_gpu.py --steps planted) ;;
     ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
     ecosystem_refs) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp) ;;
     ecosystem_refs_test) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp
