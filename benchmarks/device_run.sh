@@ -59,6 +59,9 @@
 #             one test size incorrect; gpu-mode's pmpp vectoradd_py and matmul_py where .ext/reference-kernels
 #             is carried). flopwatch reads task.yml with PyYAML: carry its wheel where the machine lacks it
 #             (EXTRA_WHEELS="pyyaml" for device-ray.sh)
+# challenge_drafted  the same script with --drafted: the examples and gpu-mode's pmpp vectoradd_py and matmul_py
+#             (with their solutions/) drafted unedited by `flopwatch new` / `init`, then run: ok at every
+#             benchmarks: entry, every tests: entry checked, reference-kernels' wrong solution incorrect
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
@@ -143,6 +146,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
     entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
     challenge) cmd=(python3 benchmarks/verify_challenge_gpu.py --ext .ext/reference-kernels) ;;
+    challenge_drafted) cmd=(python3 benchmarks/verify_challenge_gpu.py --drafted --ext .ext/reference-kernels) ;;
     modes) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext) ;;
     modes_liger) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger) ;;
     modes_planted) cmd=(python3 benchmarks/verify_modes_gpu.py --steps planted) ;;
