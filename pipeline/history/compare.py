@@ -550,7 +550,9 @@ def render_markdown(report: Report, page_url: str = "") -> str:
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
              (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
-              f"{n_slow} slower, {n_fail} newly failing, {n_memory} memory regression(s), {_series_count(report)}"
+              f"{n_slow} slower, {n_fail} newly failing, "
+              # the memory count appears only when memory moved: most comparisons never see it
+              + (f"{n_memory} memory regression(s), " if n_memory else "") + _series_count(report)
               + (f"; {n_changed} output(s) changed (no reference to check them)" if n_changed else "") + "."), ""]
     if n_bound:
         lines += [(f"{n_bound} series launch-bound at head (median within {LAUNCH_BOUND_FACTOR:g}x the launch floor of "
