@@ -13,6 +13,7 @@ import re
 from pathlib import Path, PurePosixPath
 
 from pipeline.onboarding.conventions import cuda_kernels, py_launch, pybind, script_values
+from pipeline.onboarding.conventions.bench_script import is_bench
 from pipeline.onboarding.decide.dtypes import DTYPE_OF
 from pipeline.onboarding.source.c_text import find_function
 from pipeline.onboarding.source.records import (
@@ -24,6 +25,7 @@ from pipeline.onboarding.source.records import (
     TensorMade,
     TypeAliases,
 )
+from pipeline.onboarding.source.repo import is_test
 
 DEFAULT_ARCH = {"cuda": "sm_90a", "hip": "gfx942"}
 _HEADERS = (".cuh", ".h", ".hpp", ".hh")
@@ -198,3 +200,20 @@ def tensors_passed(repo, callee_words: tuple[str, ...], arity: int) -> list[Tens
         found = [t for t in script_values.tensors(repo, path) if t.shape]
         made += found[:max(arity, 1)]
     return made
+
+
+def called_by_packages(repo, modules: list[str]) -> dict[str, str]:
+    """`module.function` (the callee's last two words) → `file:line` of each call the packages
+    of the entry modules `modules` make (tests and benchmark scripts aside): the extension
+    functions those entries wrap (`causal_conv1d_cuda.causal_conv1d_fwd`, called from the
+    autograd Function behind `causal_conv1d_fn`)."""
+    out: dict[str, str] = {}
+    packages = {repo.package_of(m) for m in modules if repo.import_root(m)[0]} - {""}
+    for path in repo.scripts:
+        if is_test(path) or is_bench(path) or not any(path.startswith(p + "/") for p in packages):
+            continue
+        for call in script_values.calls(repo, path):
+            words = call.callee.split(".")
+            if len(words) >= 2:
+                out.setdefault(".".join(words[-2:]), f"{path}:{call.line}")
+    return out
