@@ -2,11 +2,11 @@
 probe: Liger-Kernel's `benchmark/scripts`), run under the recorder (`workers.recorder`) for the
 entries about to be drafted, so that a draft is timed at the sizes the repository benchmarks.
 
-For each entry of a module: what is watched (what the entry only forwards to —
+For each entry of a module: what is watched (what the entry passes its parameters on to —
 `LigerRMSNormFunction.apply`, which the script's `LigerRMSNorm` module calls too — else the
-entry itself), and which scripts may reach it: a benchmark script that runs as a script and
-names the entry, what it forwards to, or a class or function of its package that names either
-(`conventions.bench_script`). An entry whose sizes a script's text or a Triton sweep already
+entry itself), and which scripts may reach it: a benchmark script that runs as a script,
+imports the entry's package and names the entry, what it passes them on to, or a class or
+function of its package that names either (`conventions.bench_script`). An entry whose sizes a script's text or a Triton sweep already
 gives is not recorded; neither is one this node cannot run (Triton or CUDA code, no GPU here):
 its draft says so. The scripts run several at a time, each with a time limit, a line each on
 the progress stream; a script stops once it goes back to a size it recorded (its next mode).
@@ -129,7 +129,8 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
             continue
         forward = passed_to(repo, entry)
         names = reach(repo, entry, forward, package)
-        touching = [s.file for s in scripts if s.words & names]
+        top = module.split(".")[0]  # a script reaches the entry through its package, imported
+        touching = [s.file for s in scripts if top in s.imports and s.words & names]
         watched = target_of(entry, forward, module, imports)
         if not touching or watched is None:
             continue

@@ -91,7 +91,9 @@ def plan_files(repo: RepoFiles, native: list[str], py_files: list[str], function
     taken = {d.name for d in drafts}
     python, said, skipped = [], [], []
     entry_modules = [r for r in py_files if (functional if isinstance(functional, bool) else r in functional)]
-    wrapped = called_by_packages(repo, entry_modules)  # extension functions the entries' packages call
+    # the extension functions the entries' packages call, where the files drafted build an extension
+    builds = any(torch_extension.extensions(repo, r).specs for r in py_files if repo.tree(r) is not None)
+    wrapped = called_by_packages(repo, entry_modules) if builds else {}
     for rel in py_files:
         wanted = functional if isinstance(functional, bool) else rel in functional
         found_here, told = python_drafts(repo, rel, repo.out_dir, taken, wanted, skipped, wrapped)

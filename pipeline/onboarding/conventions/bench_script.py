@@ -1,9 +1,10 @@
 """Benchmark scripts: a script under a `benchmark*/` or `bench*/` folder, or named `bench*.py`
 (tests aside), read without running it.
 
-- `BenchScript`: the words the script writes (which entries it may reach: the entry's name, what
-  the entry forwards to, a package class or function that calls it) and whether it runs as a
-  script (a `__main__` block, or calls at its top level);
+- `BenchScript`: the words the script writes and the packages it imports (which entries it may
+  reach: one of its package's names — the entry's, what the entry passes its parameters on to, a
+  class or function of the package that calls either), and whether it runs as a script (a
+  `__main__` block, or calls at its top level);
 - `Sweep` (how = "read"): each call passing tensors whose sizes the script's text gives through
   the script-value interpreter (`conventions.script_values`: literals, assignments, loops over
   literals, argparse defaults, its functions' defaults and call arguments) — the sizes named in
@@ -67,7 +68,11 @@ def read(repo, rel: str) -> list:
     if not is_bench(rel):
         return definitions(rel, tree)
     words = frozenset(re.findall(r"\w+", repo.text(rel)))
-    return [BenchScript(rel, words, runnable(tree)), *static_sweeps(repo, rel)]
+    imports = frozenset(n.module.split(".")[0] if isinstance(n, ast.ImportFrom) else a.name.split(".")[0]
+                        for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                        and not getattr(n, "level", 0) and (not isinstance(n, ast.ImportFrom) or n.module)
+                        for a in n.names)
+    return [BenchScript(rel, words, runnable(tree), imports), *static_sweeps(repo, rel)]
 
 
 def runnable(tree: ast.Module) -> bool:

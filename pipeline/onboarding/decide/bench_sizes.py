@@ -45,8 +45,10 @@ class Taken:
 def static_sweeps(repo, same_as: list[Equivalent]) -> list[Sweep]:
     """The sweeps read from the text that call the entry: Triton's declared ones first, then the
     benchmark scripts'."""
-    triton = found(repo, Sweep, [p for p in repo.scripts if triton_bench.matches(repo, p)])
-    scripts = found(repo, Sweep, [p for p in repo.scripts if bench_script.is_bench(p)])
+    words = {e.callee[0] for e in same_as}  # a file calling the entry names it (or what it forwards to)
+    files = [p for p in repo.scripts if any(w in repo.text(p) for w in words)]
+    triton = found(repo, Sweep, [p for p in files if triton_bench.matches(repo, p)])
+    scripts = found(repo, Sweep, [p for p in files if bench_script.is_bench(p)])
     ordered = [s for s in triton if s.reader == "triton_bench"] + [s for s in scripts if s.reader == "bench_script"]
     seen: set[tuple] = set()
     out = []

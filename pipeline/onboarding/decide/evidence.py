@@ -7,12 +7,13 @@ repository's scripts pass a callee. Decisions over records."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import re
 from pathlib import Path, PurePosixPath
 
-from pipeline.onboarding.conventions import cuda_kernels, py_launch, pybind, script_values
+from pipeline.onboarding.conventions import cuda_kernels, module_entries, py_launch, pybind, script_values
 from pipeline.onboarding.conventions.bench_script import is_bench
 from pipeline.onboarding.decide.dtypes import DTYPE_OF
 from pipeline.onboarding.source.c_text import find_function
@@ -210,10 +211,13 @@ def called_by_packages(repo, modules: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     packages = {repo.package_of(m) for m in modules if repo.import_root(m)[0]} - {""}
     for path in repo.scripts:
-        if is_test(path) or is_bench(path) or not any(path.startswith(p + "/") for p in packages):
+        tree = repo.tree(path)
+        if tree is None or is_test(path) or is_bench(path) or not any(path.startswith(p + "/") for p in packages):
             continue
-        for call in script_values.calls(repo, path):
-            words = call.callee.split(".")
-            if len(words) >= 2:
-                out.setdefault(".".join(words[-2:]), f"{path}:{call.line}")
+        imports = module_entries.module_imports(tree)
+        for node in ast.walk(tree):  # `conv_ext.conv_fwd(...)`: a module's function, by its dotted name
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
+                                                                                               ast.Name):
+                head = imports.get(node.func.value.id, node.func.value.id).rsplit(".", 1)[-1]
+                out.setdefault(f"{head}.{node.func.attr}", f"{path}:{node.lineno}")
     return out

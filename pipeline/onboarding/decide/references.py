@@ -210,11 +210,17 @@ def from_tests(repo, name: str, prefix: str, same_as: list[Equivalent]) -> list[
     """The tests' comparisons of the entry (or an equivalent call) with another callable, the
     test files named after the entry first."""
     callees = [e.callee for e in same_as]
+    return repo.reading("comparisons", f"{name}:{prefix}:{callees}", lambda: _from_tests(repo, name, prefix, same_as))
+
+
+def _from_tests(repo, name: str, prefix: str, same_as: list[Equivalent]) -> list[Comparison]:
+    callees = [e.callee for e in same_as]
     found = []
     camel = prefix.rstrip("_").lower()
     for path in _tests_calling(repo, name, prefix, callees):
         for c in compared_in_tests.comparisons(repo, path, callees, callees[1:], _origins(same_as)):
-            if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
+            if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]) \
+                    and not ref_names.shaped(c.other.split(".")[-1]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
             found.append(c)
     return found

@@ -183,13 +183,13 @@ class Sweep:
 @dataclass(frozen=True)
 class BenchScript:
     """A benchmark script (under a `benchmark*/` folder, or named `bench*.py`): the words it
-    writes (which entries it may reach), whether it runs as a script (a `__main__` block or
-    top-level calls), and the calls of functions whose sizes it leaves to run time (a call of
-    something the text cannot size: a module built in a setup function, sizes from a table)."""
+    writes and the packages it imports (which entries it may reach), and whether it runs as a
+    script (a `__main__` block or top-level calls)."""
 
     file: str
     words: frozenset
     runnable: bool
+    imports: frozenset = frozenset()  # the top-level packages it imports (`liger_kernel`, `torch`)
 
 
 @dataclass(frozen=True)

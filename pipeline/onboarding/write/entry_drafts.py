@@ -147,12 +147,14 @@ def _sizes_lines(label: str, shapes: list) -> list[str]:
     return [f"# sizes: {one_line(label)}", f"shapes = {_shapes_text(shapes)}"]
 
 
-def _check_lines(check: list, where: str) -> list[str]:
-    """The test's own size, only checked (`[[check]]`), at the variant's tolerance (the test's own
-    rtol where it allows more: `[tolerance]`)."""
+def _check_lines(check: list, where: str, rtol: list[str] = ()) -> list[str]:
+    """The test's own size, only checked (`[[check]]`), at the test's own rtol where it allows
+    more than the dtype's default (flopwatch's rtol is a relative Frobenius error: a test's
+    tighter elementwise bound is no tighter one); the timed sizes are checked at the dtype's."""
     if not check:
         return []
-    return ["", "[[check]]", f"shapes = {_shapes_text(check)}  # the test's own size ({where}): checked, not timed"]
+    return ["", "[[check]]", f"shapes = {_shapes_text(check)}  # the test's own size ({where}): checked, not timed",
+            *rtol]
 
 
 def _shapes_text(shapes: list) -> str:
@@ -247,12 +249,16 @@ def _reference_draft(repo, entry: Entry, ref: Reference, inputs: Inputs, where: 
     lines.append("]")
     dtype = dtype or default_dtype(where.backend)
     looser = looser_rtol(ref, dtype)
+    rtol = []
     if looser is not None:
         c = ref.comparison
-        lines += ["", "[tolerance]", f"rtol = {looser[0]!r}  # the test's own rtol ({c.compared_by}, {c.file}:{c.line}); "
-                                     f"flopwatch's {dtype} default is {looser[1]!r}"]
-    if ref.kind != "none":
-        lines += _check_lines(check, inputs.where)
+        rtol = [f"rtol = {looser[0]!r}  # the test's own rtol ({c.compared_by}, {c.file}:{c.line}); "
+                f"flopwatch's {dtype} default is {looser[1]!r}"]
+    if ref.kind != "none" and check:
+        # the test's size at the test's tolerance; the timed sizes at the dtype's
+        lines += _check_lines(check, inputs.where, rtol)
+    elif rtol:
+        lines += ["", "[tolerance]", *rtol]
     return draft(name, folder, lines, op, todo, guessed, where.include_dir, entry=where.entry, reference=label,
                  files=files, sizes=sized.label if sized is not None else "", peer=peer)
 

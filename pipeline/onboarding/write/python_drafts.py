@@ -116,7 +116,7 @@ def _function_draft(repo, spec, fn: Exported, out_dir: str, taken: set[str]) -> 
     folder = f"{out_dir}/{name}"
     kinds = ["tensor" if torch_extension.returns_tensor(p.type) else kind_of(p) for p in fn.params]
     op, mapped = op_from_params(fn.py_name + " " + spec.name, [p.name for p in fn.params], fn.returns, kinds)
-    if not op:
+    if not op or not all(mapped):  # a parameter the op does not take: it computes something else
         return _unchecked_function_draft(repo, spec, fn, name, folder, kinds)
     todo: list[str] = []
     guessed: list[str] = []
