@@ -22,9 +22,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from concurrent.futures import ThreadPoolExecutor
 
 from pipeline.onboarding.conventions import bench_script, found, module_entries
+from pipeline.onboarding.conventions.ref_names import common_prefix, stems
 from pipeline.onboarding.decide.bench_sizes import static_sweeps
 from pipeline.onboarding.decide.scaling import gpu_here
 from pipeline.onboarding.source.py_values import dotted
@@ -120,6 +122,7 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
     root, module = repo.import_root(rel)
     imports = module_entries.module_imports(repo.tree(rel)) if repo.tree(rel) is not None else {}
     package = repo.package_of(rel)
+    prefix = common_prefix([e.name for e in entries])
     gpu = gpu_here() if gpu is None else gpu
     needs_gpu = where.backend == "triton" or "cpu" not in where.devices
     out: dict[str, RunSizes] = {}
@@ -131,6 +134,10 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
         names = reach(repo, entry, forward, package)
         top = module.split(".")[0]  # a script reaches the entry through its package, imported
         touching = [s.file for s in scripts if top in s.imports and s.words & names]
+        # a script named after the entry (benchmark_rms_norm.py for liger_rms_norm) is its benchmark:
+        # the others that reach it (a model's MLP, a fused variant) are not run for it
+        named = [f for f in touching if _named_after(f, entry.name, prefix)]
+        touching = named or touching
         watched = target_of(entry, forward, module, imports)
         if not touching or watched is None:
             continue
@@ -158,6 +165,14 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
             out[entry.name] = RunSizes(entry.name, prior.sweeps + tuple(sweeps), note if not prior.sweeps and
                                        not sweeps else "")
     return out
+
+
+def _named_after(script: str, entry: str, prefix: str) -> bool:
+    """Whether a script's name, benchmark words aside, is one the entry goes by."""
+    stem = PurePosixPath(script).stem.lower()
+    for word in ("benchmark_", "bench_", "_benchmark", "_bench"):
+        stem = stem.replace(word, "")
+    return stem in stems(entry, prefix)
 
 
 def _record_all(repo, wanted: dict, roots: tuple, say, jobs: int) -> dict:
