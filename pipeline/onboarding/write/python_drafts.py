@@ -169,12 +169,17 @@ def _unchecked_function_draft(repo, spec, fn: Exported, name: str, folder: str, 
     lines += extensions(from_folder(folder, spec.origin.rsplit(":", 1)[0]), name=spec.name)
     lines += ["", "[reference]", CHECK_NONE, f"sizes = {{ M = 1024, N = 1024 }}  {GUESS}: {signature} fits no op",
               "inputs = ["]
-    written = False
+    # where it returns nothing it writes into a tensor it is handed: one named as an output is, else
+    # the last one it may write (C functions take their output last)
+    tensors = [p for p, kind in zip(fn.params, kinds) if kind == "tensor"]
+    writable = [p for p in tensors if "const" not in p.type]
+    output = None if fn.returns else next((p for p in tensors if re.search(r"^(out|output|dst|result|y|c)$|_out$",
+                                                                            p.name, re.IGNORECASE)),
+                                          writable[-1] if writable else None)
     for p, kind in zip(fn.params, kinds):
         if kind == "tensor":
-            out = not fn.returns and not written and "const" not in p.type
-            written = written or out
-            lines.append(f'  {{ name = "{p.name}", shape = ["M", "N"]' + (", output = true" if out else "") + " },")
+            lines.append(f'  {{ name = "{p.name}", shape = ["M", "N"]' + (", output = true" if p is output else "")
+                         + " },")
         else:
             lines.append(f'  {{ name = "{p.name}", value = {1.0 if kind == "float" else 1} }},  {GUESS}: a {p.type}')
     lines.append("]")
