@@ -51,7 +51,7 @@ def _toml(repo: Path, name: str) -> dict:
 def _drafts(files: dict[str, str], rel: str, root: Path | None = None) -> tuple[dict, list]:
     repo = RepoFiles.from_texts(files, root=root)
     skipped: list = []
-    drafts, notes = python_drafts(repo, rel, "flopwatch", set(), True, skipped)
+    drafts, _ = python_drafts(repo, rel, "flopwatch", set(), True, skipped)
     return {d.name: d for d in drafts}, skipped
 
 

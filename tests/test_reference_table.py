@@ -341,7 +341,7 @@ def test_a_wrong_peer_is_invalid_with_its_key(tmp_path, peer, key, words):
     text = SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref").replace(
         'found = "convention"', f'found = "convention"\npeer = {peer}')
     _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS, "kernels/scale/variant.toml": text})
-    valid, (bad,) = discover(tmp_path, load_config(tmp_path))
+    _, (bad,) = discover(tmp_path, load_config(tmp_path))
     assert bad.error.startswith(f"kernels/scale/variant.toml: {key}: "), bad.error
     assert words in bad.error
 

@@ -60,9 +60,9 @@ def jobs_here(gpu: bool) -> int:
 
 def passed_to(repo, entry: Entry) -> Forwarded | None:
     """What the entry passes its parameters on to: what it only forwards to, else the call in
-    its body whose positional arguments are all its own parameters, the longest such call
+    its body passing the most of its parameters by position, at least two of them
     (`loss, z_loss, ... = LigerCrossEntropyFunction.apply(input, target, weight, ...)`, the
-    result then unpacked), at least two of them; None where it makes no such call."""
+    result then unpacked); None where it makes no such call."""
     if entry.forwards is not None:
         return entry.forwards
     tree = repo.tree(entry.file)

@@ -1,6 +1,9 @@
 """The reference an entry is checked against, found where the repository keeps it, in this order
 (the first found is taken; each says how it was found):
 
+0. the repository's own, where it keeps one for the entry (by name, 2., or a test comparing the
+   entry with a callable it writes, 3.: `repository_reference`), ahead of a built-in op the
+   entry's name says — which may then be timed as its peer (`decide.peer`);
 1. a built-in op (`workers/ops`, `decide.ops.builtin`): the entry's name is one of the op's
    ENTRY_NAMES (or, where an op has none, the op's own name once the repository's prefix is
    taken off: `liger_rms_norm` → rms_norm), and its parameters give the op's inputs;

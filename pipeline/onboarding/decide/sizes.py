@@ -4,9 +4,10 @@ script uses (through the kernel's argument list, by name, or off the tensors it 
 entry's sizes from a test's call, a row-wise op's leading dimensions folded into its rows.
 
 Where a repository keeps the sizes it benchmarks at — a `triton.testing.Benchmark` sweep, a
-benchmark script's loop, a problem's `benchmarks:` list — a reader gives a `Sweep`
-(`source.records`); the sizes of a draft are then taken from the sweeps that call its entry
-(`conventions.found(repo, Sweep, files)`), ahead of those of its tests. Decisions over records."""
+benchmark script's loop, a script's calls recorded as it ran — a `Sweep` (`source.records`)
+gives them; a built-in op's draft takes the sweeps that call its entry (`builtin_sizes`, through
+`decide.bench_sizes`), else its test's sizes scaled by the rule (`decide.scaling`), the test's
+own then a check point. Decisions over records."""
 
 from __future__ import annotations
 

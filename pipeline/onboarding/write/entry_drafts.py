@@ -1,5 +1,8 @@
 """The drafts of a Python module's entries, each checked against the reference the repository
-already trusts (`decide.references`), and why each public function not drafted is not.
+already trusts (`decide.references`: its own first, a built-in op its name says then its peer
+where they agree), timed at the sizes the repository benchmarks it at (`decide.bench_sizes`,
+`decide.scaling`; a `# sizes:` line says where from, the test's own size a `[[check]]`), and why
+each public function not drafted is not.
 
 A built-in op's draft is the op's (`op = "layer_norm"`, its inputs and peer). Any other entry
 is an op of its own, named after the variant, with a `[reference]` table (docs/variants.md):
@@ -250,8 +253,8 @@ def _reference_draft(repo, entry: Entry, ref: Reference, inputs: Inputs, where: 
     rtol = []
     if looser is not None:
         c = ref.comparison
-        rtol = [f"rtol = {looser[0]!r}  # the test's own rtol ({c.compared_by}, {c.file}:{c.line}); "
-                f"flopwatch's {dtype} default is {looser[1]!r}"]
+        rtol = [(f"rtol = {looser[0]!r}  # the test's own rtol ({c.compared_by}, {c.file}:{c.line}); "
+                 f"flopwatch's {dtype} default is {looser[1]!r}")]
     if ref.kind != "none" and check:
         # the test's size at the test's tolerance; the timed sizes at the dtype's
         lines += _check_lines(check, inputs.where, rtol)
@@ -306,8 +309,8 @@ def _peer(repo, ref: Reference, builtin_op: Reference, inputs: Inputs, rows, siz
     if verdict.agrees is False:
         return [f"# not timed against the built-in {builtin_op.op}: {verdict.detail}"], ""
     if verdict.agrees is None:  # left to the user: a peer that cannot run beside the reference would fail its rows
-        return [f"# {text}  # the built-in {builtin_op.op} as its peer is unverified ({verdict.detail}): uncomment "
-                f"to time it beside the reference"], ""
+        return [(f"# {text}  # the built-in {builtin_op.op} as its peer is unverified ({verdict.detail}): "
+                 f"uncomment to time it beside the reference")], ""
     return [f"{text}  # timed as its peer: {verdict.detail}"], builtin_op.op
 
 
