@@ -22,8 +22,8 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import PurePosixPath
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import PurePosixPath
 
 from pipeline.onboarding.conventions import bench_script, found, module_entries
 from pipeline.onboarding.conventions.ref_names import common_prefix, stems

@@ -233,7 +233,7 @@ def scaled_reference(rows, sizes: dict[str, int], dtype: str, goal: Target, name
     return out, why, stop
 
 
-def row_bytes(rows: list[InputRow], sizes: dict, dtype: str) -> int:
+def row_bytes(rows: list, sizes: dict, dtype: str) -> int:
     """Bytes one call reads and writes: every tensor input, and an output as large as the
     largest input where the entry returns its own (as `workers.ops.reference` counts them)."""
     counts = []

@@ -185,8 +185,8 @@ def _builtin_draft(repo, entry: Entry, ref: Reference, where: Where, name: str, 
         lines.append(f"args = {json.dumps(passed)}")
     lines += _extensions(where, folder)
     lines += _check_lines(sized.check, sized.check_where)
-    todo = [f"{', '.join(guessed)}: no script or test of the repository calls {entry.name} with tensors flopwatch "
-            f"can read"] if guessed else []
+    todo = [(f"{', '.join(guessed)}: no script or test of the repository calls {entry.name} with tensors "
+             f"flopwatch can read")] if guessed else []
     return draft(name, folder, lines, op, todo, guessed, where.include_dir, entry=where.entry, reference=label,
                  sizes=sized.label if "shapes" not in guessed else "a guess: " + sized.label)
 
