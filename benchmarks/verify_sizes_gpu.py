@@ -39,15 +39,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-sizes"))
 WORK = Path(os.environ.get("SIZES_WORK", "/tmp/bench/sizes"))
 LIGER_MODULE = "src/liger_kernel/transformers/functional.py"
-# entry → (its benchmark script, what flopwatch's peer runs beside what the script's torch side runs)
+# entry → (its benchmark script, what flopwatch's peer runs beside what the script's torch side runs). Left
+# out: rms_norm (flopwatch's peer is torch's fused F.rms_norm, the script's LlamaRMSNorm five eager kernels)
+# and jsd (the script's TorchJSD and flopwatch's eager JSD differ in their fp32 casts), whose ratios
+# measure different peers; swiglu and geglu (the scripts time a whole MLP, matmuls included).
 COMPARED = {
     "liger_cross_entropy": ("benchmark_cross_entropy.py", "F.cross_entropy; the script: nn.CrossEntropyLoss (the same)"),
     "liger_softmax": ("benchmark_softmax.py", "torch.softmax; the script: torch.softmax (the same)"),
     "liger_layer_norm": ("benchmark_layer_norm.py", "F.layer_norm; the script: nn.LayerNorm (the same)"),
     "liger_group_norm": ("benchmark_group_norm.py", "F.group_norm; the script: nn.GroupNorm (the same)"),
     "liger_kl_div": ("benchmark_kl_div.py", "F.kl_div; the script: nn.KLDivLoss (the same)"),
-    "liger_rms_norm": ("benchmark_rms_norm.py", "F.rms_norm (fused); the script: LlamaRMSNorm (eager, 5 kernels)"),
-    "liger_jsd": ("benchmark_jsd.py", "eager JSD in fp32 (Liger's test); the script: its TorchJSD"),
     "liger_dyt": ("benchmark_dyt.py", "eager γ·tanh(α·x)+β; the script: its TorchDyT"),
     "liger_relu_squared": ("benchmark_relu_squared.py", "square(relu(x)); the script: its torch ReLU²"),
     "liger_poly_norm": ("benchmark_poly_norm.py", "eager PolyNorm (Liger's test); the script: its torch PolyNorm"),
@@ -202,13 +203,26 @@ def part_run(ext: Path) -> None:
     runner = WORK / "forward_only.py"
     runner.write_text(RUNNER)
     scripts = liger / "benchmark" / "scripts"
-    env = {**os.environ, "PYTHONPATH": f"{liger / 'src'}{os.pathsep}{scripts}{os.pathsep}"
-                                       f"{os.environ.get('PYTHONPATH', '')}"}
+    # utils.py asks importlib.metadata for liger-kernel, which this checkout never installed: the
+    # recorder's stand-in dist-info (read from its pyproject.toml, never run) answers, as it does there
+    from workers.recorder.distribution import read_distribution, write_dist_info
+
+    dist = WORK / "dist"
+    found = read_distribution(liger)
+    if found is not None:
+        write_dist_info(dist, found[0], found[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(liger / "src"), str(scripts), str(dist),
+                                                        os.environ.get("PYTHONPATH", "")])}
     for entry, (script, _) in COMPARED.items():
         out = OUT / f"sizes-script-{entry}.json"
         t0 = time.time()
-        proc = subprocess.run([sys.executable, str(runner), script, str(out)], cwd=scripts, env=env,
-                              capture_output=True, text=True, check=False, timeout=240)
+        try:
+            proc = subprocess.run([sys.executable, str(runner), script, str(out)], cwd=scripts, env=env,
+                                  capture_output=True, text=True, check=False, timeout=150)
+        except subprocess.TimeoutExpired as exc:  # what it measured until then is in `out`
+            (OUT / f"sizes-script-{entry}.log").write_text(f"timed out after {exc.timeout} s")
+            print(f"{script}: forward speed only (timed out, {time.time() - t0:.0f} s)", flush=True)
+            continue
         (OUT / f"sizes-script-{entry}.log").write_text(proc.stdout[-20000:] + "\n" + proc.stderr[-20000:])
         print(f"{script}: forward speed only (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
 
