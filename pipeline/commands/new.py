@@ -19,7 +19,8 @@ from pipeline.onboarding.write import project
 from pipeline.run.summary import cell
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
-        "KernelBench problems and solutions, a module's functional entries) and build each once")
+        "KernelBench problems and solutions, kernel-challenge submissions, a module's functional entries) and build "
+        "each once")
 
 
 def add_arguments(p) -> None:

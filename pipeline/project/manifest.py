@@ -23,6 +23,7 @@ from pipeline.project.shapes import ShapeError, check_points, resolve
 from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
 from workers.bindings.python_entry import PYTHON_SIDE, REPOSITORY_ROOTS, entry_parts
 from workers.core import untrusted
+from workers.core.params import FORWARD
 from workers.core.records import Binding, Shape, Variant
 from workers.ops import OPS
 from workers.ops.repo import RepoOp
@@ -174,6 +175,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     if m.backend == "triton" and "cpu" in devices:
         raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
     sweep_points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
+    modes = _modes(rel, m, binding)
     return Variant(
         name=m.name,
         op=m.op,
@@ -205,7 +207,24 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         extra_files=tuple(dict.fromkeys(extra_files)),
         points=tuple(sweep_points),
         check_points=tuple(points),
+        modes=modes,
     )
+
+
+def _modes(rel: str, m: VariantManifest, binding: Binding) -> tuple[str, ...]:
+    """The passes a manifest asks for (`modes`); () when it names none (forward only). A pass
+    other than forward starts from what the entry returns."""
+    modes = tuple(m.modes)
+    repeated = sorted({x for x in modes if modes.count(x) > 1})
+    if repeated:
+        raise ManifestError(rel, "modes", f"{repeated[0]!r} is listed twice")
+    passes = [x for x in modes if x != FORWARD]
+    if passes and not binding.returns:
+        raise ManifestError(rel, "modes", f"{passes[0]!r} needs an entry that returns its output "
+                                          "(binding.returns = true): a backward pass starts from what the entry "
+                                          "returned, and an output written into a buffer the harness hands in "
+                                          "carries no autograd graph")
+    return modes if modes != (FORWARD,) else ()
 
 
 def _points(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, binding: Binding,

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WithJsonSchema
 
 from pipeline.project.defaults import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
+from workers.core.params import MODES
 from workers.ops import DTYPES, OPS
 from workers.ops.kernelbench import FP64, RULES
 
@@ -315,6 +316,12 @@ class VariantManifest(_Table):
                                                     "arguments a raw entry names (\"k<AXIS>\"), as keyword arguments of "
                                                     "a python or triton entry and as the [triton] kernel's constexprs")
     sweep: SweepTable = SweepTable()
+    modes: list[Literal[MODES]] = Field([], min_length=1, description=(
+        "the passes measured, each a series of its own: forward (the call, gradients off; the default), "
+        "backward (the forward once, then backward(dy) timed, gradients reset between samples), full (forward "
+        "and backward per sample); backward and full need an entry that returns an output of an autograd graph "
+        "(binding.returns) and check its gradients against the reference's; a point measured in them is named "
+        "NAME[mode=backward] (docs/variants.md)"))
 
 
 class DefaultsTable(_Table):

@@ -211,7 +211,9 @@ class _Reference:
 
         dtype = next((v.dtype for v in inputs.values() if isinstance(v, torch.Tensor) and v.is_floating_point()),
                      torch.float32)
-        with torch.no_grad():
+        # Gradients only where asked for: a backward pass's check hands in inputs that require
+        # grad and differentiates what this returns (`workers.measure.passes`).
+        with torch.set_grad_enabled(_wants_grad(inputs)):
             try:
                 out = self._run(self._args(inputs, torch.float64), " (fp64)")
             except OpCodeError:
@@ -236,6 +238,7 @@ class _Reference:
             mapped = {self.spec.peer_inputs[k]: v for k, v in inputs.items() if k in self.spec.peer_inputs}
             return op.peer_returns(mapped, op.LAYOUTS[0])
         return self._run(self._args(inputs), "")
+
 
     def output_shape(self, dims: dict) -> tuple[int, ...]:
         return self._shape(self.output, dims) if self.output is not None else ()
@@ -298,3 +301,10 @@ def output_digest(out) -> dict:
     return {"sha256": hashlib.sha256(raw.numpy().tobytes()).hexdigest(), "shape": list(t.shape),
             "dtype": str(t.dtype).replace("torch.", ""),
             "sample": [float(v) for v in (flat.double() if flat.is_floating_point() else flat).tolist()]}
+
+
+def _wants_grad(inputs: dict) -> bool:
+    """Whether any input tensor requires grad (the reference of a backward pass's check)."""
+    import torch
+
+    return any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs.values())

@@ -403,6 +403,48 @@ class Solution:
     init_params: tuple | None
 
 
+# -- the kernel-challenge problem format (conventions/competition.py) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ChallengeProblem:
+    """A problem folder of the kernel-challenge format (reference.py with `generate_input` and
+    `ref_kernel`, task.yml): its folder; the keywords of a shape (task.yml's benchmarks[0], the
+    seed aside); the dtypes generate_input names, in its order, as (word, line) (`fp16`, `bf16`,
+    `fp32`, `fp64`, `uint8`, `float8_e4m3fnuz`, …); where the problem's own code names the CUDA
+    device (`reference.py:25`, "" for nowhere: code that asks whether CUDA is available chooses
+    its device); whether reference.py has a `check_implementation` of its own; and why task.yml
+    or reference.py cannot be read ("" when they can)."""
+
+    folder: str
+    keywords: tuple[str, ...] = ()
+    dtypes: tuple[tuple[str, int], ...] = ()
+    cuda_at: str = ""
+    checks_itself: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ChallengeSubmission:
+    """A file defining `custom_kernel(data)` for the problem in `folder` (its submission.py, or
+    another submission in the folder or its solutions/ or submissions/ subfolders); where its
+    code names the CUDA device ("" for nowhere)."""
+
+    file: str
+    folder: str
+    cuda_at: str = ""
+
+
+@dataclass(frozen=True)
+class ChallengeHarness:
+    """A file of the problems' own harness (reference.py, task.py, utils.py, eval.py,
+    template*.py, the files task.yml lists): what the problems in `folders` run a submission
+    with, never an entry of its own."""
+
+    file: str
+    folders: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Extensions:
     """The torch extensions one file builds (`workers.torch_ext.spec.ExtensionSpec`s), read once;
