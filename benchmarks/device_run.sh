@@ -62,6 +62,14 @@
 # challenge_drafted  the same script with --drafted: the examples and gpu-mode's pmpp vectoradd_py and matmul_py
 #             (with their solutions/) drafted unedited by `flopwatch new` / `init`, then run: ok at every
 #             benchmarks: entry, every tests: entry checked, reference-kernels' wrong solution incorrect
+# sizes_draft benchmarks/verify_sizes_gpu.py --part draft (carry .ext/Liger-Kernel and .ext/extension-cpp):
+#             `flopwatch new` on Liger's functional module, its benchmark scripts run under the recorder for
+#             their sizes; extension-cpp `init` and `run` on this node without expecttest (each operator at
+#             >= 16M elements); the drafted checkouts stay in /tmp/bench/sizes for sizes_run
+# sizes_run   benchmarks/verify_sizes_gpu.py --part run (after sizes_draft, same machine): Liger's drafts run at
+#             each entry's largest size, then Liger's own scripts, forward speed only, held against flopwatch's
+#             % of peer (within 25%); the short table last
+# sizes       both, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
@@ -159,6 +167,9 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
                                      --only extension-cpp --reference repository) ;;
     ecosystem_liger_builtin) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
                                   --reference builtin) ;;
+    sizes_draft) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part draft) ;;
+    sizes_run) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run) ;;
+    sizes) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part all) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py
                            --scaling-again --gpus all --gpus 1) ;;

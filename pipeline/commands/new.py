@@ -85,7 +85,7 @@ def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> 
     if not args.no_build:
         project.build_all(root, done)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
-             "reference": x.draft.reference,
+             "reference": x.draft.reference, "sizes": x.draft.sizes, "peer": x.draft.peer,
              "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
              "guessed": list(x.draft.guessed)}
             for x in done]
@@ -121,6 +121,11 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
     console.print(table)
     if checked:
         console.print(cell(_reference_counts(rows, undrafted)))
+    sized = [r for r in rows if r.get("sizes")]
+    if sized:
+        console.print(cell("timed at (where each draft's sizes come from):"))
+        for r in sized:
+            console.print(cell(f"  {r['variant']}: {r['sizes']}"))
     if undrafted:
         console.print(cell(f"not drafted ({len(undrafted)}):"))
         for u in undrafted:

@@ -3,6 +3,8 @@
 find   the files to draft (the ones named, or every kernel source, problem, solution, extension
        build and entry module of the repository) in one listing (`source.RepoFiles`);
 read   each file once with the readers of `conventions` (kernels, launches, modules, tests, ...);
+run    the benchmark scripts that compute their sizes as they run, under the recorder, for the
+       entries about to be drafted (`bench_runs`);
 decide each draft's op, dtype, sizes, geometry, reference and inputs (`decide`);
 write  one draft per kernel, module function, problem, solution, extension function, operator
        and entry (`write`), a later draft of an entry already drafted left out.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.onboarding import bench_runs
 from pipeline.onboarding.conventions import (
     competition,
     found,
@@ -24,6 +27,7 @@ from pipeline.onboarding.conventions import (
 )
 from pipeline.onboarding.conventions.kernelbench import find_problem
 from pipeline.onboarding.decide.evidence import (
+    called_by_packages,
     complete,
     exported_callers,
     host_code,
@@ -105,9 +109,13 @@ def plan_files(repo: RepoFiles, native: list[str], py_files: list[str], function
     drafts, notes = kernel_drafts(repo, native, repo.out_dir, set(built)) if native else ([], [])
     taken = {d.name for d in drafts}
     python, said, skipped = [], [], []
+    entry_modules = [r for r in py_files if (functional if isinstance(functional, bool) else r in functional)]
+    # the extension functions the entries' packages call, where the files drafted build an extension
+    builds = any(torch_extension.extensions(repo, r).specs for r in py_files if repo.tree(r) is not None)
+    wrapped = called_by_packages(repo, entry_modules) if builds else {}
     for rel in py_files:
         wanted = functional if isinstance(functional, bool) else rel in functional
-        found_here, told = python_drafts(repo, rel, repo.out_dir, taken, wanted, skipped)
+        found_here, told = python_drafts(repo, rel, repo.out_dir, taken, wanted, skipped, wrapped)
         python += found_here
         said += told
     said = list(dict.fromkeys(said))  # a problem folder's harness files say one line
@@ -174,11 +182,12 @@ def kernel_drafts(repo: RepoFiles, files: list[str], out_dir: str,
 
 
 def python_drafts(repo: RepoFiles, rel: str, out_dir: str, taken: set[str], functional: bool = True,
-                  skipped: list | None = None) -> tuple[list[Draft], list[str]]:
+                  skipped: list | None = None, wrapped: dict[str, str] | None = None) -> tuple[list[Draft], list[str]]:
     """The drafts of one Python file — a challenge submission (its problem's harness: a note), a
     solution, a problem, the extensions it builds, else (`functional`) every public function as
-    an entry — and notes on what was not drafted;
-    `skipped` gets each public function not drafted, and why."""
+    an entry — and notes on what was not drafted; `skipped` gets each public function not
+    drafted, and why; `wrapped`: the extension functions the drafted entries' packages call,
+    measured through those entries."""
     if repo.tree(rel) is None:
         return [], [f"{rel}: not Python flopwatch can read (syntax error)"]
     challenge = repo.records(competition, rel)
@@ -196,10 +205,10 @@ def python_drafts(repo: RepoFiles, rel: str, out_dir: str, taken: set[str], func
                                taken)], []
     if problem is not None:
         return [problem_draft(repo, problem, out_dir, taken)], []
-    drafts, notes = extension_drafts(repo, torch_extension.extensions(repo, rel), out_dir, taken)
+    drafts, notes = extension_drafts(repo, torch_extension.extensions(repo, rel), out_dir, taken, wrapped)
     if drafts or notes or not functional:
         return drafts, notes
-    return module_drafts(repo, rel, out_dir, taken, skipped), []
+    return module_drafts(repo, rel, out_dir, taken, skipped, record=bench_runs.run_sizes), []
 
 
 def one_per_entry(drafts: list[Draft], taken: set[str]) -> list[Draft]:

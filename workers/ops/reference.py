@@ -50,6 +50,10 @@ class ReferenceOp(Record):
     kind: str = KIND
     functions: tuple[str, ...] = ("peer_returns",)
     peer_name: str = ""
+    # A built-in op timed as the peer instead of the reference (`[reference] peer`), and which of
+    # its inputs each of the table's inputs is.
+    peer_op: str = ""
+    peer_inputs: dict = field(default_factory=dict)
 
     @property
     def INPUTS(self) -> tuple[str, ...]:
@@ -106,17 +110,18 @@ def size_of(dim, dims: dict) -> int:
 
 # -- in the job's child only ----------------------------------------------------------------------
 
-def load(spec: ReferenceOp, resolve=None) -> types.SimpleNamespace:
+def load(spec: ReferenceOp, resolve=None, peer=None) -> types.SimpleNamespace:
     """The reference as an op namespace (the built-in ops' functions). `resolve(call, key,
     folder)` imports the callable from the job's build as the entry is imported
     (`workers.bindings.python_entry.resolve`, handed in by the job: ops import no binding code);
-    None where the job has no build to import from."""
-    return _Reference(spec, resolve).namespace()
+    None where the job has no build to import from. `peer`: the built-in op `spec.peer_op`
+    names, whose torch peer is timed instead of the reference (`workers.ops.for_variant`)."""
+    return _Reference(spec, resolve, peer).namespace()
 
 
 class _Reference:
-    def __init__(self, spec: ReferenceOp, resolve):
-        self.spec, self.resolve = spec, resolve
+    def __init__(self, spec: ReferenceOp, resolve, peer=None):
+        self.spec, self.resolve, self.peer = spec, resolve, peer
         self.fn = None
         self.output = next((i for i in spec.inputs if i.get("output")), None)
         self.dims: dict = dict(spec.sizes)
@@ -228,6 +233,10 @@ class _Reference:
         return out.double() if out.is_floating_point() else out
 
     def peer_returns(self, inputs: dict, layout: str = "default"):
+        if self.peer is not None:  # a built-in op's torch peer, on the same inputs under its own names
+            op = self.peer
+            mapped = {self.spec.peer_inputs[k]: v for k, v in inputs.items() if k in self.spec.peer_inputs}
+            return op.peer_returns(mapped, op.LAYOUTS[0])
         return self._run(self._args(inputs), "")
 
 

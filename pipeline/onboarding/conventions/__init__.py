@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pipeline.onboarding.conventions import (
+    bench_script,
     compared_in_tests,
     competition,
     cuda_kernels,
@@ -25,6 +26,7 @@ from pipeline.onboarding.conventions import (
     sliced_from_tests,
     torch_extension,
     torch_library,
+    triton_bench,
 )
 
 READERS = (
@@ -40,6 +42,9 @@ READERS = (
     ref_names,  # references by name beside an entry (X_ref, torch_X, class TorchX)
     compared_in_tests,  # the words of each test: which tests may call an entry
     sliced_from_tests,  # the comparisons inside test functions (an entry's slices come from these)
+    # sizes a repository benchmarks its entries at
+    triton_bench,  # triton.testing.Benchmark sweeps under perf_report: x_vals × args
+    bench_script,  # benchmark scripts: what they reach, the sizes their text gives
 )
 
 

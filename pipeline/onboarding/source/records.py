@@ -172,6 +172,45 @@ class Sweep:
     sizes: dict  # size name → values, in order
     dtype: str = ""
     reader: str = ""  # the convention module that read it
+    # Each point the sweep runs at (size name → value; the sizes above are their union) and the
+    # call's arguments, a tensor's dimensions in those names or in numbers (a recorded call).
+    points: tuple = ()
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    how: str = "read"  # read (from the text) | recorded (the script run under the recorder)
+
+
+@dataclass(frozen=True)
+class BenchScript:
+    """A benchmark script (under a `benchmark*/` folder, or named `bench*.py`): the words it
+    writes and the packages it imports (which entries it may reach), and whether it runs as a
+    script (a `__main__` block or top-level calls)."""
+
+    file: str
+    words: frozenset
+    runnable: bool
+    imports: frozenset = frozenset()  # the top-level packages it imports (`liger_kernel`, `torch`)
+
+
+@dataclass(frozen=True)
+class RunSizes:
+    """What running the repository's benchmark scripts gave one entry: the calls recorded (one
+    `Sweep` each, how = "recorded"), or why none were taken from a script that reaches it (it
+    needs a GPU this node lacks, the script ended before calling it)."""
+
+    entry: str
+    sweeps: tuple = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A top-level class or function of a package module and the words its body writes: a
+    script calling `LigerRMSNorm` reaches `LigerRMSNormFunction` through it."""
+
+    file: str
+    name: str
+    words: frozenset
 
 
 # -- tests ------------------------------------------------------------------------------------------
@@ -184,7 +223,8 @@ class Arg:
     text: the expression as written; value: a constant (number, bool, string) when it is one;
     shape: a tensor's dimensions (an int, or a size name the test binds: "B"); sizes: the size
     names' values (from the parametrize row); dtype: fp32 | fp16 | bf16 | int64 ... ("" unknown);
-    tensor: whether it is a tensor the test makes."""
+    tensor: whether it is a tensor the test makes; varied: the size names the test's parametrize
+    rows take several values of."""
 
     text: str
     value: object = None
@@ -192,6 +232,7 @@ class Arg:
     sizes: dict = field(default_factory=dict)
     dtype: str = ""
     tensor: bool = False
+    varied: tuple = ()
 
     @property
     def known(self) -> bool:
@@ -599,12 +640,14 @@ class Equivalent:
 @dataclass(frozen=True)
 class Inputs:
     """The entry's arguments of one call: parameter names in order, their Args, the output's
-    index (or None), and whether they are a guess (no test calls the entry)."""
+    index (or None), whether they are a guess (no test calls the entry), and the test's call
+    they were read from (`file:line`, "" where none)."""
 
     names: tuple[str, ...]
     args: tuple[Arg, ...]
     output: int | None
     guessed: bool = False
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -650,6 +693,8 @@ class Draft:
     extra_include_dirs: tuple[str, ...] = ()  # folders of further files the draft includes
     entry: str = ""
     reference: str = ""
+    sizes: str = ""  # where its timed sizes come from, in words ("" for a kernel's launch sizes)
+    peer: str = ""  # the built-in op timed as its peer beside the repository's reference ("" for none)
 
     @property
     def include_dirs(self) -> tuple[str, ...]:
