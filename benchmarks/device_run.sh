@@ -69,7 +69,17 @@
 # sizes_run   benchmarks/verify_sizes_gpu.py --part run (after sizes_draft, same machine): Liger's drafts run at
 #             each entry's largest size, then Liger's own scripts, forward speed only, held against flopwatch's
 #             % of peer (within 25%); the short table last
-# sizes       both, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
+# sizes_extcpp  benchmarks/verify_sizes_gpu.py --part extcpp: extension-cpp `init` and `run` on this node
+#             without expecttest (each operator at >= 16M elements)
+# sizes       all three, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
+# modes_drafted  verify_modes_gpu.py's Liger part on the drafts a sizes_draft call wrote (carry its
+#             liger-drafts/ and sizes-liger-new.json as .ext/sizes_draft): no second `flopwatch new`
+#
+# DEADLINE_S=N stops each case at N seconds after the call began (SIGINT, then SIGKILL 15 s on),
+# so that what the cases wrote comes back from a call with a time limit. The cases marked
+# "direct" below write their outputs straight under $OUT/NAME/ as each step ends (their
+# checkouts and stores stay under /tmp/bench): a case stopped at the deadline loses only its
+# last step.
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
@@ -169,7 +179,9 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
                                   --reference builtin) ;;
     sizes_draft) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part draft) ;;
     sizes_run) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run) ;;
+    sizes_extcpp) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part extcpp) ;;
     sizes) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part all) ;;
+    modes_drafted) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger --drafts .ext/sizes_draft) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py
                            --scaling-again --gpus all --gpus 1) ;;
@@ -207,8 +219,15 @@ pstats.Stats("/tmp/bench/report.prof").sort_stats("cumulative").print_stats(25)'
     profile) cmd=(python3 benchmarks/verify_gpu.py suite --shape 4096x4096x4096 --budget 0.5) ;;
     *) echo "unknown benchmark $name" >&2; status=2; continue ;;
   esac
+  dest=$work
+  case $name in sizes*|modes*|challenge*) dest=$OUT/$name; mkdir -p "$dest" ;; esac  # direct
+  if [ "${DEADLINE_S:-0}" -gt 0 ]; then
+    left=$(( DEADLINE_S - SECONDS ))
+    if [ $left -lt 20 ]; then echo "== $name: not started, ${left} s left before the deadline" | tee "$OUT/$name.txt"; status=124; continue; fi
+    cmd=(timeout -s INT -k 15 "$left" "${cmd[@]}")
+  fi
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"
-  OUT=$work "${cmd[@]}" > "$OUT/$name.txt" 2>&1
+  OUT=$dest "${cmd[@]}" > "$OUT/$name.txt" 2>&1
   rc=$?
   echo "exit $rc" >> "$OUT/$name.txt"
   [ $rc -eq 0 ] || status=$rc

@@ -48,10 +48,32 @@ from verify_ops_gpu import cli, git_commit  # the helpers of the other GPU verif
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-modes"))
+WORK = Path(os.environ.get("MODES_WORK", "/tmp/bench/modes"))  # checkouts, stores, sites: not sent back
 MODES = ["forward", "backward", "full"]
 RATIO_TOLERANCE = 0.15
 SCRIPT_MODEL = "llama_2_7b"  # its 4096-token context caps the scripts' sweeps at 1024, 2048, 4096 tokens
-SCRIPT_TIMEOUT_S = 300
+SCRIPT_TIMEOUT_S = 150
+# Runs one Liger benchmark script with `utils.run_benchmarks` passing on only the full pass of its
+# memory metric: the one figure the comparison reads (peak memory is counted per process, so the
+# scripts may run side by side). Argv: SCRIPT; the script's own arguments follow.
+MEMORY_RUNNER = r'''
+import runpy, sys
+import utils
+
+whole = utils.run_benchmarks
+
+
+def full_memory_only(*args, **kwargs):
+    if kwargs.get("metric_name") != "memory" or "full" not in (kwargs.get("kernel_operation_modes") or ()):
+        return None
+    return whole(*args, **{**kwargs, "kernel_operation_modes": ["full"]})
+
+
+utils.run_benchmarks = full_memory_only
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+'''
 
 
 @dataclass(frozen=True)
@@ -103,7 +125,10 @@ def autograd_entries(functional: Path) -> list[str]:
 
 
 def with_modes(text: str, modes: list[str]) -> str:
-    """A draft's variant.toml with `modes = [...]` among its top-level keys (after `name`)."""
+    """A draft's variant.toml with `modes = [...]` among its top-level keys (after `name`); a
+    draft that names its modes already keeps them."""
+    if re.search(r"^modes\s*=", text, re.MULTILINE):
+        return text
     line = "modes = [" + ", ".join(f'"{m}"' for m in modes) + "]\n"
     out, done = [], False
     for row in text.splitlines(keepends=True):
@@ -153,9 +178,11 @@ def start_scripts(liger: Path, ops: tuple[MemoryOp, ...]) -> dict[str, tuple[sub
     """Each op's benchmark script started (all at once: only their peak memory is read, which the
     allocator counts per process; their speed figures are not used), stdout to OUT."""
     scripts = liger / "benchmark" / "scripts"
-    dist = fake_distribution(OUT / "liger-dist", project_version(liger / "pyproject.toml"))
+    dist = fake_distribution(WORK / "liger-dist", project_version(liger / "pyproject.toml"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(liger / "src"), str(scripts), str(liger), str(dist),
                                                         os.environ.get("PYTHONPATH", "")])}
+    runner = WORK / "full_memory_only.py"
+    runner.write_text(MEMORY_RUNNER)
     started = {}
     for m in ops:
         log = OUT / f"script-{m.op}.txt"
@@ -163,7 +190,7 @@ def start_scripts(liger: Path, ops: tuple[MemoryOp, ...]) -> dict[str, tuple[sub
             log.write_text(f"{scripts / m.script}: no such script in this checkout\n")
             continue
         with log.open("w") as f:
-            proc = subprocess.Popen([sys.executable, m.script, "--model", SCRIPT_MODEL], cwd=scripts, env=env,
+            proc = subprocess.Popen([sys.executable, str(runner), m.script, "--model", SCRIPT_MODEL], cwd=scripts, env=env,
                                     stdout=f, stderr=subprocess.STDOUT)
         started[m.op] = (proc, log)
     return started
@@ -328,25 +355,47 @@ class LigerPrepared:
     started: dict
 
 
-def prepare_liger(source: Path) -> LigerPrepared:
+def at_test_sizes(text: str) -> str:
+    """A draft's variant.toml timed at its test's own size: `new` drafts the benchmark sizes as
+    `shapes` and keeps the test's size as a `[[check]]` point (checked, not timed); here that
+    point becomes the one timed shape, as drafts read before benchmark sizes were taken. A draft
+    without a check point is returned as it is."""
+    m = re.search(r"^\[\[check\]\]\nshapes = (\[.*?\])(\s+#.*)?$", text, re.MULTILINE)
+    if m is None:
+        return text
+    text = text[:m.start()].rstrip() + "\n"  # the check table is the last one `new` writes
+    return re.sub(r"^shapes = .*$", lambda _: f"shapes = {m.group(1)}", text, count=1, flags=re.MULTILINE)
+
+
+def prepare_liger(source: Path, drafts: Path | None) -> LigerPrepared:
     """Step 1's drafting and step 2's scripts, started: nothing here times on the GPU but the
-    scripts, whose peak memory (counted per process) is all that is read of them."""
-    repo = OUT / "Liger-Kernel"
+    scripts, whose peak memory (counted per process) is all that is read of them. With
+    `drafts` (a folder holding `liger-drafts/` — every file `new` wrote, at its path in the
+    repository — and `sizes-liger-new.json`: what verify_sizes_gpu.py --part draft wrote on a
+    GPU node), those drafts are taken as `new` wrote them instead of drafting again."""
+    repo = WORK / "Liger-Kernel"
     if repo.exists():
         shutil.rmtree(repo)
-    shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".git", "flopwatch", ".flopwatch"))
     git_commit(repo, "Liger-Kernel as fetched")
     started = start_scripts(repo, MEMORY_OPS)  # beside the drafting, which needs no GPU
-    drafted = cli(repo, "new", "src/liger_kernel/transformers/functional.py", "--no-build", "--json",
-                  log="liger-new.log", out=OUT, label="[Liger-Kernel] ")
-    drafts_json = json.loads(drafted.stdout) if drafted.stdout.strip() else {"drafts": []}
+    if drafts is not None:
+        shutil.copytree(drafts / "liger-drafts", repo, dirs_exist_ok=True)  # flopwatch.toml and flopwatch/
+        drafts_json = json.loads((drafts / "sizes-liger-new.json").read_text())
+        print(f"[Liger-Kernel] drafts of `flopwatch new` taken from {drafts}", flush=True)
+    else:
+        drafted = cli(repo, "new", "src/liger_kernel/transformers/functional.py", "--no-build", "--json",
+                      log="liger-new.log", out=OUT, label="[Liger-Kernel] ")
+        drafts_json = json.loads(drafted.stdout) if drafted.stdout.strip() else {"drafts": []}
     (OUT / "liger-new.json").write_text(json.dumps(drafts_json, indent=1))
     draft_records = drafts_json.get("drafts", [])
     drafts = [d["variant"] for d in draft_records]
     autograd = [e for e in autograd_entries(repo / "src/liger_kernel/transformers/functional.py") if e in drafts]
-    for name in autograd:
+    for name in drafts:
         path = repo / "flopwatch" / name / "variant.toml"
-        path.write_text(with_modes(path.read_text(), MODES))
+        if path.is_file():
+            text = at_test_sizes(path.read_text())
+            path.write_text(with_modes(text, MODES) if name in autograd else text)
     return LigerPrepared(repo, draft_records, autograd, started)
 
 
@@ -384,7 +433,7 @@ def run_liger(prepared: LigerPrepared, scripts: dict[str, dict], budget: float, 
             draft.read_text(), f"memratio_{m.op}", [m.dims(x, p["config"]) for x, p in sorted(points.items())],
             dtype, ["full"]))
     git_commit(repo, "drafts of flopwatch new, with modes on the autograd entries; the memory comparison's sizes")
-    args = ["run", "--json", "--db", str(OUT / "liger.db"), "--site", str(OUT / "liger-site"), "--budget", str(budget)]
+    args = ["run", "--json", "--db", str(WORK / "liger.db"), "--site", str(WORK / "liger-site"), "--budget", str(budget)]
     for name in drafts + [f"memratio_{m.op}" for m in MEMORY_OPS if (repo / "flopwatch" / f"memratio_{m.op}").exists()]:
         args += ["--variant", name]
     ran = cli(repo, *args, log="liger-run.log", out=OUT, label="[Liger-Kernel] ")
@@ -478,9 +527,9 @@ def planted_repo(root: Path, device: str = "cuda") -> list[str]:
 def run_planted(budget: float, outcome: Outcome, device: str = "cuda") -> dict:
     """Step 3: compare each commit with the one before, detect over what they stored, bisect the
     memory step."""
-    root = OUT / "planted"
+    root = WORK / "planted"
     shas = planted_repo(root, device)
-    db = str(OUT / "planted.db")
+    db = str(WORK / "planted.db")
     common = ["--db", db, "--budget", str(budget), "--pair-budget", "0.5", "--no-report", "--json"]
     found: dict = {}
     for i, label in ((1, "comment"), (2, "memory"), (3, "backward")):
@@ -552,12 +601,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", default=".ext", help="folder holding the Liger-Kernel checkout")
     parser.add_argument("--steps", default="liger,planted", help="liger (steps 1 and 2), planted (step 3)")
+    parser.add_argument("--drafts", type=Path, default=None,
+                        help="a folder with liger-drafts/ and sizes-liger-new.json (verify_sizes_gpu.py --part draft's "
+                             "output): take those drafts instead of running `flopwatch new` again")
     parser.add_argument("--budget", type=float, default=0.2, help="timing budget per job (s)")
     parser.add_argument("--planted-device", default="cuda", choices=("cuda", "cpu"),
                         help="where the planted history runs (cpu: a rehearsal of the flow without a GPU, whose "
                              "memory checks cannot hold)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    WORK.mkdir(parents=True, exist_ok=True)
     steps = set(args.steps.split(","))
     outcome, facts = Outcome(), {}
     t0 = time.time()
@@ -567,7 +620,7 @@ def main() -> int:
         if not source.is_dir():
             outcome.add(f"Liger-Kernel checkout at {source}", False, "not found")
         else:
-            prepared = prepare_liger(source)
+            prepared = prepare_liger(source, args.drafts)
             # The planted history's timings wait for the scripts: nothing shares the GPU with them.
             scripts = wait_for_scripts(prepared.started)
     if "planted" in steps:

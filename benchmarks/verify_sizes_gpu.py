@@ -1,26 +1,29 @@
 """Drafts timed at the sizes that matter, on one GPU (issue 47): public repositories onboarded
 unedited, at default settings, their drafts' sizes taken from the repositories' benchmarks.
 
-Two parts, each under the device machine's 10 minutes (`--part draft`, then `--part run`, on the
-same warm machine: the drafted checkouts stay in WORK between them; `--part all` does both):
+Parts, each under the device machine's 10 minutes (`--part draft`, then `--part run`, on the
+same warm machine: the drafted checkouts stay in WORK between them; `--part all` does all three):
 
 draft  Liger-Kernel @ ead96b6: `flopwatch new src/liger_kernel/transformers/functional.py`, which
        runs Liger's benchmark scripts under the recorder (they compute their sizes from model
-       configurations and memory probes; transformers is installed here). pytorch/extension-cpp
-       @ 0ec4969 on this node without `expecttest`: `flopwatch init`, then `flopwatch run`
-       (mymuladd, mymul and myadd_out ok, each at ≥ 16M elements).
+       configurations and memory probes; transformers is installed here). The drafts are copied
+       to OUT/liger-drafts (verify_modes_gpu.py --drafts takes them on a later call).
 run    Liger's drafts run (`flopwatch run`, default settings) at each entry's largest timed size
        (`--shape`: the rows the report needs, not every size a draft lists); then, for the ops
        whose benchmark script compares Liger with a torch or huggingface implementation, that
-       script run in forward speed mode only (its other modes and its memory pass left out:
-       `utils.run_benchmarks` patched), and its Liger-to-torch speed ratio at the largest size
-       it shares with flopwatch's row held against flopwatch's % of peer there (target: ±25%).
+       script run in forward speed mode at its largest size only (its other sizes, modes and its
+       memory pass left out: `utils.run_benchmarks` patched), and its Liger-to-torch speed ratio
+       there held against flopwatch's % of peer at the same size (target: ±25%).
+extcpp pytorch/extension-cpp @ 0ec4969 on this node without `expecttest`: `flopwatch init`, then
+       `flopwatch run` (mymuladd, mymul and myadd_out ok, each at ≥ 16M elements).
 
 The checkouts are carried as .ext/Liger-Kernel and .ext/extension-cpp. Full outputs (new and
-run JSON, logs, the scripts' measurements) go to OUT; a short table comes last.
+run JSON, logs, the scripts' measurements) go to OUT, each as soon as its step ends; a short
+table comes last (`--part tables` prints it again from OUT).
 
     python3 benchmarks/verify_sizes_gpu.py --ext .ext --part draft
     python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run
+    python3 benchmarks/verify_sizes_gpu.py --ext .ext --part extcpp
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-sizes"))
 WORK = Path(os.environ.get("SIZES_WORK", "/tmp/bench/sizes"))
 LIGER_MODULE = "src/liger_kernel/transformers/functional.py"
+SCRIPT_TIMEOUT_S = 90  # one script, forward speed at its largest size: imports, compiles, two timings
 # entry → (its benchmark script, what flopwatch's peer runs beside what the script's torch side runs). Left
 # out: rms_norm (flopwatch's peer is torch's fused F.rms_norm, the script's LlamaRMSNorm five eager kernels)
 # and jsd (the script's TorchJSD and flopwatch's eager JSD differ in their fp32 casts), whose ratios
@@ -62,6 +66,7 @@ import json, runpy, sys
 import utils
 
 script, out = sys.argv[1], sys.argv[2]
+largest_only = sys.argv[3:] == ["largest"]
 rows = []
 
 
@@ -69,6 +74,8 @@ def forward_only(bench_test_fn, kernel_name, metric_name, metric_unit, x_name, x
                  kernel_operation_modes=(None,), extra_benchmark_configs=None, overwrite=False):
     if metric_name != "speed":
         return
+    if largest_only:  # the size the ratio is read at: flopwatch's draft is timed at the sweep's largest
+        x_values = [max(x_values)]
     for cfg in extra_benchmark_configs or [{}]:
         for provider in kernel_providers:
             for x in x_values:
@@ -173,6 +180,17 @@ def part_draft(ext: Path) -> None:
     proc = cli(liger, "new", LIGER_MODULE, "--no-build", "--json", log="sizes-liger-new.log")
     (OUT / "sizes-liger-new.json").write_text(json.dumps(last_json(proc.stdout), indent=1))
     git_commit(liger, "drafts of flopwatch new")
+    # every file `new` wrote (flopwatch.toml, the drafts), at its path in the repository: for the
+    # record and for verify_modes_gpu.py --drafts (a later call)
+    written = subprocess.run(["git", "diff", "--name-only", "HEAD~1", "HEAD"], cwd=liger, capture_output=True,
+                             text=True, check=True).stdout.split()
+    for rel in written:
+        (OUT / "liger-drafts" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(liger / rel, OUT / "liger-drafts" / rel)
+
+
+def part_extcpp(ext: Path) -> None:
+    """pytorch/extension-cpp: `init` and `run` on this node, with or without expecttest."""
     try:
         import expecttest  # noqa: F401
         has_expecttest = "yes (the check below does not show that the reference is taken without it)"
@@ -217,8 +235,8 @@ def part_run(ext: Path) -> None:
         out = OUT / f"sizes-script-{entry}.json"
         t0 = time.time()
         try:
-            proc = subprocess.run([sys.executable, str(runner), script, str(out)], cwd=scripts, env=env,
-                                  capture_output=True, text=True, check=False, timeout=150)
+            proc = subprocess.run([sys.executable, str(runner), script, str(out), "largest"], cwd=scripts, env=env,
+                                  capture_output=True, text=True, check=False, timeout=SCRIPT_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:  # what it measured until then is in `out`
             (OUT / f"sizes-script-{entry}.log").write_text(f"timed out after {exc.timeout} s")
             print(f"{script}: forward speed only (timed out, {time.time() - t0:.0f} s)", flush=True)
@@ -324,7 +342,7 @@ def tables() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ext", default=".ext", help="folder holding the Liger-Kernel and extension-cpp checkouts")
-    parser.add_argument("--part", choices=("draft", "run", "all", "tables"), default="all")
+    parser.add_argument("--part", choices=("draft", "run", "extcpp", "all", "tables"), default="all")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)
@@ -333,6 +351,8 @@ def main() -> int:
         part_draft(ext)
     if args.part in ("run", "all"):
         part_run(ext)
+    if args.part in ("extcpp", "all"):
+        part_extcpp(ext)
     return 0 if tables() else 1
 
 
