@@ -72,6 +72,8 @@
 # sizes_extcpp  benchmarks/verify_sizes_gpu.py --part extcpp: extension-cpp `init` and `run` on this node
 #             without expecttest (each operator at >= 16M elements)
 # sizes       all three, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
+# sizes_carried  sizes_run on drafts `new` wrote elsewhere (carried as .ext/sizes_draft, as modes_drafted),
+#             flopwatch's run alone (no Liger script)
 # modes_drafted  verify_modes_gpu.py's Liger part on the drafts a sizes_draft call wrote (carry its
 #             liger-drafts/ and sizes-liger-new.json as .ext/sizes_draft): no second `flopwatch new`
 #
@@ -181,6 +183,7 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     sizes_run) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run) ;;
     sizes_extcpp) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part extcpp) ;;
     sizes) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part all) ;;
+    sizes_carried) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft --no-scripts) ;;
     modes_drafted) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger --drafts .ext/sizes_draft) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py

@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,13 +42,20 @@ softmax_gpu = [[4096, 4096], [16384, 1024]]
 
 
 def cli(repo: Path, *args: str, log: str, out: Path | None = None, label: str = "") -> subprocess.CompletedProcess:
-    """`flopwatch ARGS` in `repo`, its output kept as `out/log` (the other GPU verification
-    scripts use this too)."""
+    """`flopwatch ARGS` in `repo`, its output kept as `out/log`: the progress stream (stderr) is
+    written there as it comes, so a call stopped at its time limit still shows how far it got
+    (the other GPU verification scripts use this too)."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    path = (out or OUT).joinpath(log)
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True,
-                          env=env, check=False)
-    (out or OUT).joinpath(log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
+    with path.open("w") as progress, tempfile.TemporaryFile("w+") as stdout:
+        progress.write(f"$ flopwatch {' '.join(args)}\n")
+        progress.flush()
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, stdout=stdout,
+                              stderr=progress, text=True, env=env, check=False)
+        stdout.seek(0)
+        proc.stdout, proc.stderr = stdout.read(), ""
+        progress.write(f"\n{proc.stdout}")
     print(f"{label}$ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
     return proc
 

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 OUT = Path(os.environ.get("OUT", ROOT / "gpu-verify-sizes"))
 WORK = Path(os.environ.get("SIZES_WORK", "/tmp/bench/sizes"))
 LIGER_MODULE = "src/liger_kernel/transformers/functional.py"
@@ -102,13 +102,9 @@ with open(out, "w") as f:
 
 
 def cli(repo: Path, *args: str, log: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=repo, capture_output=True, text=True,
-                          env=env, check=False)
-    (OUT / log).write_text(f"$ flopwatch {' '.join(args)}\n{proc.stdout}\n{proc.stderr}")
-    print(f"$ flopwatch {' '.join(args)}  (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
-    return proc
+    from verify_ops_gpu import cli as flopwatch  # its progress written to the log as it comes
+
+    return flopwatch(repo, *args, log=log, out=OUT)
 
 
 def git_commit(repo: Path, message: str) -> None:
@@ -207,8 +203,13 @@ def part_extcpp(ext: Path) -> None:
     (OUT / "sizes-extcpp-run.json").write_text(json.dumps(summary, indent=1))
 
 
-def part_run(ext: Path) -> None:
+def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True) -> None:
     liger = WORK / "Liger-Kernel"
+    if drafts is not None:
+        liger = fresh(ext / "Liger-Kernel", "Liger-Kernel")
+        shutil.copytree(drafts / "liger-drafts", liger, dirs_exist_ok=True)
+        shutil.copy2(drafts / "sizes-liger-new.json", OUT / "sizes-liger-new.json")
+        git_commit(liger, f"drafts of flopwatch new, written earlier ({drafts})")
     if not (liger / "flopwatch").is_dir():
         raise SystemExit(f"no drafts in {liger}: run --part draft first on this machine")
     largest = largest_shapes(liger)
@@ -218,6 +219,8 @@ def part_run(ext: Path) -> None:
         args += ["--shape", key]
     ran = cli(liger, *args, log="sizes-liger-run.log")
     (OUT / "sizes-liger-run.json").write_text(json.dumps(last_json(ran.stdout), indent=1))
+    if not scripts:
+        return
     runner = WORK / "forward_only.py"
     runner.write_text(RUNNER)
     scripts = liger / "benchmark" / "scripts"
@@ -342,6 +345,11 @@ def tables() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ext", default=".ext", help="folder holding the Liger-Kernel and extension-cpp checkouts")
+    parser.add_argument("--no-scripts", action="store_true",
+                        help="--part run without Liger's own scripts (flopwatch's run alone)")
+    parser.add_argument("--drafts", type=Path, default=None,
+                        help="--part run on drafts written earlier (a folder with liger-drafts/, as --part draft "
+                             "writes it) instead of those of a --part draft on this machine")
     parser.add_argument("--part", choices=("draft", "run", "extcpp", "all", "tables"), default="all")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -350,7 +358,7 @@ def main() -> int:
     if args.part in ("draft", "all"):
         part_draft(ext)
     if args.part in ("run", "all"):
-        part_run(ext)
+        part_run(ext, args.drafts, scripts=not args.no_scripts)
     if args.part in ("extcpp", "all"):
         part_extcpp(ext)
     return 0 if tables() else 1
