@@ -197,7 +197,9 @@ def open_session(args, work: Path, defer_ray: bool = False) -> Session:
     def connect() -> cluster.ClusterInfo:
         return cluster.connect(args.ray_address, args.num_gpus, reuse=reuse, idle_s=idle_s)
 
-    progress, cache = Progress(enabled=not args.json), cache_dir(args, work)
+    # --json: stdout is the JSON; stderr still gets a line per finished job
+    progress = Progress(enabled=True, plain=True if args.json else None)
+    cache = cache_dir(args, work)
     try:
         if defer_ray and cluster.starts_local_ray(args.ray_address, args.num_gpus, reuse):
             return Session(store, work, None, progress, clock=clock, cache=cache, connect=connect,

@@ -1,8 +1,11 @@
-"""Progress bars on stderr (rich), or nothing when output is for machines."""
+"""Progress on stderr: a rich bar on a terminal; one plain line per finished step where stderr
+is a file or a CI log (a bar there shows nothing until the end: a long run looked hung) and
+with `--json` (stdout is then for machines; stderr still says how far the run got)."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -14,9 +17,11 @@ from workers.core import untrusted
 
 
 class Progress:
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, plain: bool | None = None):
+        """`plain`: lines instead of a bar; default: whenever stderr is not a terminal."""
         self.enabled = enabled
         self.console = Console(file=sys.stderr)
+        self.plain = (not sys.stderr.isatty()) if plain is None else plain
 
     def note(self, text: str) -> None:
         if self.enabled:
@@ -27,6 +32,9 @@ class Progress:
         if not self.enabled or total == 0:
             yield lambda _msg="": None
             return
+        if self.plain:
+            yield self._lines(description, total)
+            return
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[last]}", markup=False))
         with RichProgress(*columns, console=self.console, transient=False) as bar:
@@ -36,3 +44,16 @@ class Progress:
                 bar.update(tid, advance=1, last=untrusted.one_line(msg)[:60])
 
             yield advance
+
+    @staticmethod
+    def _lines(description: str, total: int) -> Callable[[str], None]:
+        """`[n/total] what finished (seconds since the task began)`, one line each, flushed."""
+        began, done = time.monotonic(), [0]
+
+        def advance(msg: str = "") -> None:
+            done[0] += 1
+            what = untrusted.one_line(msg)[:160] if msg else "done"
+            print(f"{description} [{done[0]}/{total}] {what} ({time.monotonic() - began:.0f} s)", file=sys.stderr,
+                  flush=True)
+
+        return advance
