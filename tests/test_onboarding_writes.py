@@ -1,5 +1,5 @@
 """What `flopwatch new` and `init` draft in a user's repository: modules outside packages
-drafted by `init`."""
+drafted by `init`, paths taken as the user's shell gives them."""
 
 from __future__ import annotations
 
@@ -84,4 +84,30 @@ def test_init_leaves_a_lone_script_with_a_reference_of_code_found_elsewhere(tmp_
     assert ("no __global__ kernel, pybind11 module, torch extension, KernelBench problem or Python entry module "
             "(functional.py, ops.py or interface.py, or a module keeping `def foo_ref` beside `def foo`)") in err
     assert "flopwatch new FILE" in err and not (repo / "flopwatch").exists()
+
+
+# -- paths as the user types them -------------------------------------------------------------------
+
+def test_sources_are_taken_from_the_shell_s_folder_or_the_repository_s(tmp_path, capsys, monkeypatch):
+    repo = _repo(tmp_path / "R", {"src/ops.py": OPS, "src/tests/test_ops.py": TEST.format(module="ops")})
+    monkeypatch.chdir(tmp_path)
+    assert cli(["new", "--repo", "R", "R/src/ops.py", "--no-build", "--json"]) == 0  # the shell's path
+    assert [r["variant"] for r in _json(capsys)["drafts"]] == ["fused_silu_mul"]
+    monkeypatch.chdir(repo / "src")
+    for named in ("ops.py", "src/ops.py", str(repo / "src" / "ops.py")):  # the shell's, the repository's, absolute
+        assert cli(["new", "--repo", str(repo), named, "--no-build", "--json", "--force"]) == 0, named
+        (row,) = _json(capsys)["drafts"]
+        assert (row["folder"], row["state"]) == ("flopwatch/fused_silu_mul", "not built")
+
+
+def test_a_source_outside_the_repository_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    repo = _user_repo(tmp_path)
+    (tmp_path / "stray.py").write_text(OPS)
+    monkeypatch.chdir(tmp_path)
+    assert cli(["new", "--repo", str(repo), "stray.py", "--no-build"]) == 2
+    assert f"stray.py: {tmp_path / 'stray.py'} is outside the repository {repo}" in capsys.readouterr().err
+    assert cli(["new", "--repo", str(repo), "nothing.py", "--no-build"]) == 2
+    assert (f"nothing.py: no such file or folder (looked in the current folder {tmp_path} or the repository {repo})"
+            in capsys.readouterr().err)
+    assert not (repo / "flopwatch").exists()
 

@@ -24,7 +24,8 @@ HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernel
 
 def add_arguments(p) -> None:
     p.add_argument("paths", nargs="+", help="kernel source files (C++/CUDA/HIP, or Python) or folders, inside the "
-                                            "repository")
+                                            "repository: as the shell gives them (from the current folder, or "
+                                            "absolute), or from the repository's root")
     add_common(p)
 
 
@@ -40,8 +41,8 @@ def add_common(p) -> None:
 def main(args) -> int:
     root = Path(args.repo).resolve()
     try:
-        files = onboard.source_files(root, args.paths)
-    except FileNotFoundError as exc:
+        files = onboard.source_files(root, args.paths, Path.cwd())
+    except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if not files:
         raise UsageError(f"no kernel sources ({', '.join(SOURCE_SUFFIXES)}) in {args.paths}")
