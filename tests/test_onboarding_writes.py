@@ -1,9 +1,13 @@
-"""What `flopwatch new` and `init` draft in a user's repository: modules outside packages
-drafted by `init`, paths taken as the user's shell gives them."""
+"""What `flopwatch new` and `init` write into a user's repository, and where: never through a
+committed link that leads out of it, `/.flopwatch/` in its `.gitignore`, no second variant of a
+name the project has, modules outside packages drafted by `init`, paths taken as the user's shell
+gives them."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -58,6 +62,102 @@ def _json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if ".git" not in p.parts}
+
+
+# -- writes stay inside the repository ------------------------------------------------------------
+
+def test_new_refuses_a_draft_folder_that_is_a_link_out_of_the_repository(tmp_path, capsys):
+    """flopwatch/vec_add -> ../../outside: the draft is refused naming the link, nothing is written
+    outside, and the repository's other drafts are still written."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _repo(tmp_path / "repo", {
+        "k/vec_add.cu": "__global__ void vec_add(const float* a, const float* b, float* c, int n) "
+                        "{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n",
+        "k/scale.cu": "__global__ void scale(const float* x, float* y, int n) { y[0] = 2 * x[0]; }\n"})
+    (repo / "flopwatch").mkdir()
+    (repo / "flopwatch" / "vec_add").symlink_to("../../outside")
+    code = cli(["new", "k", "--repo", str(repo), "--no-build", "--json"])
+    rows = {r["variant"]: r for r in _json(capsys)["drafts"]}
+    assert os.listdir(outside) == []
+    assert rows["vec_add"]["state"] == "refused" and code == 1
+    assert rows["vec_add"]["detail"].startswith(
+        f"flopwatch/vec_add is a link to ../../outside ({outside}), outside the repository {repo}: nothing is written "
+        "through it"), rows["vec_add"]
+    assert rows["scale"]["state"] == "not built" and (repo / "flopwatch" / "scale" / "variant.toml").is_file()
+
+
+def test_init_refuses_a_dangling_workflow_link_out_of_the_repository_and_writes_nothing(tmp_path, capsys):
+    """.github/workflows/flopwatch.yml -> ../../../outside/wf.yml (dangling): `init` stops before
+    writing anything, naming the link; the file outside is never created."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _user_repo(tmp_path)
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github" / "workflows" / "flopwatch.yml").symlink_to("../../../outside/wf.yml")
+    before = _files(repo)
+    code = cli(["init", "--repo", str(repo), "--no-build", "--json"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (outside / "wf.yml").exists(), err
+    assert (".github/workflows/flopwatch.yml is a link to ../../../outside/wf.yml "
+            f"({outside / 'wf.yml'}), outside the repository {repo}: nothing is written through it") in err, err
+    assert _files(repo) == before  # no draft, no flopwatch.toml, no .gitignore
+
+
+def test_a_config_or_gitignore_linked_out_of_the_repository_stops_the_command(tmp_path, capsys):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _user_repo(tmp_path)
+    (repo / ".gitignore").symlink_to("../outside/ignore")
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 2
+    assert ".gitignore is a link to ../outside/ignore" in capsys.readouterr().err
+    (repo / ".gitignore").unlink()
+    (repo / "flopwatch.toml").symlink_to("../outside/flopwatch.toml")
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 2
+    assert "flopwatch.toml is a link to ../outside/flopwatch.toml" in capsys.readouterr().err
+    assert os.listdir(outside) == [] and not (repo / "flopwatch").exists()
+
+
+def test_a_draft_folder_linked_inside_the_repository_is_written_through(tmp_path, capsys):
+    """A link that stays inside the repository is the repository's own business."""
+    repo = _user_repo(tmp_path)
+    (repo / "elsewhere").mkdir()
+    (repo / "flopwatch").symlink_to("elsewhere")
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build", "--json"]) == 0
+    assert _json(capsys)["drafts"][0]["state"] == "not built"
+    assert (repo / "elsewhere" / "fused_silu_mul" / "variant.toml").is_file()
+
+
+# -- .flopwatch/ ignored ---------------------------------------------------------------------------
+
+def test_init_adds_flopwatch_folder_to_gitignore_once_keeping_the_file(tmp_path, capsys):
+    repo = _user_repo(tmp_path)
+    (repo / ".gitignore").write_bytes(b"*.pyc\r\nbuild/")  # CRLF, no last newline
+    assert cli(["init", "--repo", str(repo), "--no-build", "--no-workflow", "--json"]) == 0
+    out = _json(capsys)
+    assert (repo / ".gitignore").read_bytes() == b"*.pyc\r\nbuild/\r\n/.flopwatch/\r\n"
+    assert ".gitignore: + /.flopwatch/ (flopwatch's results, build cache and checkouts)" in out["config"]
+    assert cli(["init", "--repo", str(repo), "--no-build", "--no-workflow", "--json"]) == 1  # drafts exist
+    assert (repo / ".gitignore").read_bytes() == b"*.pyc\r\nbuild/\r\n/.flopwatch/\r\n"  # never twice
+    assert not any(line.startswith(".gitignore") for line in _json(capsys)["config"])
+    # the run's own folder no longer shows as untracked
+    (repo / ".flopwatch" / "cache").mkdir(parents=True)
+    assert ".flopwatch/" not in git.Repo(repo).git.status("--porcelain")
+
+
+def test_new_creating_flopwatch_toml_creates_gitignore_and_says_so(tmp_path, capsys):
+    repo = _user_repo(tmp_path)
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 0
+    assert "created with /.flopwatch/" in capsys.readouterr().out
+    assert (repo / ".gitignore").read_text() == "/.flopwatch/\n"
+    # a repository that has its configuration keeps its .gitignore as it is: `new` changes config only where it creates it
+    other = _repo(tmp_path / "other", {"ops.py": OPS, "flopwatch.toml": "kernels = ['flopwatch']\n"})
+    assert cli(["new", "ops.py", "--repo", str(other), "--no-build"]) == 0
+    assert not (other / ".gitignore").exists()
+
+
 # -- init drafts modules outside packages ---------------------------------------------------------
 
 @pytest.mark.parametrize("module", ["ops.py", "fused/ops.py", "fused/silu.py"])
@@ -84,6 +184,39 @@ def test_init_leaves_a_lone_script_with_a_reference_of_code_found_elsewhere(tmp_
     assert ("no __global__ kernel, pybind11 module, torch extension, KernelBench problem or Python entry module "
             "(functional.py, ops.py or interface.py, or a module keeping `def foo_ref` beside `def foo`)") in err
     assert "flopwatch new FILE" in err and not (repo / "flopwatch").exists()
+
+
+# -- no second variant of a name -------------------------------------------------------------------
+
+def test_new_refuses_a_second_variant_of_a_name_the_project_has(tmp_path, capsys):
+    repo = _repo(tmp_path / "repo", {
+        "ops.py": OPS + "\n\ndef fast_add(a, b):\n    return a + b\n", "tests/test_ops.py": TEST.format(module="ops")})
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build", "--json"]) == 0
+    _json(capsys)
+    shutil.rmtree(repo / "flopwatch" / "fast_add")  # fast_add only in the second folder: written there
+    code = cli(["new", "--out", "drafts", "ops.py", "--repo", str(repo), "--no-build", "--json"])
+    rows = {r["variant"]: r for r in _json(capsys)["drafts"]}
+    assert code == 1 and rows["fused_silu_mul"]["state"] == "refused"
+    assert rows["fused_silu_mul"]["detail"] == (
+        "a variant named fused_silu_mul exists in flopwatch/fused_silu_mul; two variants of one name are both invalid: "
+        "redraft it there (--out flopwatch --force), or rename that one (`name` in "
+        "flopwatch/fused_silu_mul/variant.toml) and draft again")
+    assert not (repo / "drafts" / "fused_silu_mul").exists()
+    assert rows["fast_add"]["state"] == "not built" and (repo / "drafts" / "fast_add" / "variant.toml").is_file()
+    # --force in the same folder rewrites the one variant of that name
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build", "--force", "--json"]) == 1  # fast_add now in drafts/
+    rows = {r["variant"]: r for r in _json(capsys)["drafts"]}
+    assert rows["fused_silu_mul"]["state"] == "not built" and rows["fast_add"]["state"] == "refused"
+
+
+def test_a_hand_written_variant_s_name_is_taken_whatever_its_folder_is_called(tmp_path, capsys):
+    repo = _user_repo(tmp_path)
+    (repo / "kernels" / "mine").mkdir(parents=True)
+    (repo / "kernels" / "mine" / "variant.toml").write_text('name = "fused_silu_mul"\nop = "swiglu"\n')
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build", "--json"]) == 1
+    (row,) = _json(capsys)["drafts"]
+    assert row["state"] == "refused" and row["detail"].endswith(
+        "rename that one (`name` in kernels/mine/variant.toml) and draft again")
 
 
 # -- paths as the user types them -------------------------------------------------------------------

@@ -9,7 +9,6 @@ from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report, out_folder
 from pipeline.onboarding import onboard
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import project
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
 
@@ -27,5 +26,4 @@ def main(args) -> int:
                          f"entry module (functional.py, ops.py or interface.py, or a module keeping `def foo_ref` "
                          f"beside `def foo`) in the sources of {root}; to draft another file's kernels or "
                          f"functions: flopwatch new FILE")
-    extra = [] if args.no_workflow else [project.write_workflow(root)]
-    return draft_and_report(root, planned, args, extra)
+    return draft_and_report(root, planned, args, init=True)

@@ -15,7 +15,9 @@ from pipeline.onboarding import onboard
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
 from pipeline.onboarding.source.records import Plan
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import project
+from pipeline.onboarding.write import existing, gitignore, project
+from pipeline.onboarding.write.inside import OutsideRepository, within
+from pipeline.project.config import load_config
 from pipeline.run.summary import cell
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
@@ -59,6 +61,11 @@ def out_folder(root: Path, text: str) -> str:
     try:
         rel = full.resolve().relative_to(root)
     except ValueError:
+        try:
+            within(root, full.relative_to(root))
+        except (ValueError, OutsideRepository) as exc:  # a committed link leads out: name it
+            if getattr(exc, "link", ""):
+                raise UsageError(f"--out {text}: {exc}") from None
         raise UsageError(f"--out {text}: outside the repository {root}; the drafts must be in it (flopwatch.toml's "
                          "`kernels` lists repository folders): give a folder inside it") from None
     if rel == Path("."):
@@ -66,22 +73,33 @@ def out_folder(root: Path, text: str) -> str:
     return rel.as_posix()
 
 
-def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> int:
-    """Write the drafts, add them to flopwatch.toml, build each once and report."""
+def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int:
+    """Write the drafts, add them to flopwatch.toml, build each once and report; `init`: the
+    workflow too (unless --no-workflow), and `/.flopwatch/` in .gitignore (`new` adds it where it
+    creates flopwatch.toml)."""
     out_dir = out_folder(root, args.out)
+    config_path = resolved_writes(root, args, init)
+    creates_config = not config_path.exists()
+    extra = [project.write_workflow(root)] if init and not args.no_workflow else []
+    ignored = [gitignore.ignore_own_folder(root)] if init else []
     said = list(planned.notes)
     undrafted = [{"entry": s.entry, "reason": s.reason} for s in planned.skipped]
     if not planned.drafts:
         if args.json:
-            print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra), "undrafted": undrafted}))
+            print(json.dumps({"drafts": [], "config": [x for x in ignored if x], "notes": said, "other": list(extra),
+                              "undrafted": undrafted}))
         for line in [*said, *(f"not drafted: {u['entry']}: {u['reason']}" for u in undrafted)]:
             print(f"flopwatch new: {line}", file=sys.stderr)
         print(f"flopwatch new: no __global__ kernel, pybind11 module, torch extension, problem or functional entry "
               f"to draft in {len(planned.files)} file(s)", file=sys.stderr)
         return 1
-    done = project.write(root, list(planned.drafts), args.force)
+    names = existing.variant_names(root, [*load_config(root).kernel_dirs, out_dir])
+    done = project.write(root, list(planned.drafts), args.force, names)
     folders = [d for draft in planned.drafts for d in draft.include_dirs]
     changes = project.update_config(root, out_dir, folders) if any(x.written for x in done) else []
+    if creates_config and config_path.exists():
+        ignored.append(gitignore.ignore_own_folder(root))
+    changes += [x for x in ignored if x]
     if not args.no_build:
         project.build_all(root, done)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
@@ -95,6 +113,22 @@ def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> 
     else:
         _print(rows, [*said, *changes, *extra], undrafted)
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
+
+
+def resolved_writes(root: Path, args, init: bool) -> Path:
+    """Every file the command writes besides the drafts, resolved inside the repository before
+    anything is written (each draft is resolved as it is written): the config file, .gitignore,
+    the workflow. Returns the config file. A committed link leading out of the repository stops
+    the command, naming the link."""
+    try:
+        config_path = project.config_file(root)
+        if init or not config_path.exists():
+            within(root, ".gitignore")
+        if init and not args.no_workflow:
+            within(root, project.WORKFLOW_FILE)
+        return config_path
+    except OutsideRepository as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:
