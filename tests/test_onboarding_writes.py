@@ -1,7 +1,7 @@
 """What `flopwatch new` and `init` write into a user's repository, and where: never through a
 committed link that leads out of it, `/.flopwatch/` in its `.gitignore`, no second variant of a
 name the project has, modules outside packages drafted by `init`, paths taken as the user's shell
-gives them."""
+gives them, and builds kept for the `run` after it."""
 
 from __future__ import annotations
 
@@ -15,8 +15,15 @@ import git
 import pytest
 
 from pipeline.cli import main as cli
+from pipeline.onboarding.write import builds
+from pipeline.project.config import load_config
+from pipeline.project.manifest import load_variant
+from pipeline.run import build_cache
+from pipeline.run.plan import build_plan
+from workers.backends.build import toolchains
 
 HERE = Path(__file__).resolve().parent
+TOOLS = toolchains()
 
 # A new user's repository (docs review, "A new user's repository"): a function, its `_ref`, and a
 # test comparing them.
@@ -129,6 +136,23 @@ def test_a_draft_folder_linked_inside_the_repository_is_written_through(tmp_path
     assert _json(capsys)["drafts"][0]["state"] == "not built"
     assert (repo / "elsewhere" / "fused_silu_mul" / "variant.toml").is_file()
 
+
+
+def test_a_build_cache_linked_out_of_the_repository_stops_a_build_but_a_chosen_one_is_used(tmp_path, capsys):
+    """.flopwatch -> ../outside: the builds `new` keeps would land outside, so a building `new`
+    stops before writing, naming the link; `--no-build` keeps nothing and goes on; a cache the
+    user names with `--cache` is theirs to place, and the builds are kept there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _user_repo(tmp_path)
+    (repo / ".flopwatch").symlink_to("../outside")
+    assert cli(["new", "ops.py", "--repo", str(repo)]) == 2
+    assert ".flopwatch is a link to ../outside" in capsys.readouterr().err
+    assert os.listdir(outside) == [] and not (repo / "flopwatch").exists()
+    chosen = tmp_path / "cache"
+    assert cli(["new", "ops.py", "--repo", str(repo), "--cache", str(chosen), "--json"]) == 0
+    assert _json(capsys)["drafts"][0]["state"] == "built"
+    assert os.listdir(outside) == [] and len(os.listdir(chosen / "builds")) == 2  # the entry and its peer
 
 # -- .flopwatch/ ignored ---------------------------------------------------------------------------
 
@@ -244,3 +268,63 @@ def test_a_source_outside_the_repository_is_refused_in_one_line(tmp_path, capsys
             in capsys.readouterr().err)
     assert not (repo / "flopwatch").exists()
 
+
+# -- builds side by side, kept for the run -----------------------------------------------------------
+
+def test_the_build_pool_follows_free_cores_and_memory():
+    gib = 1 << 30
+    assert builds.pool_size(20, cores=16, memory=128 * gib, load=1.0) == 16  # this command alone
+    assert builds.pool_size(20, cores=16, memory=9 * gib, load=0.2) == 4  # 2 GiB a build
+    assert builds.pool_size(3, cores=16, memory=128 * gib, load=0.0) == 3
+    assert builds.pool_size(20, cores=16, memory=128 * gib, load=7.5) == 9  # cores the machine's other work holds
+    assert builds.pool_size(5, cores=2, memory=128 * gib, load=6.0) == 1  # never none
+    assert builds.pool_size(5, cores=16, memory=gib, load=0.0) == 1
+
+
+@pytest.mark.slow
+def test_new_says_each_build_and_the_run_after_it_builds_nothing(tmp_path, capsys):
+    """A Python entry and its op's built-in peer: a line per build as it finishes, each kept in
+    the build cache under the run's hash; drafting again takes them from there, and the `run`
+    that follows builds nothing."""
+    repo = _user_repo(tmp_path)
+    assert cli(["new", "ops.py", "--repo", str(repo)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    lines = [x for x in err if x.startswith("[")]
+    assert len(lines) == 2 and lines[-1].startswith("[2/2]"), err  # the entry and its op's built-in peer
+    assert {x.split("]")[1].split(":")[0].strip() for x in lines} == {"fused_silu_mul", "peer.swiglu (built-in peer)"}
+    assert all(x.split(": ")[1].startswith("built, ") and x.endswith(" s") for x in lines), lines
+    code = cli(["run", "--repo", str(repo), "--db", str(tmp_path / "r.db"), "--budget", "0.1", "--no-report", "--json"])
+    run = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and (run["rebuilt"], run["from_cache"]) == (0, 2), run
+    again = cli(["new", "ops.py", "--repo", str(repo), "--force", "--json"])
+    rows = _json(capsys)["drafts"]
+    assert again == 0 and rows[0]["from_cache"] and rows[0]["build_s"] is not None
+
+
+KERNELS = {"k/vec_add.cu": "__global__ void vec_add(const float* a, const float* b, float* c, int n) "
+                           "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n",
+           "k/scale.cu": "__global__ void scale(const float* x, float* y, int n) "
+                         "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\n"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TOOLS["cuda"].get("ident"), reason="needs nvcc")
+def test_compiled_drafts_build_in_worker_processes_and_are_kept(tmp_path, capsys, monkeypatch):
+    """CUDA kernels built in the pool's worker processes: each outcome on its draft, each build
+    in the cache under the hash `run` looks up."""
+    repo = _repo(tmp_path / "repo", KERNELS)
+    monkeypatch.setattr(builds, "pool_size", lambda n, cores=None, memory=None, load=None: max(1, min(n, 2)))
+    pools = []
+    real = builds.ProcessPoolExecutor
+    monkeypatch.setattr(builds, "ProcessPoolExecutor", lambda *a, **kw: pools.append(a) or real(*a, **kw))
+    assert cli(["new", "k", "--repo", str(repo)]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[") and "built-in peer" not in x]
+    assert pools == [(2,)], pools
+    assert {x.split("] ")[1].split(",")[0] for x in lines} == {"vec_add: built", "scale: built"}, lines
+    config = load_config(repo)
+    tools = toolchains()
+    for folder in ("flopwatch/vec_add", "flopwatch/scale"):
+        variant = load_variant(repo, repo / folder / "variant.toml", config, {})
+        plan = build_plan(repo, variant, config.include_dirs, tools["cuda"]["ident"])
+        record, _ = build_cache.load(repo / ".flopwatch" / "cache" / "builds" / plan.build_hash)
+        assert record.ok and record.variant == variant.name

@@ -4,6 +4,7 @@ draft once here, and say what still needs the user's hand."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,10 +16,11 @@ from pipeline.onboarding import onboard
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
 from pipeline.onboarding.source.records import Plan
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import existing, gitignore, project
+from pipeline.onboarding.write import builds, existing, gitignore, project
 from pipeline.onboarding.write.inside import OutsideRepository, within
 from pipeline.project.config import load_config
 from pipeline.run.summary import cell
+from pipeline.store import location
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
         "KernelBench problems and solutions, a module's functional entries) and build each once")
@@ -37,6 +39,8 @@ def add_common(p) -> None:
                                                        "an absolute path in it (default: flopwatch)")
     p.add_argument("--force", action="store_true", help="overwrite drafts that exist")
     p.add_argument("--no-build", action="store_true", help="write the drafts without building them")
+    p.add_argument("--cache", metavar="DIR", help="build cache the drafts' builds are kept in, for the run after "
+                                                  "(default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -78,7 +82,7 @@ def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int
     workflow too (unless --no-workflow), and `/.flopwatch/` in .gitignore (`new` adds it where it
     creates flopwatch.toml)."""
     out_dir = out_folder(root, args.out)
-    config_path = resolved_writes(root, args, init)
+    config_path, cache = resolved_writes(root, args, init)
     creates_config = not config_path.exists()
     extra = [project.write_workflow(root)] if init and not args.no_workflow else []
     ignored = [gitignore.ignore_own_folder(root)] if init else []
@@ -101,11 +105,12 @@ def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int
         ignored.append(gitignore.ignore_own_folder(root))
     changes += [x for x in ignored if x]
     if not args.no_build:
-        project.build_all(root, done)
+        builds.build_all(root, done, cache, None if args.json else _say)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
              "reference": x.draft.reference,
              "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
-             "guessed": list(x.draft.guessed)}
+             "guessed": list(x.draft.guessed),
+             "build_s": x.build.seconds if x.build else None, "from_cache": bool(x.build and x.build.cached)}
             for x in done]
     if args.json:
         print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra),
@@ -115,20 +120,30 @@ def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
 
 
-def resolved_writes(root: Path, args, init: bool) -> Path:
+def resolved_writes(root: Path, args, init: bool) -> tuple[Path, Path | None]:
     """Every file the command writes besides the drafts, resolved inside the repository before
     anything is written (each draft is resolved as it is written): the config file, .gitignore,
-    the workflow. Returns the config file. A committed link leading out of the repository stops
-    the command, naming the link."""
+    the workflow, the build cache where it is the repository's own. Returns (the config file,
+    the build cache root: None with --no-build). A committed link leading out of the repository
+    stops the command, naming the link."""
     try:
         config_path = project.config_file(root)
         if init or not config_path.exists():
             within(root, ".gitignore")
         if init and not args.no_workflow:
             within(root, project.WORKFLOW_FILE)
-        return config_path
+        if args.no_build:
+            return config_path, None
+        if args.cache or os.environ.get(location.CACHE_ENV):  # a folder the user chose, wherever it is
+            return config_path, location.resolve_cache(args.cache, root / ".flopwatch" / "cache")
+        return config_path, within(root, ".flopwatch/cache")
     except OutsideRepository as exc:
         raise UsageError(str(exc)) from None
+
+
+def _say(line: str) -> None:
+    """A build's line as it finishes: on stderr, so that a long `new` shows where it is."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:

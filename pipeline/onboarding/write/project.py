@@ -3,8 +3,8 @@ alone unless forced), `flopwatch.toml` (the drafts' folder among the kernel fold
 folders among the shared include folders; created where the repository has neither it nor
 `[tool.flopwatch]`, an existing one keeping its comments through tomlkit) and `init`'s workflow;
 every path resolved first and written only inside the repository (`inside`), and a draft that
-would repeat the name of a variant of another folder refused (`existing`); and each written draft
-loaded as `run` would and built once on this machine."""
+would repeat the name of a variant of another folder refused (`existing`). Their first build is
+`builds`'."""
 
 from __future__ import annotations
 
@@ -15,10 +15,6 @@ from pipeline.onboarding.source.records import Draft
 from pipeline.onboarding.write.existing import name_taken
 from pipeline.onboarding.write.inside import OutsideRepository, within
 from pipeline.project.config import load_config
-from pipeline.project.discovery import find_ops
-from pipeline.project.manifest import ManifestError, load_variant
-from pipeline.run.plan import build_plan
-from workers.backends.build import build_variant, toolchains
 from workers.core.records import BuildResult
 
 
@@ -105,28 +101,6 @@ def update_config(root: Path, out_dir: str, include_dirs: list[str]) -> list[str
     if changes or not path.exists():
         path.write_text(tomlkit.dumps(doc))
     return [f"{path.name}: {c}" for c in changes]
-
-
-def build_all(root: Path, done: list[Onboarded]) -> None:
-    """Load each written draft as a run would and build it on this machine."""
-    config = load_config(root)
-    repo_ops, _ = find_ops(root, config.kernel_dirs)
-    tools = toolchains()
-    for item in done:
-        if not item.written:
-            continue
-        manifest = root / item.draft.folder / "variant.toml"
-        try:
-            variant = load_variant(root, manifest, config, repo_ops)
-        except (ManifestError, KeyError, TypeError, ValueError) as exc:
-            item.invalid = str(exc)
-            continue
-        ident = tools.get(variant.backend, {}).get("ident")
-        if not ident:
-            item.notes.append(f"no {variant.backend} toolchain here: {tools.get(variant.backend, {}).get('reason')}")
-            continue
-        p = build_plan(root, variant, config.include_dirs, ident)
-        item.build, _ = build_variant(variant, p.bundle, p.build_hash, list(p.include_dirs))
 
 
 def config_file(root: Path, current=None) -> Path:
