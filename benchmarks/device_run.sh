@@ -47,6 +47,11 @@
 # fresh_lean  fresh_first with the default new-Ray arm only (the first command, the one after it, a new Ray)
 # joined_cluster  benchmarks/joined_cluster.py (a token-authenticated Ray head started with `ray start`,
 #             every GPU in it; two `run --variant` by address, then a one-variant `compare`)
+# modes       benchmarks/verify_modes_gpu.py --repos .ext (Liger-Kernel's entries drafted by flopwatch new at
+#             their test sizes: launch-bound marks, peak memory, forward/backward/full with the backward
+#             checked; Liger's benchmark scripts beside flopwatch's Liger-to-peer memory ratio; a planted
+#             +20% allocation, backward-only slowdown and memory bisection; carry the checkout as .ext/);
+#             modes_liger / modes_planted: its Liger part / its planted part alone
 # entries     benchmarks/verify_entries_gpu.py (returned outputs never written, a torch.library op,
 #             a problem with weights, the autotuner's choice per result)
 # challenge   benchmarks/verify_challenge_gpu.py (kernel-challenge problem folders: tests/challenge_repo's
@@ -54,6 +59,17 @@
 #             one test size incorrect; gpu-mode's pmpp vectoradd_py and matmul_py where .ext/reference-kernels
 #             is carried). flopwatch reads task.yml with PyYAML: carry its wheel where the machine lacks it
 #             (EXTRA_WHEELS="pyyaml" for device-ray.sh)
+# challenge_drafted  the same script with --drafted: the examples and gpu-mode's pmpp vectoradd_py and matmul_py
+#             (with their solutions/) drafted unedited by `flopwatch new` / `init`, then run: ok at every
+#             benchmarks: entry, every tests: entry checked, reference-kernels' wrong solution incorrect
+# sizes_draft benchmarks/verify_sizes_gpu.py --part draft (carry .ext/Liger-Kernel and .ext/extension-cpp):
+#             `flopwatch new` on Liger's functional module, its benchmark scripts run under the recorder for
+#             their sizes; extension-cpp `init` and `run` on this node without expecttest (each operator at
+#             >= 16M elements); the drafted checkouts stay in /tmp/bench/sizes for sizes_run
+# sizes_run   benchmarks/verify_sizes_gpu.py --part run (after sizes_draft, same machine): Liger's drafts run at
+#             each entry's largest size, then Liger's own scripts, forward speed only, held against flopwatch's
+#             % of peer (within 25%); the short table last
+# sizes       both, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
 # scaling     benchmarks/throughput.py --scaling --gpus 1 --gpus all (a warm `run A` on one GPU and on
 #             every GPU, nvidia-smi per GPU, the lower bound, `flopwatch plan` held against each count)
 # scaling124  the same on 1, 2 and every GPU (each count's device work and its phases, the planner
@@ -138,6 +154,10 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     ecosystem) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext) ;;
     entries) cmd=(python3 benchmarks/verify_entries_gpu.py) ;;
     challenge) cmd=(python3 benchmarks/verify_challenge_gpu.py --ext .ext/reference-kernels) ;;
+    challenge_drafted) cmd=(python3 benchmarks/verify_challenge_gpu.py --drafted --ext .ext/reference-kernels) ;;
+    modes) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext) ;;
+    modes_liger) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger) ;;
+    modes_planted) cmd=(python3 benchmarks/verify_modes_gpu.py --steps planted) ;;
     ecosystem_drafted) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --drafted) ;;
     ecosystem_refs) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp) ;;
     ecosystem_refs_test) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel --only extension-cpp
@@ -147,6 +167,9 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
                                      --only extension-cpp --reference repository) ;;
     ecosystem_liger_builtin) cmd=(python3 benchmarks/verify_ecosystem_gpu.py --repos .ext --only Liger-Kernel
                                   --reference builtin) ;;
+    sizes_draft) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part draft) ;;
+    sizes_run) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run) ;;
+    sizes) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part all) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py
                            --scaling-again --gpus all --gpus 1) ;;

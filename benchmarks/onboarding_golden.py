@@ -48,6 +48,8 @@ CASES = {
     "kernelbench_new": ("KernelBench", ["new", *KERNELBENCH_FILES, "--no-build", "--json"]),
     "liger_init": ("Liger-Kernel", ["init", "--no-build", "--json"]),
     "reference_kernels_init": ("reference-kernels", ["init", "--no-build", "--json"]),
+    "reference_kernels_new": ("reference-kernels", ["new", "problems/pmpp/vectoradd_py", "problems/pmpp/matmul_py",
+                                                    "--no-build", "--json"]),
 }
 BUILD_CASES = {
     "ecosystem_init_build": ("@ecosystem", ["init", "--json"]),

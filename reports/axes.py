@@ -80,7 +80,7 @@ class AxesTable:
 
 def point_label(name: str) -> str:
     """The point part of a variant's name (`BLOCK_M=128,STAGES=3`); "" for a plain variant."""
-    _, axes = params.split_point(name)
+    _, axes = params.sweep_family(name)
     return ",".join(f"{k}={params.format_value(v)}" for k, v in axes.items())
 
 
@@ -89,7 +89,7 @@ def swept_groups(rows: Iterable[dict]) -> dict[tuple[str, str, str, str], list[d
     families with at least two points at that key (one point is no sweep to lay out)."""
     groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for r in rows:
-        family, axes = params.split_point(r["variant"])
+        family, axes = params.sweep_family(r["variant"])
         if axes:
             groups.setdefault((family, r["shape"], r["dtype"], r["device"]), []).append(r)
     return {k: v for k, v in groups.items() if len({r["variant"] for r in v}) >= 2}
@@ -128,7 +128,7 @@ def table(family: str, shape: str, dtype: str, device: str, rows: Sequence[dict]
     row_axis, col_axes = (None, axes) if len(axes) == 1 else (axes[0], axes[1:])
     row_keys = [((row_axis, v),) for v in values[row_axis]] if row_axis else [()]
     col_keys = list(itertools.product(*([(a, v) for v in values[a]] for a in col_axes)))
-    by_point = {tuple(sorted(params.split_point(name)[1].items(), key=lambda kv: axes.index(kv[0]))): r
+    by_point = {tuple(sorted(params.sweep_family(name)[1].items(), key=lambda kv: axes.index(kv[0]))): r
                 for name, r in points.items()}
     cells = tuple(tuple(cell_of(by_point.get(_key(rk + ck, axes))) for ck in col_keys) for rk in row_keys)
     col_labels = tuple(",".join(f"{a}={params.format_value(v)}" if len(col_axes) > 1 else params.format_value(v)
@@ -191,7 +191,7 @@ def _axes_in_order(points: dict[str, dict]) -> tuple[str, ...]:
     have (a manifest edited between runs) comes after those all points share."""
     seen: list[str] = []
     for name in points:
-        for axis in params.split_point(name)[1]:
+        for axis in params.sweep_family(name)[1]:
             if axis not in seen:
                 seen.append(axis)
     return tuple(seen)
@@ -201,7 +201,7 @@ def _values_in_order(points: dict[str, dict], axis: str) -> list:
     """An axis' values: numbers in numeric order, anything else as first seen."""
     found: list = []
     for name in points:
-        value = params.split_point(name)[1].get(axis)
+        value = params.sweep_family(name)[1].get(axis)
         if value is not None and value not in found:
             found.append(value)
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found):

@@ -95,6 +95,24 @@ def seconds(value: float | None) -> str:
     return f"{sig(value / 1e-9)} ns"
 
 
+def mem_bytes(value: float | None) -> str:
+    """A memory size with a binary unit: `512 B`, `12.34 MiB`, `1.5 GiB` ("—" for None)."""
+    if value is None:
+        return "—"
+    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(value) >= factor:
+            return f"{sig(value / factor)} {unit}"
+    return f"{int(value)} B"
+
+
+def mem_change(before: float | None, after: float | None) -> str:
+    """`10 MiB → 12 MiB (+20.0%)`: a peak memory at base and head ("" when either is unknown)."""
+    if before is None or after is None:
+        return ""
+    change = f" ({(after - before) / before:+.1%})" if before else ""
+    return f"{mem_bytes(before)} → {mem_bytes(after)}{change}"
+
+
 def anchor(*parts: str) -> str:
     """An HTML id for a series (`fail-cpp_naive-M_256_N_256_K_256-fp32-cpu_x`)."""
     return "fail-" + re.sub(r"[^A-Za-z0-9_-]+", "_", "-".join(p or "" for p in parts)).strip("_")

@@ -59,7 +59,7 @@ def _marks(regressions: Sequence, key: tuple) -> tuple[list[dict], list[dict]]:
     for r in regressions:
         if (r.variant, r.shape, r.dtype, r.device) != key:
             continue
-        steps.append({"sha": r.bad_sha, "label": f"{r.change:+.1%} at {r.bad_sha[:8]}"})
+        steps.append({"sha": r.bad_sha, "label": f"{r.label} at {r.bad_sha[:8]}"})
         if r.culprit_sha:
             culprits.append({"sha": r.culprit_sha, "label": f"culprit {r.culprit_sha[:8]}"})
     return steps, culprits

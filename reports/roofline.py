@@ -26,6 +26,7 @@ from reports import figures
 from reports.device_specs import spec_of
 from reports.format import shape_label, throughput
 from workers.core import status
+from workers.core.params import FORWARD, mode_of
 
 SPEC, MEASURED = "spec", "measured"
 
@@ -76,7 +77,9 @@ class Roofline:
 
 
 def _ok(row: dict) -> bool:
-    return status.measured(row.get("status")) and bool(row.get("median_s"))
+    """A measured forward row: a backward or full pass does other work than the op's count (its
+    FLOPs and bytes are the forward's), so it has no place on a roofline."""
+    return status.measured(row.get("status")) and bool(row.get("median_s")) and mode_of(row["variant"]) == FORWARD
 
 
 def rooflines(rows: Sequence[dict]) -> list[Roofline]:

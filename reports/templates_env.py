@@ -32,6 +32,7 @@ ENV.filters.update({
     "row_rate": fmt.format_rate,
     "rate": lambda value, unit: fmt.throughput(value, unit),
     "side": lambda side: "—" if side is None else (fmt.throughput(side.rate, "FLOP/s" if side.flops else "B/s")
+                                                  + (" (launch-bound)" if side.launch_bound else "")
                                                   if side.rate is not None else side.status),
     "sci": lambda v: "" if v is None else (f"{v:.2e}" if isinstance(v, (int, float)) else str(v)),
     "date": lambda text: (text or "")[:10],
@@ -39,6 +40,9 @@ ENV.filters.update({
     "metric_label": lambda name, vendor="": metric_names.flat(name, 0.0, vendor),
     "metrics_html": metrics_html,
     "peer_label": peer_label,
+    "mem": fmt.mem_bytes,
+    # a stored regression's two sides: throughputs, or peak memory for a memory step
+    "step_value": lambda value, r, unit: fmt.mem_bytes(value) if r.metric == "memory" else fmt.throughput(value, unit),
 })
 ENV.globals.update({"kernels_of": metric_names.kernels, "counters_of": metric_names.counters,
                     "vendor_of": metric_names.vendor_of, "anchor": fmt.anchor, "legend_of": metric_names.legend,

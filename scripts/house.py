@@ -34,7 +34,11 @@ TOPS = ("workers", "reports", "pipeline")
 MAX_MODULES = 13
 # Folders allowed more, and why.
 MANY_MODULES = {"pipeline.commands": "one module per subcommand: the folder is the CLI's table of contents",
-                "workers.ops": "one module per built-in op: the folder is the catalogue of ops"}
+                "workers.ops": "one module per built-in op: the folder is the catalogue of ops",
+                "pipeline.onboarding.conventions": "one reader module per convention: the folder is the list of "
+                                                   "what onboarding reads (READERS)",
+                "pipeline.onboarding.decide": "one module per decision a draft takes: op, dtype, sizes and their "
+                                              "scaling, reference, peer, inputs, devices, ..."}
 _DECLARED = re.compile(r"^May import: (.*?)\.?$")
 
 

@@ -10,9 +10,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Which tests share a pytest-xdist worker when the suite runs in parallel (scripts/test.sh).
+pytest_plugins = ["xdist_groups"]
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # A private Ray temp dir: tests must not join or disturb a cluster a developer has running.
 os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="flopwatch-ray-"))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One of its own per xdist worker, inside the run's (which the workers inherit): each
+    # worker's Ray clusters are as private as a serial run's.
+    # (Short: Ray's socket paths under it must stay within 107 bytes.)
+    _worker_tmp = Path(os.environ["RAY_TMPDIR"]) / os.environ["PYTEST_XDIST_WORKER"]
+    _worker_tmp.mkdir(exist_ok=True)
+    os.environ["RAY_TMPDIR"] = str(_worker_tmp)
 # Commands run by tests get a private local Ray each: a kept head (pipeline/fleet/local_ray.py) would
 # outlive the test run by its idle time. test_ray_token_cluster.py turns it on where it is tested.
 # Set, not defaulted: a developer's exported FLOPWATCH_RAY_REUSE=1 would otherwise leave such a

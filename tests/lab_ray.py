@@ -30,12 +30,23 @@ FAST_HEALTH_CHECK = {"health_check_initial_delay_ms": 0, "health_check_period_ms
                      "health_check_timeout_ms": 1000, "health_check_failure_threshold": 4}
 START_LIMIT_S = 180
 
-# Asks the head's control store which nodes are alive: {node address: node id}.
+# Asks the head's control store which nodes are alive: {node address: node id}; asks again every
+# 0.5 s, for up to argv[3] seconds, until argv[2] of them are (one interpreter and one import of
+# Ray for the whole wait, not one per question).
 _ALIVE = """
-import json, sys
+import json, sys, time
 from ray._raylet import GcsClient
-nodes = GcsClient(address=sys.argv[1]).get_all_node_info(timeout=10)
-print(json.dumps({n.node_manager_address: n.node_id.hex() for n in nodes.values() if n.state == 0}))
+address, count, until = sys.argv[1], int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+while True:
+    try:
+        nodes = GcsClient(address=address).get_all_node_info(timeout=10)
+        alive = {n.node_manager_address: n.node_id.hex() for n in nodes.values() if n.state == 0}
+    except Exception:
+        alive = {}
+    if len(alive) >= count or time.monotonic() >= until:
+        break
+    time.sleep(0.5)
+print(json.dumps(alive))
 """
 
 
@@ -84,11 +95,13 @@ class LabCluster:
         """A worker node with one CPU timing slot (`flopwatch_cpu`), on `node`."""
         self._start(node, "--address", self.address, "--num-cpus", "1", "--resources", '{"flopwatch_cpu": 1}')
 
-    def alive(self) -> dict[str, str]:
-        """{node address: node id} of the nodes the head counts alive ({} while it cannot say)."""
+    def alive(self, count: int = 0, patience_s: float = 0.0) -> dict[str, str]:
+        """{node address: node id} of the nodes the head counts alive ({} while it cannot say);
+        with `count`, asked again for up to `patience_s` until that many are."""
         try:
-            out = subprocess.run(self.head.argv(sys.executable, "-c", _ALIVE, self.address), env=self.env(self.head),
-                                 capture_output=True, text=True, timeout=60, check=False)
+            out = subprocess.run(self.head.argv(sys.executable, "-c", _ALIVE, self.address, str(count),
+                                                str(patience_s)), env=self.env(self.head),
+                                 capture_output=True, text=True, timeout=60 + patience_s, check=False)
         except subprocess.TimeoutExpired:
             return {}
         lines = out.stdout.strip().splitlines()
@@ -96,11 +109,13 @@ class LabCluster:
 
     def wait_alive(self, count: int, limit_s: float = START_LIMIT_S) -> dict[str, str]:
         deadline = time.monotonic() + limit_s
-        while len(nodes := self.alive()) < count:
+        # Each question waits up to 10 s for the count; between them, a node's `ray start` that
+        # ended is reported at once.
+        while len(nodes := self.alive(count, patience_s=min(10.0, max(0.0, deadline - time.monotonic())))) < count:
             for name, proc in self.procs.items():
                 assert proc.poll() is None, f"{name} ended: " + (self.base / f"{name}.log").read_text()[-3000:]
             assert time.monotonic() < deadline, f"{count} node(s) did not come up in {limit_s:g} s: {nodes}"
-            time.sleep(1)
+            time.sleep(0.5)  # (a question that could not even be asked returns at once)
         return nodes
 
     def stop_node(self, node: Node) -> None:

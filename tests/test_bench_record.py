@@ -89,6 +89,22 @@ def test_the_sizes_the_script_computes_at_run_time_each_first_call_once(norm_siz
     assert not data.exists(), "the script wrote its results into the checkout"
 
 
+def test_with_stop_on_wrap_the_script_ends_at_its_next_mode_every_size_recorded(norm_sizes):
+    """bench_norm.py goes over its sizes in three modes: once it is back at the first size (the
+    backward mode), every size is recorded, and the rest of the script is not run. A repeat of
+    the last signatures (the Module, then the Function it calls, at one size) goes on."""
+    probe, hidden, sizes = norm_sizes
+    rec = record_calls(REPO, "benchmark/scripts/bench_norm.py", NORM, argv=["--reps", "200"],
+                       limits=RecordLimits(time_s=40, stop_on_wrap=True))
+    assert rec.ended == "swept", rec
+    expected = [("NormFunction", (probe, hidden))]
+    for tokens in sizes:
+        expected += [("ToyNorm", (tokens, hidden)), ("NormFunction", (tokens, hidden))]
+    assert _shapes(rec) == expected
+    # one forward pass over the sizes, 20 ms per real call: far from the 45 s the whole script takes
+    assert rec.script_seconds < 15
+
+
 def test_do_bench_calls_the_function_once():
     """bench_cross_entropy.py times a model-config sweep with triton.testing.do_bench, which
     has no device to time on here; the recorder's do_bench calls the function once and returns

@@ -73,6 +73,26 @@ def test_the_back_ends_are_asked_at_once_not_one_after_the_other(slow_tools):
     assert set(spans) == set(build.BACKENDS)
 
 
+def test_sysconfig_is_filled_before_the_back_ends_are_asked_in_threads(monkeypatch):
+    """CI, 2026-12-06: one probe in a dozen reported "no triton toolchain (TypeError: can only
+    concatenate str (not "NoneType") to str)": Triton's import reads `sysconfig` while another
+    probe thread is filling its lazy table. Each back end must find the table already filled."""
+    import sysconfig
+
+    monkeypatch.setattr(sysconfig, "_CONFIG_VARS", None)  # as in a process that never asked
+    seen = []
+
+    class Probe:
+        @staticmethod
+        def toolchain():
+            seen.append(sysconfig._CONFIG_VARS is not None)
+            return None
+
+    monkeypatch.setattr(build, "BACKENDS", {"a": Probe, "b": Probe})
+    build.toolchains()
+    assert seen == [True, True]
+
+
 def test_a_kept_probe_is_used_while_the_tools_are_unchanged_and_asked_again_when_one_changes(slow_tools, tmp_path):
     cache = tmp_path / "toolchains"
     first, how1 = build.cached_toolchains(cache=cache)

@@ -76,8 +76,11 @@ def test_acquire_waits_for_the_head_started_ahead_instead_of_starting_another(tm
         try:
             assert lease.started and lease.ahead and lease.record == record
             assert not (folder / local_ray.STARTING).exists()
+            # A head `acquire` starts is `serve --folder <folder>`; heads of other folders (other
+            # tests', other users') may start meanwhile on the machine and are no concern here.
             started = {p for p in set(Path("/proc").iterdir()) - before
-                       if p.name.isdigit() and local_ray.MODULE.encode() in _cmdline(p)}
+                       if p.name.isdigit() and local_ray.MODULE.encode() in (line := _cmdline(p))
+                       and str(folder).encode() in line}
             assert started == set()  # no second head
         finally:
             lease.release()

@@ -22,7 +22,7 @@ import pytest
 from pipeline.cli import main as cli
 
 HERE = Path(__file__).resolve().parent
-SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh")
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hh", ".yml")  # task.yml too
 
 # A package of functional entries as Liger-Kernel writes them, with tests that compare each
 # entry with torch, with a reference by name, and with the test's own statements: every entry
@@ -214,4 +214,14 @@ def test_entries_asking_about_every_test_read_each_test_once(tmp_path, counting,
     repo = _git_copy(tmp_path, files=PACKAGE)
     counts, out = _run(counting, repo, capsys, "new", "src/fastops/functional.py")
     assert {d["variant"] for d in out["drafts"]} == {"fast_scale", "fast_add", "fast_norm"}
+    _read_once(counts)
+
+
+@pytest.mark.parametrize("command", [["init", "--no-workflow"], ["new", "problems"]])
+def test_new_and_init_read_a_repository_of_challenge_problems_once(tmp_path, counting, capsys, command):
+    """The challenge format's reader finds the problem folders once, whichever file asks."""
+    repo = _git_copy(tmp_path, HERE / "challenge_repo", {"problems/vectoradd_py/solutions/wrong/slow.py":
+                                                         "def custom_kernel(data):\n    return data[0] + data[1]\n"})
+    counts, out = _run(counting, repo, capsys, *command)  # drafted beside the hand-written manifests, in drafted/
+    assert sorted(d["variant"] for d in out["drafts"]) == ["matmul_py", "vectoradd_py", "vectoradd_py_slow"]
     _read_once(counts)

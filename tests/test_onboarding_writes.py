@@ -290,8 +290,9 @@ def test_new_says_each_build_and_the_run_after_it_builds_nothing(tmp_path, capsy
     assert cli(["new", "ops.py", "--repo", str(repo)]) == 0
     err = capsys.readouterr().err.splitlines()
     lines = [x for x in err if x.startswith("[")]
-    assert len(lines) == 2 and lines[-1].startswith("[2/2]"), err  # the entry and its op's built-in peer
-    assert {x.split("]")[1].split(":")[0].strip() for x in lines} == {"fused_silu_mul", "peer.swiglu (built-in peer)"}
+    assert len(lines) == 2 and lines[-1].startswith("[2/2]"), err  # the entry and its op's peer (swiglu)
+    assert {x.split("]")[1].split(":")[0].strip() for x in lines} == {"fused_silu_mul",
+                                                                     "peer.fused_silu_mul (built-in peer)"}
     assert all(x.split(": ")[1].startswith("built, ") and x.endswith(" s") for x in lines), lines
     code = cli(["run", "--repo", str(repo), "--db", str(tmp_path / "r.db"), "--budget", "0.1", "--no-report", "--json"])
     run = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -330,6 +330,40 @@ def test_a_wrong_table_is_invalid_with_its_key(tmp_path, change, key, words):
     assert words in bad.error
 
 
+@pytest.mark.parametrize("peer, key, words", [
+    ('{ op = "slu", inputs = { x = "X" } }', "reference.peer.op", "'slu' is not a built-in op; did you mean 'silu'"),
+    ('{ op = "gemm", inputs = { x = "A" } }', "reference.peer.op", "has no torch peer returning its output"),
+    ('{ op = "silu", inputs = { s = "X" } }', "reference.peer.inputs.s", "not a tensor input of [reference]"),
+    ('{ op = "silu", inputs = { x = "Y" } }', "reference.peer.inputs.x", "'Y' is not an input of silu"),
+    ('{ op = "swiglu", inputs = { x = "A" } }', "reference.peer.inputs", "swiglu's inputs ['B'] are given by none"),
+])
+def test_a_wrong_peer_is_invalid_with_its_key(tmp_path, peer, key, words):
+    text = SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref").replace(
+        'found = "convention"', f'found = "convention"\npeer = {peer}')
+    _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS, "kernels/scale/variant.toml": text})
+    _, (bad,) = discover(tmp_path, load_config(tmp_path))
+    assert bad.error.startswith(f"kernels/scale/variant.toml: {key}: "), bad.error
+    assert words in bad.error
+
+
+def test_a_built_in_op_named_as_the_peer_is_what_the_peer_runs(tmp_path):
+    """`[reference] peer`: the built-in op's torch peer, on the table's inputs under the op's
+    names, is timed instead of the reference in the job's dtype; its name says so."""
+    import torch
+
+    from workers.job.child import reference_resolver
+    from workers.ops import for_variant
+
+    text = SCALE.format(name="scale", entry="fast_scale", ref="fast_scale_ref").replace(
+        'found = "convention"', 'found = "convention"\npeer = { op = "silu", inputs = { x = "X" } }')
+    _write(tmp_path, {"flopwatch.toml": 'kernels = ["kernels"]\n', "ops.py": OPS, "kernels/scale/variant.toml": text})
+    (variant,), bad = discover(tmp_path, load_config(tmp_path))
+    assert bad == [] and variant.repo_op["peer_name"] == "torch.nn.functional.silu (built-in op silu)"
+    op = for_variant(variant, reference_resolver(variant, tmp_path))
+    made = op.make_inputs({"N": 8}, torch.float32, "default", "cpu", torch.Generator().manual_seed(1))
+    assert torch.equal(op.peer_returns(made), torch.nn.functional.silu(made["x"]))
+
+
 def test_variants_share_a_reference_op_only_with_the_same_table(tmp_path):
     same = SCALE.format(name="scale2", entry="fast_scale", ref="fast_scale_ref").replace('op = "scale2"', 'op = "scale"')
     other = same.replace('name = "scale2"', 'name = "scale3"').replace("N = 1000", "N = 999")

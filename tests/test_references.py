@@ -98,7 +98,7 @@ def test_the_functions_not_drafted_are_listed_with_why(tmp_path):
     reasons = {s.entry: s.reason for s in skipped}
     assert reasons == {"helper": "returns no tensor and takes no output buffer",
                        "run_layer": "takes an nn.Module or callable argument (layer), not tensors",
-                       "_private": "not public", "selective_scan_ref": "the reference of selective_scan_fn (by name)"}
+                       "_private": "not public", "selective_scan_ref": "the check of selective_scan_fn (its [reference], by name)"}
     assert set(drafts) == {"selective_scan_fn"}
 
 
@@ -354,15 +354,38 @@ class TorchAct(torch.nn.Module):
 
 
 def test_a_built_in_op_takes_its_sizes_and_dtype_from_the_test_that_calls_the_entry():
+    test = MISH_TEST.replace("mish", "gelu").replace("assert_close(y, torch_gelu_reference(x))",
+                                                     "assert_close(y, torch.nn.functional.gelu(x))")
     files = {"mylib/__init__.py": "",
              "mylib/activations.py": "import torch\n\n\ndef fast_gelu(x):\n    return torch.nn.functional.gelu(x)\n",
-             "tests/test_gelu.py": MISH_TEST.replace("mish", "gelu")}
+             "tests/test_gelu.py": test}
     drafts, _ = _drafts(files, "mylib/activations.py")
     draft = drafts["fast_gelu"]
     m = _toml(draft)
-    assert draft.files["variant.toml"].startswith("# reference: built-in op gelu")  # before the test's own reference
-    assert m["op"] == "gelu" and m["shapes"] == [[4, 256]] and m["dtypes"] == ["bf16"] and draft.guessed == ()
+    assert draft.files["variant.toml"].startswith("# reference: built-in op gelu")  # torch's own gelu: the op's
+    # the test's size is checked; the timed one is the test's scaled (its rows vary n and d)
+    assert m["op"] == "gelu" and m["check"] == [{"shapes": [[4, 256]]}] and m["dtypes"] == ["bf16"]
+    assert m["shapes"][0][0] > 4 and m["shapes"][0][1] > 256 and draft.guessed == ()
     assert "reference" not in m
+
+
+def test_the_repositorys_own_reference_comes_before_the_built_in_op_its_name_says():
+    """A test comparing the entry with a function the repository writes is its check; the
+    built-in op the name says (gelu) is its peer only where they agree on the test's inputs
+    (tests/test_bench_sizes.py runs them)."""
+    files = {"mylib/__init__.py": "",
+             "mylib/activations.py": "import torch\n\n\ndef fast_gelu(x):\n    return torch.nn.functional.gelu(x)\n",
+             "tests/test_gelu.py": MISH_TEST.replace("mish", "gelu").replace(
+                 "x * torch.tanh(torch.nn.functional.softplus(x))", "torch.nn.functional.gelu(x)")}
+    drafts, _ = _drafts(files, "mylib/activations.py")
+    draft = drafts["fast_gelu"]
+    m = _toml(draft)
+    assert draft.files["variant.toml"].startswith("# reference: tests/test_gelu.py:15 (torch_gelu_reference")
+    assert m["op"] == "fast_gelu" and m["reference"]["call"] == "../../tests/test_gelu.py:torch_gelu_reference"
+    # given as texts, nothing on disk to run them with: the built-in peer is offered, unverified, not taken
+    assert "peer" not in m["reference"] and draft.peer == ""
+    assert '# peer = { op = "gelu", inputs = { x = "X" } }  # the built-in gelu as its peer is unverified' \
+        in draft.files["variant.toml"]
 
 
 def test_a_functions_apply_bound_to_a_public_name_is_an_entry():

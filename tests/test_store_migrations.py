@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -68,10 +69,14 @@ def test_schema_2_store_is_backed_up_then_migrated_keeping_every_row(tmp_path, c
         assert store.results(variant="v")[0]["counters"] == {"l1_hit_pct": 50}
         (regression,) = RegressionStore(store).all()
         assert regression.culprit_sha == "b"
-    for table, rows in before.items():  # every row and value kept; a later column is empty
+    # Every row and value kept; a later column is empty, but a regression's metric (schema 5):
+    # every step stored before it was a slowdown.
+    later_default = {"regressions": ["time"]}
+    for table, rows in before.items():
         after = _rows(db, table)
         assert [row[:len(rows[0])] for row in after] == rows, table
-        assert all(value is None for row in after for value in row[len(rows[0]):]), table
+        assert [[v for v in row[len(rows[0]):] if v is not None] for row in after] == \
+            [later_default.get(table, [])] * len(after), table
     backup = tmp_path / "results.db.schema2.bak"
     assert {t: _rows(backup, t) for t in before} == before
     with closing(sqlite3.connect(backup)) as old:
@@ -152,3 +157,51 @@ def test_migrated_store_has_the_schema_of_a_new_one(tmp_path):
     assert columns(old) == columns(tmp_path / "new.db") == {
         name: {c.name for c in table.columns} for name, table in tables.metadata.tables.items()}
     assert sorted(STEPS) == list(range(2, SCHEMA_VERSION + 1))
+
+
+def _schema_4_store(url: str) -> None:
+    """A store as schema 4 left it, on either dialect: no launch floor or peak memory per result,
+    regressions keyed without a metric; one result and one regression (with its culprit)."""
+    from pipeline.store import engine as engines
+    from pipeline.store import location
+    from pipeline.store.migrations import _V4_REGRESSIONS
+
+    engine = engines.create(location.parse(url))
+    with engine.begin() as conn:
+        tables.metadata.create_all(conn)
+        for column in ("launch_floor_s", "peak_mem_bytes"):
+            conn.execute(sa.text(f"ALTER TABLE results DROP COLUMN {column}"))
+        conn.execute(sa.text("DROP TABLE regressions"))
+        _V4_REGRESSIONS.create(conn)
+        conn.execute(tables.meta.insert(), [{"key": "schema_version", "value": "4"}, {"key": "store_id", "value": "s"}])
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA user_version = 4")
+        conn.execute(sa.text("INSERT INTO results (commit_sha, dirty, variant, shape, dtype, device, build_hash, "
+                             "status, median_s) VALUES ('c1', 0, 'v', 'M=1', 'fp32', 'cuda:H100', 'h', 'ok', 0.001)"))
+        conn.execute(_V4_REGRESSIONS.insert().values(variant="v", shape="M=1", dtype="fp32", device="cuda:H100",
+                                                     good_sha="g", bad_sha="b", change=-0.1, culprit_sha="b"))
+    engine.dispose()
+
+
+def test_schema_4_store_gains_floors_memory_and_the_metric_of_each_regression(store_url):
+    """Schema 5 on both dialects: the results' new columns empty, every stored regression a
+    slowdown with its id, and a memory step of the same series and range a row of its own (the
+    key now holds the metric; on PostgreSQL the rebuilt table's ids go on after the copied ones)."""
+    from pipeline.history.regressions import MEMORY, Regression
+
+    if store_url.startswith("sqlite"):
+        Path(store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    _schema_4_store(store_url)
+    with Store(store_url) as store:
+        assert store.migrated == (4, SCHEMA_VERSION)
+        (row,) = store.results()
+        assert row["launch_floor_s"] is None and row["peak_mem_bytes"] is None
+        table = RegressionStore(store)
+        (old,) = table.all()
+        assert (old.metric, old.culprit_sha, old.change) == ("time", "b", -0.1)
+        again, new = table.record(Regression("v", "M=1", "fp32", "cuda:H100", "g", "b", -0.12, 1.0, 0.9, 0.01))
+        assert not new and again.id == old.id and again.change == -0.12  # the same step, refreshed
+        grown, new = table.record(Regression("v", "M=1", "fp32", "cuda:H100", "g", "b", 0.2, 1000, 1200, 0.0,
+                                             metric=MEMORY))
+        assert new and grown.id > old.id and grown.metric == MEMORY
+        assert [r.metric for r in table.all()] == ["time", "memory"]

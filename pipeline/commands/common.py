@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 
 from pipeline.fleet import cluster, local_ray, slots
+from pipeline.history.memory.threshold import DEFAULT as DEFAULT_MEMORY
+from pipeline.history.memory.threshold import MemoryThreshold
+from pipeline.history.memory.threshold import parse as parse_memory_threshold
 from pipeline.history.verdicts import parse_threshold
 from pipeline.project import checkout, config
 from pipeline.run.driver_clock import DriverClock
@@ -97,6 +100,25 @@ def add_measure_options(p: argparse.ArgumentParser, command: str = "run") -> Non
                    help="skip the peer check (one peer job re-timed on each other GPU of a node, its median held "
                         "against the node's fastest GPU)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary instead of a table")
+
+
+def add_memory_threshold_option(p: argparse.ArgumentParser) -> None:
+    """--memory-threshold of compare, detect, bisect and nightly (`pipeline.history.memory.threshold`)."""
+    p.add_argument("--memory-threshold", metavar="PCT,SIZE",
+                   help=("the smallest peak memory growth that counts: more than this share of the smaller figure "
+                         f"and more than this many bytes, e.g. 10%,4MiB (default {DEFAULT_MEMORY.text}; one part "
+                         "alone keeps the other's default). Peak memory is deterministic: no test, one measurement "
+                         "a side").replace("%", "%%"))
+
+
+def memory_threshold(text: str | None) -> MemoryThreshold:
+    """`--memory-threshold` as a MemoryThreshold (its default when not given)."""
+    if text is None:
+        return DEFAULT_MEMORY
+    try:
+        return parse_memory_threshold(text)
+    except ValueError as exc:
+        raise UsageError(f"--memory-threshold: {exc}") from None
 
 
 def add_points_option(p: argparse.ArgumentParser) -> None:

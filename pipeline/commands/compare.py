@@ -39,6 +39,7 @@ def add_arguments(p) -> None:
     p.add_argument("--no-report", action="store_true", help="do not write the site")
     add_measure_options(p, "compare")
     common.add_points_option(p)
+    common.add_memory_threshold_option(p)
 
 
 def open_regressions_section(causes_now) -> str:
@@ -54,6 +55,7 @@ def open_regressions_section(causes_now) -> str:
 
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
+    memory_threshold = common.memory_threshold(args.memory_threshold)
     if args.rounds < 1:
         print("flopwatch compare: error: --rounds must be at least 1", file=sys.stderr)
         return 2
@@ -104,7 +106,8 @@ def main(args) -> int:
         pair_settings = {"timing": {"budget_s": args.pair_budget}, "threads": args.threads}
         with session.clock.phase("paired"):
             pairs = paired.paired_samples(session, last[base.sha], last[head.sha], pair_settings)
-        measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold)
+        measured = cmp.compare_sides(*cmp.with_pairs(cmp.pool(base_rows), cmp.pool(head_rows), pairs), threshold,
+                                     memory_threshold)
         alarms = {(r.variant, r.shape, r.dtype, r.device) for r in measured
                   if r.kind in ("slower", "faster") and r.base and r.base.paired}
         if alarms:  # only a claimed change pays for the check

@@ -12,16 +12,20 @@ from pipeline.commands.common import add_repo_options, cache_dir, open_store, si
 from pipeline.history import causes, dashboard, same_build, series
 from pipeline.history.caches.points_cache import PointsCache
 from pipeline.history.caches.window_cache import WindowCache
+from pipeline.history.memory.threshold import DEFAULT as DEFAULT_MEMORY
+from pipeline.history.memory.threshold import MemoryThreshold
 from pipeline.history.regressions import RegressionStore
 from pipeline.store import Store
 
-HELP = "detect change points (E-Divisive means) in each series' history; record and publish regressions"
+HELP = ("detect change points (E-Divisive means) in each series' history, and peak memory steps; record and publish "
+        "regressions")
 
 
 def add_arguments(p) -> None:
     add_repo_options(p)
     p.add_argument("--branch", default="HEAD", help="whose first-parent line orders the history (default HEAD)")
     p.add_argument("--threshold", help=common.threshold_help("history", "smallest step that counts, for every series"))
+    common.add_memory_threshold_option(p)
     p.add_argument("--no-report", action="store_true", help="write only regressions.json, not the whole site")
     p.add_argument("--json", action="store_true", help="print the regressions found as JSON")
     p.add_argument("--ray-address", metavar="HOST:PORT",
@@ -51,14 +55,16 @@ def window_cache_path(cache_root: Path) -> Path:
 
 
 def detect(store: Store, order: list[str], threshold: float | None, search=None, cache=None,
-           details: bool = False, points=None) -> Detected:
+           details: bool = False, points=None, memory_threshold: MemoryThreshold = DEFAULT_MEMORY) -> Detected:
     """Detect and store the steps of every series, then group what is open by cause. search
     and cache: see `series.detect_regressions`; details: read resources and counters too, so
     that the site can be written from the same pass over the store (`Detected.scanned`);
-    points: a `points_cache.PointsCache` that spares reading the rows it already holds."""
+    points: a `points_cache.PointsCache` that spares reading the rows it already holds;
+    memory_threshold: the smallest peak memory step that counts."""
     scanned = series.scan(store, order, details=details, cache=points)
     history = scanned.series
-    work = series.detect_regressions(history, threshold, search=search, cache=cache)
+    work = series.detect_regressions(history, threshold, search=search, cache=cache,
+                                     memory_threshold=memory_threshold)
     steps, machine = same_build.split(store, work.regressions)
     table = RegressionStore(store)
     recorded = [table.record(r) for r in steps]
@@ -88,6 +94,7 @@ def _on_cluster(address: str | None):
 
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
+    memory_threshold = common.memory_threshold(args.memory_threshold)
     repo, work = workdir(args)
     order = series.first_parent_shas(repo, args.branch)
     from pipeline.commands import publish
@@ -95,7 +102,7 @@ def main(args) -> int:
     with open_store(args, work) as store, WindowCache(window_cache_path(cache_dir(args, work))) as cache, \
             PointsCache(publish.points_cache_path(cache_dir(args, work))) as points:
         detected = detect(store, order, threshold, _on_cluster(args.ray_address), cache, details=not args.no_report,
-                          points=points)
+                          points=points, memory_threshold=memory_threshold)
         recorded = detected.recorded
         out = site_path(args, work)
         if args.no_report:
@@ -126,7 +133,7 @@ def main(args) -> int:
 
 def same_build_line(steps) -> str:
     """The steps left out because their build did not change, named for the reader."""
-    named = "; ".join(f"{r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]} {r.change:+.1%}" for r in steps[:5])
+    named = "; ".join(f"{r.variant} {r.shape} {r.good_sha[:10]}..{r.bad_sha[:10]} {r.label}" for r in steps[:5])
     more = f" and {len(steps) - 5} more" if len(steps) > 5 else ""
     return (f"{len(steps)} step(s) within an unchanged build, not recorded (the same measurement identity on "
             f"both sides: the machine moved, not the code): {named}{more}")
@@ -138,4 +145,5 @@ def _cause_json(cause) -> dict:
             "good_sha": cause.good.get("sha"), "bad_sha": cause.bad.get("sha"), "between": cause.between,
             "regressions": [{"id": o.regression.id, "variant": o.regression.variant, "shape": o.regression.shape,
                              "dtype": o.regression.dtype, "device": o.regression.device,
-                             "change": o.regression.change} for o in cause.slowed]}
+                             "change": o.regression.change, "metric": o.regression.metric}
+                            for o in cause.slowed]}

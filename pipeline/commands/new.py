@@ -23,7 +23,8 @@ from pipeline.run.summary import cell
 from pipeline.store import location
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
-        "KernelBench problems and solutions, a module's functional entries) and build each once")
+        "KernelBench problems and solutions, kernel-challenge submissions, a module's functional entries) and build "
+        "each once")
 
 
 def add_arguments(p) -> None:
@@ -107,7 +108,7 @@ def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int
     if not args.no_build:
         builds.build_all(root, done, cache, None if args.json else _say)
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
-             "reference": x.draft.reference,
+             "reference": x.draft.reference, "sizes": x.draft.sizes, "peer": x.draft.peer,
              "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
              "guessed": list(x.draft.guessed),
              "build_s": x.build.seconds if x.build else None, "from_cache": bool(x.build and x.build.cached)}
@@ -170,6 +171,11 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
     console.print(table)
     if checked:
         console.print(cell(_reference_counts(rows, undrafted)))
+    sized = [r for r in rows if r.get("sizes")]
+    if sized:
+        console.print(cell("timed at (where each draft's sizes come from):"))
+        for r in sized:
+            console.print(cell(f"  {r['variant']}: {r['sizes']}"))
     if undrafted:
         console.print(cell(f"not drafted ({len(undrafted)}):"))
         for u in undrafted:

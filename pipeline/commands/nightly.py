@@ -39,11 +39,13 @@ def add_arguments(p) -> None:
                    help="bisect at most this many commit ranges a night: one search per range serves every "
                         "series that stepped in it; a range of one commit needs none (default 2)")
     p.add_argument("--max-evals", type=int, help="commit evaluations per bisection (default: unbounded)")
+    common.add_memory_threshold_option(p)
     add_measure_options(p, "nightly")
 
 
 def main(args) -> int:
     threshold = common.threshold(args.threshold)
+    memory_threshold = common.memory_threshold(args.memory_threshold)
     repo, work = workdir(args)
     _check_history_lasts(args, work)
     head = checkout.commit_info(repo, args.branch)
@@ -54,7 +56,8 @@ def main(args) -> int:
         print(f"measured {head.short} {untrusted.one_line(head.subject)}: {len(outcome.results)} result(s)")
         caches = cache_dir(args, work)
         with WindowCache(window_cache_path(caches)) as cache, PointsCache(publish.points_cache_path(caches)) as points:
-            detected = detect(session.store, order, threshold, cache=cache, details=True, points=points)
+            detected = detect(session.store, order, threshold, cache=cache, details=True, points=points,
+                              memory_threshold=memory_threshold)
         recorded = detected.recorded
         new = [r for r, is_new in recorded if is_new]
         # Every range without a culprit and never bisected: tonight's, and those an earlier
@@ -73,7 +76,8 @@ def main(args) -> int:
                 print(untrusted.one_line(f"{item.bad_sha[:10]}: culprit of {len(item.ids)} series (adjacent commits)"))
             elif searches < args.max_bisects:
                 searches += 1
-                _bisect_range(session, repo, item, threshold, probe, args.max_evals, table, site_path(args, work))
+                _bisect_range(session, repo, item, threshold, probe, args.max_evals, table, site_path(args, work),
+                              memory_threshold)
             else:
                 print(untrusted.one_line(f"not bisected (over --max-bisects): {item.good_sha[:10]}.."
                                          f"{item.bad_sha[:10]} ({len(item.ids)} series, worst {item.variant} "
@@ -123,14 +127,15 @@ def _record_culprit(table, item, culprit_sha: str | None, bisect: dict) -> None:
         table.set_culprit(regression_id, culprit_sha, bisect)
 
 
-def _bisect_range(session, repo, item, threshold, options, max_evals, table, site) -> None:
-    """Bisect one commit range on the series that slowed most in it, and record the culprit on
-    every regression that stepped in that range."""
+def _bisect_range(session, repo, item, threshold, options, max_evals, table, site, memory_threshold=None) -> None:
+    """Bisect one commit range on the series that slowed most in it (or grew most in peak memory,
+    for a memory step: by its memory), and record the culprit on every regression that stepped
+    in that range."""
     from pipeline.history.bisect import bound, render_text
     from reports.history_pages import write_bisect_page
 
     report = bisect_series(session, repo, item.good_sha, item.bad_sha, item.variant, item.shape, threshold, options,
-                           max_evals)
+                           max_evals, metric=item.metric, memory_threshold=memory_threshold)
     write_bisect_page(site, report, bound(len(report.commits) - 1))
     o = report.outcome
     if o.first_bad:  # its subject and author for the pages, measured or not
@@ -138,7 +143,8 @@ def _bisect_range(session, repo, item, threshold, options, max_evals, table, sit
         session.store.record_commit(c.sha, c.subject, c.author, c.authored_at, list(c.parents))
     _record_culprit(table, item, o.first_bad, {
         "message": o.message, "evaluations": o.evaluations, "candidates": list(o.candidates),
-        "skipped": list(o.skipped), "bisected_on": {"variant": item.variant, "shape": item.shape},
+        "skipped": list(o.skipped), "bisected_on": {"variant": item.variant, "shape": item.shape,
+                                                    "metric": item.metric},
         "series_in_range": len(item.ids)})
     print(untrusted.terminal(render_text(report)))
     if len(item.ids) > 1:

@@ -24,6 +24,12 @@ Method:
    same number).
 With no skips and no unsure verdicts this evaluates ⌈log2 N⌉ + 2 distinct commits for N
 commits after the good end (the 2 are the confirmations).
+
+`MemoryBisection` searches a peak memory step the same way (`--metric memory`): a measurement's
+one sample is the series' peak memory in bytes, which is deterministic
+(`pipeline.history.memory`), so each commit is measured once, the ends are not measured again
+beside each probe, and a probe is bad when its figure grew beyond the memory threshold from the
+good end's.
 """
 
 from __future__ import annotations
@@ -35,7 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import verdicts
+from pipeline.history.memory.threshold import DEFAULT as DEFAULT_MEMORY
+from pipeline.history.memory.threshold import MemoryThreshold, grew, growth
 from reports import metric_names
+from reports.format import mem_bytes
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -93,6 +102,9 @@ def bound(n_commits: int) -> int:
 class Bisection:
     """One search. `commits` runs from the good end (index 0) to the bad end (last), oldest
     first; `evaluate` measures a commit once; `threshold` is the smallest slowdown that counts."""
+
+    # What the bad end must be, against the good end, for the regression to reproduce.
+    worse = verdicts.SLOWER
 
     def __init__(self, commits: Sequence[str], evaluate: Callable[[str], Measurement], threshold: float = 0.05,
                  max_repeats: int = 3, max_evals: int | None = None,
@@ -185,7 +197,7 @@ class Bisection:
         confirmed = self._confirm()
         if isinstance(confirmed, str):
             return self._outcome(False, None, (), [], None, confirmed)
-        if confirmed.verdict != verdicts.SLOWER:
+        if confirmed.verdict != self.worse:
             return self._outcome(False, None, (), [], confirmed,
                                  f"did not reproduce: bad end vs good end {confirmed.change:+.1%} "
                                  f"({confirmed.verdict}; {confirmed.reason})")
@@ -228,6 +240,47 @@ class Bisection:
                        self.calls, ends, message)
 
 
+GREW = "grew"
+
+
+class MemoryBisection(Bisection):
+    """The search of a peak memory step (module docstring): `evaluate(sha)` returns the series'
+    peak memory as its one sample; `threshold` is the memory threshold a growth must pass."""
+
+    worse = GREW
+
+    def __init__(self, commits: Sequence[str], evaluate: Callable[[str], Measurement],
+                 threshold: MemoryThreshold = DEFAULT_MEMORY, max_evals: int | None = None,
+                 identity: Callable[[str], str | None] | None = None):
+        super().__init__(commits, evaluate, threshold.share, 1, max_evals, identity)
+        self.memory_threshold = threshold
+
+    def _bytes(self, sha: str) -> float:
+        return self.samples[sha][-1]
+
+    def _confirm(self) -> verdicts.Comparison | str:
+        good, bad = self.commits[0], self.commits[-1]
+        for sha in (good, bad):
+            if not self._measure(sha):
+                return f"cannot measure {'good' if sha == good else 'bad'} end {sha[:10]}: {self.failures[sha]}"
+        before, after = self._bytes(good), self._bytes(bad)
+        change = growth(before, after)
+        verdict = GREW if grew(before, after, self.memory_threshold) else verdicts.SAME
+        ratio = after / before if before else float("inf")
+        return verdicts.Comparison(1, 1, before, after, ratio, ratio, ratio, 0.0, change, change, change, verdict,
+                                   f"peak memory {mem_bytes(before)} → {mem_bytes(after)}; a growth counts beyond "
+                                   f"{self.memory_threshold.text}", self.memory_threshold.share, 1.0)
+
+    def measure_probe(self, sha: str) -> Probe:
+        """Measure `sha` once and set its peak memory against the ends' (measured once each)."""
+        if not self._measure(sha):
+            return Probe(sha, SKIP, 1, None, f"skipped: {self.failures[sha]}")
+        good, bad, mine = self._bytes(self.commits[0]), self._bytes(self.commits[-1]), self._bytes(sha)
+        detail = (f"peak memory {mem_bytes(mine)}: {growth(good, mine):+.1%} vs good end, "
+                  f"{growth(bad, mine):+.1%} vs bad end")
+        return Probe(sha, BAD if grew(good, mine, self.memory_threshold) else GOOD, 1, None, detail)
+
+
 @dataclass(frozen=True)
 class Culprit:
     """The first bad commit as people read it: who, what, how big, and what else moved
@@ -252,6 +305,7 @@ class Report:
     commits: tuple[tuple[str, str], ...]
     outcome: Outcome
     culprit: Culprit | None = None
+    metric: str = "time"  # or "memory": a peak memory step (`MemoryBisection`)
 
     @property
     def within_bound(self) -> bool:
@@ -261,10 +315,13 @@ class Report:
 def render_text(report: Report) -> str:
     """The bisection as plain text for the terminal and the job log."""
     o = report.outcome
-    lines = [f"bisect {report.variant} {report.shape}: {o.message}",
+    what = " (peak memory)" if report.metric == "memory" else ""
+    lines = [f"bisect {report.variant} {report.shape}{what}: {o.message}",
              (f"evaluations: {o.evaluations} commit(s), {o.measurements} measurement(s); "
               f"bound ⌈log2 N⌉+2 = {bound(len(report.commits) - 1)} for N = {len(report.commits) - 1}")]
-    if o.ends is not None:
+    if o.ends is not None and report.metric == "memory":
+        lines.append(f"ends: bad vs good {o.ends.change:+.1%} ({o.ends.reason}; {o.ends.verdict})")
+    elif o.ends is not None:
         lines.append(f"ends: bad vs good {o.ends.change:+.1%} (CI {o.ends.change_lo:+.1%}..{o.ends.change_hi:+.1%}, "
                      f"{o.ends.verdict})")
     for p in o.probes:

@@ -47,7 +47,8 @@ class Cause:
 
     @property
     def worst_change(self) -> float:
-        return self.slowed[0].regression.change
+        """The worst member's severity (`Regression.severity`: lower is worse, either metric)."""
+        return self.slowed[0].regression.severity
 
     @property
     def bisected_on(self):
@@ -75,7 +76,7 @@ def group(open_regressions: Sequence, commits: dict[str, dict]) -> tuple[Cause, 
         groups.setdefault(key, []).append(o)
     causes = []
     for key, members in groups.items():
-        members.sort(key=lambda o: (o.regression.change, o.regression.variant, o.regression.shape,
+        members.sort(key=lambda o: (o.regression.severity, o.regression.variant, o.regression.shape,
                                     o.regression.device))
         first = members[0]
         how = UNRESOLVED
@@ -92,7 +93,8 @@ def group(open_regressions: Sequence, commits: dict[str, dict]) -> tuple[Cause, 
 @dataclass(frozen=True)
 class RangeToBisect:
     """One bisection of `nightly`: the range good → bad, measured on the series that slowed most
-    in it (variant, shape), whose culprit is then recorded on every regression in `ids`."""
+    in it (variant, shape), whose culprit is then recorded on every regression in `ids`;
+    `metric` says what the search compares ("time", or "memory" for a peak memory step)."""
 
     good_sha: str
     bad_sha: str
@@ -100,23 +102,24 @@ class RangeToBisect:
     shape: str
     change: float
     ids: tuple[int, ...]
+    metric: str = "time"
 
 
 def bisection_plan(regressions: Sequence) -> list[RangeToBisect]:
     """The ranges to bisect for `regressions` (stored `Regression`s without a culprit), one per
-    distinct (good, bad), the worst slowdown first. A series steps where its measurements
+    distinct (good, bad) and metric, the worst slowdown first. A series steps where its measurements
     change, so every regression with the same ends stepped in the same commits: one search
-    serves them all."""
-    ranges: dict[tuple[str, str], list] = {}
+    serves them all (a memory step is searched by its memory, a slowdown by its time)."""
+    ranges: dict[tuple[str, str, str], list] = {}
     for r in regressions:
         if not r.culprit_sha:
-            ranges.setdefault((r.good_sha, r.bad_sha), []).append(r)
+            ranges.setdefault((r.good_sha, r.bad_sha, r.metric), []).append(r)
     plan = []
-    for (good, bad), members in ranges.items():
-        worst = min(members, key=lambda r: (r.change, r.variant, r.shape))
+    for (good, bad, metric), members in ranges.items():
+        worst = min(members, key=lambda r: (r.severity, r.variant, r.shape))
         plan.append(RangeToBisect(good, bad, worst.variant, worst.shape, worst.change,
-                                  tuple(sorted(r.id for r in members))))
-    plan.sort(key=lambda p: (p.change, p.bad_sha))
+                                  tuple(sorted(r.id for r in members)), metric))
+    plan.sort(key=lambda p: (-p.change if p.metric == "memory" else p.change, p.bad_sha))
     return plan
 
 
@@ -139,7 +142,7 @@ def render_text(causes: Sequence[Cause], new: frozenset[int] = frozenset()) -> s
         for o in cause.slowed:
             r = o.regression
             mark = "NEW " if r.id in new else ""
-            lines.append(untrusted.one_line(f"  {mark}{r.change:+.1%} {r.variant} {shape_label(r.shape)} {r.dtype} {r.device} "
+            lines.append(untrusted.one_line(f"  {mark}{r.label} {r.variant} {shape_label(r.shape)} {r.dtype} {r.device} "
                                             f"({r.good_sha[:10]} → {r.bad_sha[:10]})"))
     return "\n".join(lines)
 
@@ -161,7 +164,7 @@ def render_markdown(causes: Sequence[Cause], trend_url, limit: int = 10, rows_pe
             r = o.regression
             url = trend_url(o.series) if o.series is not None else None
             link = f"[trend]({url})" if url else ""
-            lines.append(f"| {r.change:+.1%} | {md(r.variant)} | {md(shape_label(r.shape))} | {md(r.dtype)} | "
+            lines.append(f"| {r.label} | {md(r.variant)} | {md(shape_label(r.shape))} | {md(r.dtype)} | "
                          f"{md(r.device.split(':')[0])} | {r.good_sha[:10]} → {r.bad_sha[:10]} | {link} |")
         if len(cause.slowed) > rows_per_cause:
             lines.append(f"| … | {len(cause.slowed) - rows_per_cause} more series | | | | | |")

@@ -25,12 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import verdicts
+from pipeline.history.memory.threshold import DEFAULT as DEFAULT_MEMORY
+from pipeline.history.memory.threshold import MemoryThreshold, grew
 from pipeline.project import config
 from pipeline.run import summary
 from pipeline.run.summary import shape_label
 from reports import metric_names
 from reports.axes import point_label
+from reports.format import mem_change
 from workers.core import params, status, untrusted
+from workers.core.launch import LAUNCH_BOUND_FACTOR, launch_bound
 
 NEWLY_FAILING, NEWLY_FIXED, STILL_FAILING, ADDED, REMOVED = "newly failing", "newly fixed", "failing", "new", "gone"
 # Same measurement identity at both commits: not timed again (`pipeline.history.unchanged`).
@@ -48,6 +52,8 @@ NOT_RUN_AT_BASE, NOT_RUN_AT_HEAD = "not run at base", "not run at head"
 # only is fine, one that stops fitting is named but is not a regression.
 DOES_NOT_FIT = "does not fit"
 NOT_MEASURED = frozenset({status.SKIPPED, status.DOES_NOT_FIT}) | status.INCOMPLETE
+# A row's peak memory grew beyond the memory threshold (`Row.memory`).
+MEMORY_GREW = "memory grew"
 # Table order: what blocks a merge first, then what needs a look, then the rest; rows without a
 # number at either commit last.
 _ORDER = {NEWLY_FAILING: 0, verdicts.SLOWER: 1, verdicts.UNSURE: 2, verdicts.FASTER: 3, NEWLY_FIXED: 4,
@@ -82,11 +88,21 @@ class Side:
     # An unchecked variant's output at its fixed seed: sha256, shape, dtype, first values
     # (`workers.ops.reference.output_digest`).
     output: dict | None = None
+    # The run's peak memory of the timed call and the launch floor of its call path (GPU
+    # results; None where not measured): from the result rows, not from the paired samples.
+    peak_mem_bytes: int | None = None
+    launch_floor_s: float | None = None
 
     def as_row(self) -> dict:
         """The fields `pipeline.run.summary` needs to compute and format a rate."""
         median = float(np.median(self.samples)) if self.samples else None
         return {"median_s": median, "flops": self.flops, "bytes_moved": self.bytes_moved}
+
+    @property
+    def launch_bound(self) -> bool:
+        """The side's median within twice its launch floor (`workers.core.launch`)."""
+        median = float(np.median(self.samples)) if self.samples else None
+        return launch_bound(median, self.launch_floor_s)
 
     @property
     def rate(self) -> float | None:
@@ -124,6 +140,18 @@ class Row:
     # Why a side has no measurement ("not run here: no rocm device in the cluster ..."), set for
     # the not-run kinds only.
     reason: str = ""
+    # MEMORY_GREW when the peak memory grew beyond the memory threshold from base to head (a
+    # regression whatever the time did), else "".
+    memory: str = ""
+
+    @property
+    def memory_text(self) -> str:
+        """`peak memory 10 MiB → 12 MiB (+20.0%)` where the sides' figures differ ("" otherwise)."""
+        b = self.base.peak_mem_bytes if self.base else None
+        h = self.head.peak_mem_bytes if self.head else None
+        if b is None or h is None or b == h:
+            return ""
+        return f"peak memory {mem_change(b, h)}" + (", memory regression" if self.memory == MEMORY_GREW else "")
 
     @property
     def output_changed(self) -> str:
@@ -161,6 +189,11 @@ class Report:
     @property
     def regressions(self) -> list[Row]:
         return [r for r in self.rows if r.kind in (verdicts.SLOWER, NEWLY_FAILING)]
+
+    @property
+    def memory_regressions(self) -> list[Row]:
+        """Series whose peak memory grew beyond the memory threshold (`Row.memory`)."""
+        return [r for r in self.rows if r.memory == MEMORY_GREW]
 
     @property
     def not_run(self) -> list[Row]:
@@ -229,8 +262,14 @@ def pool(rows: Iterable[dict]) -> dict[tuple, Side]:
         out[key] = Side(last["status"], samples, last.get("flops") or 0.0, last.get("bytes_moved") or 0.0,
                         last.get("resources") or {}, last.get("counters") or {}, last.get("diagnostic") or "",
                         tuple(float(np.median(r)) for r in per_round if len(r)),
-                        output=(_json(last.get("correctness")) or {}).get("output"))
+                        output=(_json(last.get("correctness")) or {}).get("output"),
+                        peak_mem_bytes=_last(ok, "peak_mem_bytes"), launch_floor_s=_last(ok, "launch_floor_s"))
     return out
+
+
+def _last(rows: list[dict], field: str):
+    """The newest value of `field` among `rows` (None when none has one)."""
+    return next((r[field] for r in reversed(rows) if r.get(field) is not None), None)
 
 
 def _json(value) -> dict | None:
@@ -287,9 +326,11 @@ def moved(base: Side, head: Side) -> tuple[Moved, ...]:
     return tuple(out)
 
 
-def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float | None) -> list[Row]:
+def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: float | None,
+                  memory_threshold: MemoryThreshold = DEFAULT_MEMORY) -> list[Row]:
     """One Row per series on either side, ordered regressions first (then by change).
-    threshold None: each series is judged with the compare default of its device kind."""
+    threshold None: each series is judged with the compare default of its device kind. A
+    series' peak memory is judged by `memory_threshold` (`memory_verdict`)."""
     rows = []
     for key in sorted(set(base) | set(head)):
         b, h = base.get(key), head.get(key)
@@ -299,8 +340,16 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], threshold: f
             comparison = compare_rounds(b, h, used)
         kind = _kind(b, h, comparison)
         rows.append(Row(*key, kind, b, h, comparison, moved(b, h) if b and h else (), used,
-                        reason=not_run_reason(kind, b, h)))
+                        reason=not_run_reason(kind, b, h), memory=memory_verdict(b, h, memory_threshold)))
     return sorted(rows, key=_table_order)
+
+
+def memory_verdict(base: Side | None, head: Side | None, threshold: MemoryThreshold = DEFAULT_MEMORY) -> str:
+    """MEMORY_GREW when both sides measured a peak memory and head's grew beyond `threshold`
+    (a share and a number of bytes: the figure is deterministic, `pipeline.history.memory`), else ""."""
+    if base is None or head is None or not (status.measured(base.status) and status.measured(head.status)):
+        return ""
+    return MEMORY_GREW if grew(base.peak_mem_bytes, head.peak_mem_bytes, threshold) else ""
 
 
 def unchanged_rows(rows: dict[tuple, dict], notes: dict[tuple, str], threshold: float | None) -> list[Row]:
@@ -328,8 +377,10 @@ def _untimed_kind(side: Side) -> str:
 
 
 def _table_order(r: Row) -> tuple:
-    """Regressions first (by kind), and within a kind the largest change first."""
-    return _ORDER[r.kind], r.comparison.change if r.comparison else 0.0
+    """Regressions first (by kind; a memory growth with the slowdowns), and within a kind the
+    largest change first."""
+    return min(_ORDER[r.kind], _ORDER[verdicts.SLOWER]) if r.memory else _ORDER[r.kind], \
+        r.comparison.change if r.comparison else 0.0
 
 
 def merge_rows(measured: list[Row], unchanged: list[Row]) -> list[Row]:
@@ -447,23 +498,31 @@ def not_run_reason(kind: str, b: Side | None, h: Side | None) -> str:
 
 
 def exit_status(report: Report) -> int:
-    """1 on a significant slowdown or a newly failing variant, else 0 (not-run rows included)."""
-    return 1 if report.regressions else 0
+    """1 on a significant slowdown, a newly failing variant or a peak memory growth beyond the
+    memory threshold, else 0 (not-run rows included)."""
+    return 1 if report.regressions or report.memory_regressions else 0
 
 
 def as_json(report: Report) -> dict:
     """The report as `compare --json` prints it: every row with its kind (and reason, for rows
     not run), and the counts of series not re-timed and not run at either commit."""
-    out = {**dataclasses.asdict(report), "not_retimed": len(report.not_retimed), "not_run": len(report.not_run)}
+    out = {**dataclasses.asdict(report), "not_retimed": len(report.not_retimed), "not_run": len(report.not_run),
+           "memory_regressions": len(report.memory_regressions)}
     for row, data in zip(report.rows, out["rows"]):
         data["output_changed"] = row.output_changed
+        for side in ("base", "head"):
+            if data[side] is not None:
+                data[side]["launch_bound"] = getattr(row, side).launch_bound
     return out
 
 
 def format_rate(side: Side | None) -> str:
+    """A side's throughput, marked where it is launch-bound (it then measures the call path)."""
     if side is None:
         return "—"
-    return summary.format_rate(side.as_row()) if side.rate is not None else side.status
+    if side.rate is None:
+        return side.status
+    return summary.format_rate(side.as_row()) + (" (launch-bound)" if side.launch_bound else "")
 
 
 def md_escape(text: str) -> str:
@@ -483,14 +542,21 @@ def render_markdown(report: Report, page_url: str = "") -> str:
     """The comparison as a markdown table for a PR comment or a job summary."""
     n_slow = sum(r.kind == verdicts.SLOWER for r in report.rows)
     n_fail = sum(r.kind == NEWLY_FAILING for r in report.rows)
+    n_memory = len(report.memory_regressions)
     n_changed = sum(bool(r.output_changed) for r in report.rows)
-    head = "regressions found" if report.regressions else "no regressions"
+    n_bound = sum(bool(r.head and r.head.launch_bound) for r in report.rows)
+    head = "regressions found" if report.regressions or n_memory else "no regressions"
     lines = [f"### flopwatch: {head}",
              (f"`{report.base_sha[:10]}` {md_escape(report.base_subject)} → `{report.head_sha[:10]}` "
               f"{md_escape(report.head_subject)}"), "",
              (f"threshold {report.threshold_text}; {report.rounds} interleaved round(s); "
-              f"{n_slow} slower, {n_fail} newly failing, {_series_count(report)}"
+              f"{n_slow} slower, {n_fail} newly failing, "
+              # the memory count appears only when memory moved: most comparisons never see it
+              + (f"{n_memory} memory regression(s), " if n_memory else "") + _series_count(report)
               + (f"; {n_changed} output(s) changed (no reference to check them)" if n_changed else "") + "."), ""]
+    if n_bound:
+        lines += [(f"{n_bound} series launch-bound at head (median within {LAUNCH_BOUND_FACTOR:g}x the launch floor of "
+                   "its call path): their throughput and change measure the call, not the kernel."), ""]
     if report.skip_text:
         lines += [report.skip_text, ""]
     timed = [r for r in report.rows if not r.note]
@@ -538,13 +604,14 @@ class FamilySummary:
 
     @property
     def severe(self) -> bool:
-        return any(r.kind in (verdicts.SLOWER, NEWLY_FAILING) for r in self.points)
+        return any(r.kind in (verdicts.SLOWER, NEWLY_FAILING) or r.memory for r in self.points)
 
     @property
     def notable(self) -> list[Row]:
         """The points that moved or changed status, most pressing first (largest slowdown first)."""
-        moved = [r for r in self.points if r.kind in _NOTABLE]
-        return sorted(moved, key=lambda r: (_NOTABLE.index(r.kind), r.comparison.change if r.comparison else 0.0))
+        moved = [r for r in self.points if r.kind in _NOTABLE or r.memory]
+        return sorted(moved, key=lambda r: (_NOTABLE.index(r.kind) if r.kind in _NOTABLE else 0,
+                                            r.comparison.change if r.comparison else 0.0))
 
     def side_best(self, side: str) -> Side | None:
         """The fastest point's side at base or head (what the family can do there)."""
@@ -568,13 +635,13 @@ def group_points(rows: list[Row]) -> list[Row | FamilySummary]:
     variants, and a family with one point there, stay rows."""
     members: dict[tuple, list[Row]] = {}
     for r in rows:
-        family, axes = params.split_point(r.variant)
+        family, axes = params.sweep_family(r.variant)  # each pass its own family: best of backward ≠ of forward
         if axes:
             members.setdefault((family, r.shape, r.dtype, r.device), []).append(r)
     out: list[Row | FamilySummary] = []
     placed = set()
     for r in rows:
-        family, axes = params.split_point(r.variant)
+        family, axes = params.sweep_family(r.variant)
         key = (family, r.shape, r.dtype, r.device)
         if not axes or len(members[key]) < 2:
             out.append(r)
@@ -589,7 +656,8 @@ def _point_note(r: Row) -> str:
     point = point_label(r.variant)
     if r.kind == NEWLY_FAILING and r.head:
         return f"{point} {r.head.status}"
-    return f"{point} {r.kind}" + (f" {r.comparison.change:+.1%}" if r.comparison else "")
+    return f"{point} {r.kind}" + (f" {r.comparison.change:+.1%}" if r.comparison else "") + \
+        (f", {r.memory_text}" if r.memory else "")
 
 
 def _family_line(f: FamilySummary) -> str:
@@ -624,13 +692,16 @@ def _markdown_table(rows: list[Row]) -> list[str]:
                            for m in r.moved[:6])
         if r.kind == NEWLY_FAILING and r.head:
             others = (f"{r.head.status}: {r.head.diagnostic[:120]}; " + others).rstrip("; ")
+        if r.memory_text:
+            others = f"{r.memory_text}; {others}" if others else r.memory_text
         if r.output_changed:  # reported, never a regression: there is no reference to say which is right
             others = f"{r.output_changed}; {others}" if others else r.output_changed
         if r.reason:
             others = f"{r.reason[:160]}; {others}" if others else r.reason[:160]
         if r.note:
             others = f"{r.note}; {others}" if others else r.note
-        lines.append(_markdown_row(r.kind, r.kind in (verdicts.SLOWER, NEWLY_FAILING),
+        memory = f", {r.memory}" if r.memory else ""  # a memory growth is a regression, whatever the time did
+        lines.append(_markdown_row(r.kind + memory, r.kind in (verdicts.SLOWER, NEWLY_FAILING) or bool(r.memory),
                                    [r.variant, shape_label(r.shape), r.dtype, r.device.split(":")[0],
                                     format_rate(r.base), format_rate(r.head), change, ci, others]))
     return lines

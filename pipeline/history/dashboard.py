@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.history import causes
+from pipeline.history.regressions import MEMORY
 from workers.core import params, status
 
 SLOWER, FASTER, SAME = "slower", "faster", ""
@@ -161,14 +162,14 @@ def build(series: Sequence, regressions: Sequence, commits: dict[str, dict], ord
     for s in series:
         op, is_peer = ops.get(s.key, ("", False))
         if is_peer and s.points and status.measured(s.points[-1].status) and s.points[-1].rate:
-            peer_rates[(op, s.shape, s.dtype, s.device)] = s.points[-1].rate
+            peer_rates[(op, s.shape, s.dtype, s.device, params.mode_of(s.variant))] = s.points[-1].rate
     cells = {}
     for s in series:
         if not s.points:
             continue
         op, is_peer = ops.get(s.key, ("", False))
-        cells[s.key] = cell(s, last_n, None if is_peer else peer_rates.get((op, s.shape, s.dtype, s.device)),
-                            is_peer)
+        cells[s.key] = cell(s, last_n, None if is_peer else peer_rates.get((op, s.shape, s.dtype, s.device,
+                                                                              params.mode_of(s.variant))), is_peer)
     open_now = open_regressions(series, regressions, commits, order)
     failing = sorted((c for c in cells.values() if c.latest.status in status.FAILURES),
                      key=lambda c: c.series.key)
@@ -182,23 +183,29 @@ def open_regressions(series: Sequence, regressions: Sequence, commits: dict[str,
     """The stored `regressions` whose series has not recovered, largest slowdown first.
 
     Recovered: the series' newest measured point is back within half the step of the rate
-    before it. commits maps SHA → commit dict; order is the first-parent line (oldest first)
+    before it (a memory step: its newest peak memory within half the growth of the level before). commits maps SHA → commit dict; order is the first-parent line (oldest first)
     that counts the commits of a range."""
     by_key = {s.key: s for s in series}
     position = {sha: i for i, sha in enumerate(order)}
     found = []
     for r in regressions:
         s = by_key.get((r.variant, r.shape, r.dtype, r.device))
-        latest = s.measured[-1].rate if s and s.measured else None
-        latest_change = latest / r.rate_before - 1 if latest and r.rate_before else None
-        if latest_change is not None and latest_change > r.change / 2:
-            continue
+        if r.metric == MEMORY:  # the newest peak memory against the level before the step
+            latest = s.memory[-1].peak_mem_bytes if s and s.memory else None
+            latest_change = latest / r.rate_before - 1 if latest is not None and r.rate_before else None
+            if latest_change is not None and latest_change < r.change / 2:
+                continue
+        else:
+            latest = s.measured[-1].rate if s and s.measured else None
+            latest_change = latest / r.rate_before - 1 if latest and r.rate_before else None
+            if latest_change is not None and latest_change > r.change / 2:
+                continue
         between = position[r.bad_sha] - position[r.good_sha] if r.good_sha in position and r.bad_sha in position \
             else None
         culprit = (commits.get(r.culprit_sha) or {"sha": r.culprit_sha}) if r.culprit_sha else None
         found.append(OpenRegression(r, s, commits.get(r.good_sha) or {"sha": r.good_sha},
                                     commits.get(r.bad_sha) or {"sha": r.bad_sha}, culprit, between, latest_change))
-    found.sort(key=lambda o: (o.regression.change, -o.regression.id))
+    found.sort(key=lambda o: (o.regression.severity, -o.regression.id))
     return tuple(found)
 
 
@@ -226,7 +233,7 @@ def _rows_of(members: Sequence, cells: dict, position: dict[str, int]) -> tuple[
     points: dict[tuple, list[Cell]] = {}
     plain: dict[tuple, Cell] = {}
     for s in members:
-        family, axes = params.split_point(s.variant)
+        family, axes = params.sweep_family(s.variant)  # a pass is a row of its own, not a point
         if axes:
             points.setdefault((family, s.shape), []).append(cells[s.key])
         else:

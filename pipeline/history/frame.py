@@ -10,7 +10,8 @@ Columns, in this order:
 - the result: `result_id`, `created_at` (UTC), `variant`, `op`, `backend`, `shape` (the key,
   `M=512,N=512,K=512`), `dtype`, `device`, `status`, `peer`, `median_s`, `ci_low_s`,
   `ci_high_s`, `n_samples`, `flops`, `bytes_moved`, `throughput` (FLOP/s for ops that count
-  flops, else B/s; empty unless ok), `throughput_unit`, `toolchain`, `build_hash`, `diagnostic`;
+  flops, else B/s; empty unless ok), `throughput_unit`, `launch_floor_s`, `launch_bound`,
+  `peak_mem_bytes` (GPU results), `toolchain`, `build_hash`, `diagnostic`;
 - its commit and run: `commit_sha`, `commit_subject`, `commit_author`, `commit_date`, `dirty`,
   `run_id`, `run_kind`, `run_host`;
 - one column per shape dimension: `shape.M`, `shape.N`, `shape.K`, `shape.n`, …;
@@ -33,15 +34,16 @@ from pathlib import Path
 from pipeline.history.compare import flatten_numeric
 from pipeline.store import Store, location
 from workers.core import status
+from workers.core.launch import launch_bound
 
 LEADING = ("result_id", "created_at", "variant", "op", "backend", "shape", "dtype", "device", "status", "peer",
            "median_s", "ci_low_s", "ci_high_s", "n_samples", "flops", "bytes_moved", "throughput", "throughput_unit",
-           "toolchain", "build_hash", "diagnostic", "commit_sha", "commit_subject", "commit_author", "commit_date",
+           "launch_floor_s", "launch_bound", "peak_mem_bytes", "toolchain", "build_hash", "diagnostic", "commit_sha", "commit_subject", "commit_author", "commit_date",
            "dirty", "run_id", "run_kind", "run_host")
 # What a row needs; correctness tile maps, timing details and phases stay in the store.
 _READ = ("id", "created_at", "run_id", "commit_sha", "dirty", "variant", "op", "backend", "shape", "dtype", "device",
          "toolchain", "build_hash", "status", "peer", "median_s", "ci_low_s", "ci_high_s", "flops", "bytes_moved",
-         "diagnostic", "samples", "counters", "resources", "device_info")
+         "diagnostic", "samples", "counters", "resources", "device_info", "launch_floor_s", "peak_mem_bytes")
 
 
 class NoMatch(ValueError):
@@ -121,7 +123,8 @@ def _record(row: dict, commit: dict, run: dict, samples: bool) -> dict:
         "ci_low_s": row["ci_low_s"], "ci_high_s": row["ci_high_s"], "n_samples": len(row["samples"]),
         "flops": row["flops"], "bytes_moved": row["bytes_moved"],
         "throughput": work / row["median_s"] if ok and work else None, "throughput_unit": unit if work else None,
-        "toolchain": row["toolchain"], "build_hash": row["build_hash"], "diagnostic": row["diagnostic"],
+        "launch_floor_s": row["launch_floor_s"], "launch_bound": launch_bound(row["median_s"], row["launch_floor_s"]),
+        "peak_mem_bytes": row["peak_mem_bytes"], "toolchain": row["toolchain"], "build_hash": row["build_hash"], "diagnostic": row["diagnostic"],
         "commit_sha": row["commit_sha"], "commit_subject": commit.get("subject"),
         "commit_author": commit.get("author"), "commit_date": commit.get("authored_at"),
         "dirty": bool(row["dirty"]), "run_id": row["run_id"], "run_kind": run.get("kind"), "run_host": run.get("host"),

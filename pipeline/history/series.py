@@ -22,7 +22,10 @@ import orjson
 
 from pipeline.history import changepoint
 from pipeline.history.compare import flatten_numeric, series_key
-from pipeline.history.regressions import Regression
+from pipeline.history.memory import steps as memory_steps
+from pipeline.history.memory.threshold import DEFAULT as memory_threshold_default
+from pipeline.history.memory.threshold import MemoryThreshold
+from pipeline.history.regressions import MEMORY, Regression
 from pipeline.project import config
 from workers.core import status
 from workers.measure.stats import median_ci
@@ -48,6 +51,9 @@ class Point(NamedTuple):
     resources: dict | None = None
     counters: dict | None = None
     diagnostic: str = ""
+    # The newest measured result's peak memory at this commit (`Result.peak_mem_bytes`; None
+    # where none was measured): deterministic, so one figure, not a pooled one.
+    peak_mem_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,11 @@ class Series:
     def measured(self) -> list[Point]:
         return [p for p in self.points if p.rate is not None and status.measured(p.status)]
 
+    @property
+    def memory(self) -> list[Point]:
+        """The measured points that carry a peak memory (GPU results)."""
+        return [p for p in self.points if p.peak_mem_bytes is not None and status.measured(p.status)]
+
 
 def first_parent_shas(repo, branch: str = "HEAD") -> list[str]:
     """SHAs along the first-parent line ending at `branch`, oldest first."""
@@ -87,13 +98,14 @@ def date_order(commits: Sequence[dict]) -> list[str]:
 # are read only where re-runs must be pooled, and counted only for the newest commits, whose
 # points the trend pages list); the pages also read the resources and counters.
 TIMING_COLUMNS = ("id", "commit_sha", "dirty", "variant", "op", "shape", "dtype", "device", "status", "peer",
-                  "median_s", "ci_low_s", "ci_high_s", "flops", "bytes_moved", "diagnostic", "has_samples")
+                  "median_s", "ci_low_s", "ci_high_s", "flops", "bytes_moved", "diagnostic", "has_samples",
+                  "peak_mem_bytes")
 # Points whose number of samples is known without pooling: those of the newest commits of the
 # line (the trend page's table lists the newest 30 points of a series).
 COUNTED_COMMITS = 30
 SERIES_COLUMNS = (*TIMING_COLUMNS, "resources", "counters")
 (_ID, _SHA, _DIRTY, _VARIANT, _OP, _SHAPE, _DTYPE, _DEVICE, _STATUS, _PEER, _MEDIAN, _LO, _HI, _FLOPS, _BYTES,
- _DIAGNOSTIC, _HAS_SAMPLES, _RESOURCES, _COUNTERS) = range(len(SERIES_COLUMNS))
+ _DIAGNOSTIC, _HAS_SAMPLES, _MEMORY, _RESOURCES, _COUNTERS) = range(len(SERIES_COLUMNS))
 
 
 def _flat(value, cache: dict | None = None) -> dict:
@@ -133,6 +145,7 @@ def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dic
     ok = [r for r in rows if status.measured(r[_STATUS]) and r[_HAS_SAMPLES]]
     if not ok:
         return Point(*meta, diagnostic=diagnostic)
+    memory = next((r[_MEMORY] for r in reversed(ok) if r[_MEMORY] is not None), None)
     last = ok[-1]
     if len(ok) == 1 and last[_MEDIAN] and last[_LO] is not None and last[_HI] is not None:
         median, lo, hi, n = last[_MEDIAN], last[_LO], last[_HI], counts.get(last[_ID])
@@ -143,10 +156,10 @@ def _point(commit: tuple, rows: list[tuple], details: bool, resources_cache: dic
         n = len(samples)
     work = last[_FLOPS] or last[_BYTES] or 0.0
     if not work or median <= 0:
-        return Point(*meta, median_s=median, n_samples=n, diagnostic=diagnostic)
+        return Point(*meta, median_s=median, n_samples=n, diagnostic=diagnostic, peak_mem_bytes=memory)
     return Point(*meta, median, work / median, work / hi if hi else None, work / lo if lo else None, n,
                  _flat(last[_RESOURCES], resources_cache) if details else None,
-                 _flat(last[_COUNTERS]) if details else None, diagnostic)
+                 _flat(last[_COUNTERS]) if details else None, diagnostic, memory)
 
 
 def _series(rows: list[tuple], line: Sequence[tuple], position: dict[str, int], details: bool,
@@ -208,7 +221,8 @@ class Detection:
 
 
 def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0,
-                       search: Callable | None = None, cache=None) -> Detection:
+                       search: Callable | None = None, cache=None,
+                       memory_threshold: MemoryThreshold = memory_threshold_default) -> Detection:
     """Slowdown steps of every series (`pipeline.history.changepoint.detect_steps` on the
     per-commit median run times): a step whose later segment is slower by more than
     `threshold` becomes a Regression from the last measured commit before it to the first
@@ -219,7 +233,10 @@ def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05,
     `cache` (`pipeline.history.caches.window_cache`; None: no cache) and only the others are searched,
     by search(parts, seed) → change points as dicts per window (default
     `changepoint.search_windows` here; `detect_cluster.search_windows` spreads them over the
-    cluster). A nightly thus searches the last window of each series and little else."""
+    cluster). A nightly thus searches the last window of each series and little else.
+
+    Peak memory steps come beside them (`pipeline.history.memory.steps`, decided by
+    `memory_threshold`): Regressions with metric "memory", from the series' GPU results."""
     todo = [s for s in series if len(s.measured) >= 6]  # two segments of min_size 3 need 6 points
     planned = []  # (series index, window, key or None when it cannot hold a step)
     values_of, limits = [], []
@@ -262,8 +279,23 @@ def detect_regressions(series: Sequence[Series], threshold: float | None = 0.05,
             found.append(Regression(s.variant, s.shape, s.dtype, s.device, step.commit_before, step.commit_after,
                                     change=before / after - 1.0, rate_before=work / before, rate_after=work / after,
                                     p_value=step.p_value))
+    found += memory_regressions(series, memory_threshold)
     n_keys = sum(1 for _, _, key in planned if key)
     return Detection(found, len(planned), len(planned) - n_keys, n_keys - len(missing), len(missing))
+
+
+def memory_regressions(series: Sequence[Series],
+                       threshold: MemoryThreshold = memory_threshold_default) -> list[Regression]:
+    """The peak memory growth steps of every series (`pipeline.history.memory.steps`), as
+    Regressions with metric "memory" (bytes on either side, p-value 0: the figure is deterministic)."""
+    found = []
+    for s in series:
+        points = [(p.sha, p.peak_mem_bytes) for p in s.memory]
+        for step in memory_steps.find(points, threshold):
+            found.append(Regression(s.variant, s.shape, s.dtype, s.device, step.good_sha, step.bad_sha,
+                                    change=step.change, rate_before=float(step.before), rate_after=float(step.after),
+                                    p_value=0.0, metric=MEMORY))
+    return found
 
 
 def find_regressions(series: Sequence[Series], threshold: float | None = 0.05, seed: int = 0) -> list[Regression]:
@@ -391,8 +423,8 @@ def _series_from_fields(key: tuple, unit: str, fields, line: Sequence[tuple], po
         return None
     if resources is None:
         return Series(*key, unit, tuple(Point(*line[i], *f) for i, f in mine))
-    return Series(*key, unit, tuple(Point(*line[i], f[0], f[1], f[2], f[3], f[4], f[5], resources.get(f[6]), f[7], f[8])
-                                    for i, f in mine))
+    return Series(*key, unit, tuple(Point(*line[i], f[0], f[1], f[2], f[3], f[4], f[5], resources.get(f[6]), f[7], f[8],
+                                          f[9]) for i, f in mine))
 
 
 def _from_cache(store, cache, after_id: int, line: Sequence[tuple], position: dict[str, int],

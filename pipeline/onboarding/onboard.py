@@ -3,6 +3,8 @@
 find   the files to draft (the ones named, or every kernel source, problem, solution, extension
        build and entry module of the repository) in one listing (`source.RepoFiles`);
 read   each file once with the readers of `conventions` (kernels, launches, modules, tests, ...);
+run    the benchmark scripts that compute their sizes as they run, under the recorder, for the
+       entries about to be drafted (`bench_runs`);
 decide each draft's op, dtype, sizes, geometry, reference and inputs (`decide`);
 write  one draft per kernel, module function, problem, solution, extension function, operator
        and entry (`write`), a later draft of an entry already drafted left out.
@@ -15,9 +17,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline.onboarding.conventions import found, kernelbench, module_entries, pybind, torch_extension
+from pipeline.onboarding import bench_runs
+from pipeline.onboarding.conventions import (
+    competition,
+    found,
+    kernelbench,
+    module_entries,
+    pybind,
+    torch_extension,
+)
 from pipeline.onboarding.conventions.kernelbench import find_problem
 from pipeline.onboarding.decide.evidence import (
+    called_by_packages,
     complete,
     exported_callers,
     host_code,
@@ -28,8 +39,16 @@ from pipeline.onboarding.decide.evidence import (
     with_constants,
 )
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES, int_constants
-from pipeline.onboarding.source.records import Draft, Plan, Problem, Solution
+from pipeline.onboarding.source.records import (
+    ChallengeHarness,
+    ChallengeSubmission,
+    Draft,
+    Plan,
+    Problem,
+    Solution,
+)
 from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write.challenge_drafts import drafts_of as challenge_drafts
 from pipeline.onboarding.write.entry_drafts import module_drafts
 from pipeline.onboarding.write.kernel_draft import kernel_draft
 from pipeline.onboarding.write.manifest import base_names
@@ -94,8 +113,12 @@ def plan_init(repo: RepoFiles) -> Plan | None:
     files; and every public function of its entry modules. None when it has none of these."""
     native = [rel for rel in repo.host if kernels_in(repo, rel) or repo.records(pybind, rel)]
     entry_modules = [rel for rel in repo.scripts if module_entries.is_entry_module(repo, rel)]
-    py_files = [rel for rel in repo.scripts if kernelbench.mentions(t := repo.text(rel)) or torch_extension.mentions(t)]
+    py_files = [rel for rel in repo.scripts if kernelbench.mentions(t := repo.text(rel)) or torch_extension.mentions(t)
+                or found(repo, ChallengeSubmission, [rel])]
     py_files += [m for m in entry_modules if m not in py_files]
+    # a challenge problem's harness (reference.py keeps `ref_kernel` beside its functions) is no
+    # entry module: only `new` naming one says so
+    py_files = [rel for rel in py_files if not found(repo, ChallengeHarness, [rel])]
     if not native and not py_files:
         return None
     # a package's entry modules have every public function drafted; other files only their
@@ -113,11 +136,16 @@ def plan_files(repo: RepoFiles, native: list[str], py_files: list[str], function
     drafts, notes = kernel_drafts(repo, native, repo.out_dir, set(built)) if native else ([], [])
     taken = {d.name for d in drafts}
     python, said, skipped = [], [], []
+    entry_modules = [r for r in py_files if (functional if isinstance(functional, bool) else r in functional)]
+    # the extension functions the entries' packages call, where the files drafted build an extension
+    builds = any(torch_extension.extensions(repo, r).specs for r in py_files if repo.tree(r) is not None)
+    wrapped = called_by_packages(repo, entry_modules) if builds else {}
     for rel in py_files:
         wanted = functional if isinstance(functional, bool) else rel in functional
-        found_here, told = python_drafts(repo, rel, repo.out_dir, taken, wanted, skipped)
+        found_here, told = python_drafts(repo, rel, repo.out_dir, taken, wanted, skipped, wrapped)
         python += found_here
         said += told
+    said = list(dict.fromkeys(said))  # a problem folder's harness files say one line
     return Plan(tuple(drafts + one_per_entry(python, taken)), tuple(notes + said + extension_lines(asked, built)),
                 tuple(skipped), tuple(asked))
 
@@ -181,12 +209,17 @@ def kernel_drafts(repo: RepoFiles, files: list[str], out_dir: str,
 
 
 def python_drafts(repo: RepoFiles, rel: str, out_dir: str, taken: set[str], functional: bool = True,
-                  skipped: list | None = None) -> tuple[list[Draft], list[str]]:
-    """The drafts of one Python file — a solution, a problem, the extensions it builds, else
-    (`functional`) every public function as an entry — and notes on what was not drafted;
-    `skipped` gets each public function not drafted, and why."""
+                  skipped: list | None = None, wrapped: dict[str, str] | None = None) -> tuple[list[Draft], list[str]]:
+    """The drafts of one Python file — a challenge submission (its problem's harness: a note), a
+    solution, a problem, the extensions it builds, else (`functional`) every public function as
+    an entry — and notes on what was not drafted; `skipped` gets each public function not
+    drafted, and why; `wrapped`: the extension functions the drafted entries' packages call,
+    measured through those entries."""
     if repo.tree(rel) is None:
         return [], [f"{rel}: not Python flopwatch can read (syntax error)"]
+    challenge = repo.records(competition, rel)
+    if challenge:  # a challenge submission, or its problem's harness: never an entry of its own
+        return challenge_drafts(repo, rel, challenge, out_dir, taken)
     read = repo.records(kernelbench, rel)
     solution = next((x for x in read if isinstance(x, Solution)), None)
     problem = next((x for x in read if isinstance(x, Problem)), None)
@@ -199,10 +232,10 @@ def python_drafts(repo: RepoFiles, rel: str, out_dir: str, taken: set[str], func
                                taken)], []
     if problem is not None:
         return [problem_draft(repo, problem, out_dir, taken)], []
-    drafts, notes = extension_drafts(repo, torch_extension.extensions(repo, rel), out_dir, taken)
+    drafts, notes = extension_drafts(repo, torch_extension.extensions(repo, rel), out_dir, taken, wrapped)
     if drafts or notes or not functional:
         return drafts, notes
-    return module_drafts(repo, rel, out_dir, taken, skipped), []
+    return module_drafts(repo, rel, out_dir, taken, skipped, record=bench_runs.run_sizes), []
 
 
 def one_per_entry(drafts: list[Draft], taken: set[str]) -> list[Draft]:

@@ -14,6 +14,7 @@ entries give; a `flops` expression evaluates at the first benchmark.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from workers.ops.challenge import REFERENCE, SEED, ChallengeOp
@@ -38,27 +39,14 @@ def read(repo_root: Path, folder: Path, name: str, entry_file: Path | None = Non
         raise OpDefinitionError(_rel(folder, root) or ".", TASK, "missing: a challenge problem folder holds task.yml "
                                                                  "(tests: and benchmarks:) beside reference.py")
     text = task_path.read_text(errors="replace")
-    task = _yaml(task_rel, text)
-    modules = _modules(task_rel, task, folder, root, entry_file)
+    task = read_task(task_rel, text)
+    modules = _modules(task_rel, task.data, folder, root, entry_file)
     if REFERENCE not in modules:
         raise OpDefinitionError(task_rel, "files", f"no {REFERENCE_FILE}: a challenge problem's reference "
                                                    "(generate_input, ref_kernel) is reference.py")
     ref_path = modules[REFERENCE]["path"]
     params, any_keyword, checks_itself = _reference_functions(ref_path, modules[REFERENCE]["source"])
-    benchmarks = _entries(task_rel, task, "benchmarks", required=True)
-    tests = _entries(task_rel, task, "tests", required=False)
-    first = benchmarks[0][1]
-    dims = tuple(k for k in first if k != SEED)
-    bools = tuple(k for k in dims if isinstance(first[k], bool))
-    for key, entries in (("benchmarks", benchmarks), ("tests", tests)):
-        for i, entry in entries:
-            if set(entry) != set(first):
-                raise OpDefinitionError(task_rel, f"{key}[{i}]", f"has the keywords {sorted(entry)}; every entry "
-                                                                 f"gives those of benchmarks[0]: {sorted(first)}")
-            for k, v in entry.items():
-                if k in bools and not isinstance(v, bool) or k not in bools and isinstance(v, bool):
-                    raise OpDefinitionError(task_rel, f"{key}[{i}].{k}", f"{_yaml_text(v)}: benchmarks[0] gives "
-                                                                          f"{_yaml_text(first[k])} (one kind per keyword)")
+    first, dims, bools = task.benchmarks[0][1], task.dims, task.bools
     for k in first:
         if not any_keyword and k not in params:
             raise OpDefinitionError(ref_path, "generate_input", f"takes no {k!r}, which task.yml's entries give "
@@ -72,13 +60,47 @@ def read(repo_root: Path, folder: Path, name: str, entry_file: Path | None = Non
             raise OpDefinitionError(task_rel, "flops", f"{flops!r}: {exc} (keywords: {', '.join(dims)})") from None
     return ChallengeOp(
         name=name, folder=_rel(folder, root), path=ref_path, task=text, modules=modules, dims=dims, bools=bools,
-        tests=_shapes(tests, dims), benchmarks=_shapes(benchmarks, dims),
+        tests=_shapes(task.tests, dims), benchmarks=_shapes(task.benchmarks, dims),
         seeded=SEED in params or any_keyword, checks_itself=checks_itself, flops_expr=flops,
         peer_name=f"ref_kernel of {ref_path}")
 
 
 def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """task.yml as flopwatch reads it: the mapping; the `benchmarks:` and `tests:` entries as
+    (index, keywords); the keywords of a shape (benchmarks[0]'s, the seed aside, in task.yml's
+    order) and those of them carried as booleans."""
+
+    data: dict
+    benchmarks: tuple
+    tests: tuple
+    dims: tuple[str, ...]
+    bools: tuple[str, ...]
+
+
+def read_task(task_rel: str, text: str) -> Task:
+    """task.yml's text read and checked (`task_rel` names it in complaints): the one reading of
+    the format, for a run and for the drafts alike. Raises `OpDefinitionError`."""
+    data = _yaml(task_rel, text)
+    benchmarks = _entries(task_rel, data, "benchmarks", required=True)
+    tests = _entries(task_rel, data, "tests", required=False)
+    first = benchmarks[0][1]
+    dims = tuple(k for k in first if k != SEED)
+    bools = tuple(k for k in dims if isinstance(first[k], bool))
+    for key, entries in (("benchmarks", benchmarks), ("tests", tests)):
+        for i, entry in entries:
+            if set(entry) != set(first):
+                raise OpDefinitionError(task_rel, f"{key}[{i}]", f"has the keywords {sorted(entry)}; every entry "
+                                                                 f"gives those of benchmarks[0]: {sorted(first)}")
+            for k, v in entry.items():
+                if k in bools and not isinstance(v, bool) or k not in bools and isinstance(v, bool):
+                    raise OpDefinitionError(task_rel, f"{key}[{i}].{k}", f"{_yaml_text(v)}: benchmarks[0] gives "
+                                                                          f"{_yaml_text(first[k])} (one kind per keyword)")
+    return Task(data, tuple(benchmarks), tuple(tests), dims, bools)
 
 
 def _yaml(task_rel: str, text: str) -> dict:

@@ -23,6 +23,7 @@ from pipeline.project.shapes import ShapeError, check_points, resolve
 from pipeline.project.sweep import SweepError, points_of, source_texts, unused_axes
 from workers.bindings.python_entry import PYTHON_SIDE, REPOSITORY_ROOTS, entry_parts
 from workers.core import untrusted
+from workers.core.params import FORWARD
 from workers.core.records import Binding, Shape, Variant
 from workers.ops import OPS
 from workers.ops.repo import RepoOp
@@ -174,6 +175,7 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
     if m.backend == "triton" and "cpu" in devices:
         raise ManifestError(rel, "devices", "Triton kernels run on GPUs only (cuda, rocm)")
     sweep_points = _points(rel, repo_root, folder_rel, m, binding, tuple(dict.fromkeys(extra_files)))
+    modes = _modes(rel, m, binding)
     return Variant(
         name=m.name,
         op=m.op,
@@ -205,7 +207,24 @@ def load_variant(repo_root: Path, manifest: Path, config: ProjectConfig,
         extra_files=tuple(dict.fromkeys(extra_files)),
         points=tuple(sweep_points),
         check_points=tuple(points),
+        modes=modes,
     )
+
+
+def _modes(rel: str, m: VariantManifest, binding: Binding) -> tuple[str, ...]:
+    """The passes a manifest asks for (`modes`); () when it names none (forward only). A pass
+    other than forward starts from what the entry returns."""
+    modes = tuple(m.modes)
+    repeated = sorted({x for x in modes if modes.count(x) > 1})
+    if repeated:
+        raise ManifestError(rel, "modes", f"{repeated[0]!r} is listed twice")
+    passes = [x for x in modes if x != FORWARD]
+    if passes and not binding.returns:
+        raise ManifestError(rel, "modes", f"{passes[0]!r} needs an entry that returns its output "
+                                          "(binding.returns = true): a backward pass starts from what the entry "
+                                          "returned, and an output written into a buffer the harness hands in "
+                                          "carries no autograd graph")
+    return modes if modes != (FORWARD,) else ()
 
 
 def _points(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, binding: Binding,
@@ -488,11 +507,44 @@ def _reference(rel: str, repo_root: Path, folder_rel: str, m: VariantManifest, c
         elif kind == "module":
             path = _module_file(repo_root, where, [*config.include_dirs, folder_rel, "", "src"])
             source = (repo_root / path).read_text(errors="replace") if path else ""
+    peer_name = t.call + (f" ({t.where or path})" if t.where or path else "")
+    if t.peer is not None:
+        peer_name = _reference_peer(rel, t)
     return ReferenceOp(name=m.op, call=t.call, inputs=tuple(i.model_dump(exclude_defaults=True) for i in t.inputs),
                        dims=dims, sizes=dict(t.sizes), flops_expr=t.flops or "", kwargs=dict(t.kwargs),
                        found=t.found, where=t.where, folder=folder_rel, path=path, source=source,
-                       functions=("peer_returns",) if t.call else (),
-                       peer_name=t.call + (f" ({t.where or path})" if t.where or path else ""))
+                       functions=("peer_returns",) if t.call else (), peer_name=peer_name,
+                       peer_op=t.peer.op if t.peer is not None else "",
+                       peer_inputs=dict(t.peer.inputs) if t.peer is not None else {})
+
+
+def _reference_peer(rel: str, t) -> str:
+    """`[reference] peer`: a built-in op with a torch peer returning its output, each of its
+    inputs one of the table's tensor inputs; what the peer runs, in words."""
+    from workers.ops import returns_peer
+
+    op = OPS.get(t.peer.op)
+    if op is None:
+        hint = difflib.get_close_matches(t.peer.op, sorted(OPS), n=1)
+        raise ManifestError(rel, "reference.peer.op", f"{t.peer.op!r} is not a built-in op"
+                                                      + (f"; did you mean {hint[0]!r}?" if hint else ""))
+    if not returns_peer(op):
+        raise ManifestError(rel, "reference.peer.op", f"{t.peer.op!r} has no torch peer returning its output")
+    if t.check == "none":
+        raise ManifestError(rel, "reference.peer", 'check = "none": the peer is timed beside a reference')
+    tensors = [i.name for i in t.inputs if i.value is None and not i.output]
+    for name, arg in t.peer.inputs.items():
+        if name not in tensors:
+            raise ManifestError(rel, f"reference.peer.inputs.{name}", f"not a tensor input of [reference] "
+                                                                      f"(tensor inputs: {tensors})")
+        if arg not in op.INPUTS:
+            raise ManifestError(rel, f"reference.peer.inputs.{name}", f"{arg!r} is not an input of {t.peer.op} "
+                                                                      f"(its inputs: {list(op.INPUTS)})")
+    missing = [a for a in op.INPUTS if a not in t.peer.inputs.values()]
+    if missing:
+        raise ManifestError(rel, "reference.peer.inputs", f"{t.peer.op}'s inputs {missing} are given by none "
+                                                          f"of the table's inputs")
+    return f"{getattr(op, 'PEER_NAME', t.peer.op)} (built-in op {t.peer.op})"
 
 
 def _check_defined(rel: str, file: Path, source: str, name: str) -> None:

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WithJsonSchema
 
 from pipeline.project.defaults import DEFAULT_BUDGET_S, DEFAULT_TIMEOUT_S
+from workers.core.params import MODES
 from workers.ops import DTYPES, OPS
 from workers.ops.kernelbench import FP64, RULES
 
@@ -183,6 +184,15 @@ class ReferenceInput(_Table):
                                             "is called without it and returns the expected result)")
 
 
+class ReferencePeer(_Table):
+    """A built-in op timed as the op's peer instead of the reference itself (written by
+    `flopwatch new` where the op agrees with the repository's reference on the test's inputs)."""
+
+    op: NonEmptyStr = Field(description="a built-in op with a torch peer returning its output (docs/ops.md)")
+    inputs: dict[str, NonEmptyStr] = Field(description="each [reference] input the op takes → the op's input it is "
+                                                       '(e.g. { a = "A", b = "B" })')
+
+
 class ReferenceTable(_Table):
     """The repository's own reference for a variant whose op is none of the built-ins: the
     callable its output is checked against (and timed as the op's peer), or check = "none"."""
@@ -201,6 +211,8 @@ class ReferenceTable(_Table):
     inputs: list[ReferenceInput] = Field(min_length=1, description="the arguments of one call, in order")
     flops: NonEmptyStr | None = Field(None, description="FLOPs of one call, an expression of the sizes")
     kwargs: dict[str, Constexpr] = Field({}, description="constant keyword arguments of the reference")
+    peer: ReferencePeer | None = Field(None, description="a built-in op timed as the peer instead of the reference "
+                                                         "in the job's dtype")
 
 
 class ExtensionTable(_Table):
@@ -304,6 +316,12 @@ class VariantManifest(_Table):
                                                     "arguments a raw entry names (\"k<AXIS>\"), as keyword arguments of "
                                                     "a python or triton entry and as the [triton] kernel's constexprs")
     sweep: SweepTable = SweepTable()
+    modes: list[Literal[MODES]] = Field([], min_length=1, description=(
+        "the passes measured, each a series of its own: forward (the call, gradients off; the default), "
+        "backward (the forward once, then backward(dy) timed, gradients reset between samples), full (forward "
+        "and backward per sample); backward and full need an entry that returns an output of an autograd graph "
+        "(binding.returns) and check its gradients against the reference's; a point measured in them is named "
+        "NAME[mode=backward] (docs/variants.md)"))
 
 
 class DefaultsTable(_Table):

@@ -22,7 +22,17 @@ import re
 from pathlib import Path
 
 from workers.core import status
-from workers.core.params import Value, define_flags, format_value, point_name, split_point, template_entry
+from workers.core.params import (
+    FORWARD,
+    MODE_AXIS,
+    Value,
+    define_flags,
+    format_value,
+    mode_name,
+    point_name,
+    sweep_family,
+    template_entry,
+)
 from workers.core.records import Variant
 
 # An axis becomes a macro, a keyword argument and part of a name: an identifier.
@@ -55,6 +65,9 @@ def points_of(axes: dict[str, list[Value]], extra: list[dict], exclude: list[dic
         return []
     names = list(axes) or list(extra[0])
     for name in names:
+        if name == MODE_AXIS:
+            raise SweepError(f"params.{name}", f"{name!r} is the axis of the passes measured: list them as "
+                                               "modes = [\"forward\", \"backward\", \"full\"]")
         if not _AXIS_NAME.fullmatch(name):
             raise SweepError(f"params.{name}", f"{name!r} is not an axis name: an identifier (letters, digits, _), "
                                                "as it becomes a define and a keyword argument")
@@ -151,10 +164,20 @@ def source_texts(repo_root: Path, folder: str, extra_files: tuple[str, ...]) -> 
 
 
 def expand(variant: Variant) -> list[Variant]:
-    """One variant record per point (module docstring); a variant without axes is returned alone."""
-    if not variant.points:
+    """One variant record per point and pass (module docstring): the `[params]` points, each in
+    every mode of `modes` (a mode other than forward is the last axis of the name,
+    `workers.core.params.mode_name`); a variant without axes or modes is returned alone."""
+    modes = variant.modes or (FORWARD,)
+    if not variant.points and modes == (FORWARD,):
         return [variant]
-    return [_at_point(variant, point) for point in variant.points]
+    points = [_at_point(variant, point) for point in variant.points] or [variant]
+    return [in_mode(p, mode) for p in points for mode in modes]
+
+
+def in_mode(variant: Variant, mode: str) -> Variant:
+    """`variant` measuring pass `mode`: its name carries the mode (forward: unchanged), and
+    nothing else changes (the same build serves every pass)."""
+    return dataclasses.replace(variant, name=mode_name(variant.name, mode), mode=mode, points=())
 
 
 def template_axes(entry: str) -> set[str]:
@@ -193,7 +216,7 @@ def best_points(rows: list[dict]) -> dict[str, str]:
     point are absent."""
     times: dict[str, dict[str, dict[tuple, float]]] = {}
     for r in rows:
-        family, params = split_point(r["variant"])
+        family, params = sweep_family(r["variant"])  # a pass is not a point: best per mode
         if not params or not status.measured(r.get("status")) or not r.get("median_s"):
             continue
         key = (r["shape"], r["dtype"], r["device"])

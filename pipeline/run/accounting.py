@@ -19,7 +19,9 @@ from __future__ import annotations
 from workers.core import status
 from workers.core.records import Result
 
-BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s")
+# The launch floor's loop and the one call whose peak memory is counted hold the device too
+# (`workers.job.child`: after the job's own loop, before the next job may start beside it).
+BUSY_PHASES = ("load_s", "correctness_s", "warmup_s", "timing_s", "profile_s", "launch_floor_s", "memory_s")
 # How much slower than its node's fastest card a card's peer may run before it is flagged. Two
 # healthy H100s of one machine ran the 8192^3 bf16 reference peer 0.3-4.2% apart over three
 # machines (a power-limited GEMM runs at what each card's power and clock allow), so 3% flagged

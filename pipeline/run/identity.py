@@ -13,7 +13,8 @@ What goes in:
   correctness checks, the timing rule and the built-in ops with their references and peers
   (a new flopwatch measures everything again);
 - the op's own source (built in, or declared by the benchmarked repository);
-- the series: shape, dtype, device model (`cuda:NVIDIA H200`), and the host threads asked for.
+- the series: shape, dtype, device model (`cuda:NVIDIA H200`), the host threads asked for, and the
+  pass measured (`mode`: backward and full; a forward's identity has no mode in it).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def _builtin_op_digest(op_name: str) -> str:
 
 
 def measurement_identity(build_hash: str, op: str, shape_key: str, dtype: str, device_key: str,
-                         threads: int | None = None, repo_op: dict | None = None) -> str:
-    """The identity of one series' measurement (module docstring)."""
+                         threads: int | None = None, repo_op: dict | None = None, mode: str = "forward") -> str:
+    """The identity of one series' measurement (module docstring). The pass (`mode`) is part of
+    it: a backward pass of the same build measures something else than its forward (a forward
+    keeps the identity it had before passes existed)."""
     parts = (build_hash, worker_code_digest(), op, op_digest(op, repo_op), shape_key, dtype, device_key,
-             str(threads or ""))
+             str(threads or ""), *((mode,) if mode != "forward" else ()))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]

@@ -9,6 +9,7 @@ covers.
 
 from __future__ import annotations
 
+from workers.core.params import FORWARD, MODES, mode_name
 from workers.core.records import Binding, Variant
 from workers.ops import BUILTIN_PEER_BACKEND as BACKEND
 from workers.ops import OPS, returns_peer
@@ -18,33 +19,47 @@ PREFIX = "peer."
 
 
 def builtin_peers(variants: list[Variant]) -> list[Variant]:
-    """The built-in peers `variants` lack: one per op, on the device kinds where the op has
-    variants and no declared peer (pure)."""
+    """The built-in peers `variants` lack: one per op and pass (`mode`), on the device kinds
+    where the op has variants measured in that pass and no declared peer (pure). A pass other
+    than forward needs a peer that returns its output (torch's functional form): an op without
+    one has no peer there."""
     taken = {v.name for v in variants}
     added: list[Variant] = []
     for op in sorted({v.op for v in variants}):
         of_op = [v for v in variants if v.op == op]
-        covered = {k for v in of_op if v.peer for k in v.devices}
-        kinds = sorted({k for v in of_op if not v.peer for k in v.devices} - covered)
         repo_op = next((v.repo_op for v in of_op if v.repo_op), {})
-        if not kinds or not _has_peer(op, repo_op):
+        if not _has_peer(op, repo_op):
             continue
-        name = PREFIX + op
-        while name in taken:
-            name += "_builtin"
-        dtypes = tuple(sorted({d for v in of_op if not v.peer for d in v.dtypes}))
-        # A [reference] op's peer is the repository's callable: it ships its variants' files.
-        ships = next((v for v in of_op if v.repo_op), None) if is_reference(repo_op) else None
-        added.append(Variant(
-            name=name, op=op, backend=BACKEND, folder=ships.folder if ships else "", sources=(),
-            extra_files=tuple(dict.fromkeys(f for v in of_op for f in v.extra_files)) if ships else (),
-            # a reference that imports the repository's package (extension-cpp's test module
-            # imports extension_cpp, which loads its built _C) needs the variants' extensions
-            extensions=ships.extensions if ships else (),
-            binding=Binding("builtin", "peer", returns=_returns(op, repo_op)),
-            dtypes=dtypes, shapes=(), layout=_layout(of_op), peer=True, devices=tuple(kinds),
-            description=f"built-in peer: {peer_name(op, repo_op)}", repo_op=repo_op))
+        base = PREFIX + op
+        while base in taken:
+            base += "_builtin"
+        for mode in sorted({v.mode for v in of_op if not v.peer}, key=MODES.index):
+            in_pass = [v for v in of_op if v.mode == mode]
+            covered = {k for v in in_pass if v.peer for k in v.devices}
+            kinds = sorted({k for v in in_pass if not v.peer for k in v.devices} - covered)
+            returns = _returns(op, repo_op) or (mode != FORWARD and _can_return(op, repo_op))
+            if not kinds or (mode != FORWARD and not returns):
+                continue
+            dtypes = tuple(sorted({d for v in in_pass if not v.peer for d in v.dtypes}))
+            # A [reference] op's peer is the repository's callable: it ships its variants' files.
+            ships = next((v for v in of_op if v.repo_op), None) if is_reference(repo_op) else None
+            added.append(Variant(
+                name=mode_name(base, mode), op=op, backend=BACKEND, folder=ships.folder if ships else "", sources=(),
+                extra_files=tuple(dict.fromkeys(f for v in of_op for f in v.extra_files)) if ships else (),
+                # a reference that imports the repository's package (extension-cpp's test module
+                # imports extension_cpp, which loads its built _C) needs the variants' extensions
+                extensions=ships.extensions if ships else (),
+                binding=Binding("builtin", "peer", returns=returns),
+                dtypes=dtypes, shapes=(), layout=_layout(of_op), peer=True, devices=tuple(kinds),
+                description=f"built-in peer: {peer_name(op, repo_op)}", repo_op=repo_op, mode=mode))
     return added
+
+
+def _can_return(op: str, repo_op: dict) -> bool:
+    """Whether the op's peer has a returning form at all (`peer_returns`), for a backward pass."""
+    if repo_op:
+        return repo_op.get("kind") == "problem" or "peer_returns" in (repo_op.get("functions") or ())
+    return hasattr(OPS.get(op), "peer_returns")
 
 
 def peer_name(op: str, repo_op: dict | None = None) -> str:

@@ -58,6 +58,7 @@ def jobs_for(variants: list[Variant]) -> list[Job]:
     """Every (variant, shape, dtype, device kind). A peer variant without shapes runs at every
     shape and dtype the op's other variants use on that device, so each row has its peer."""
     jobs: list[Job] = []
+    modes = {v.name: v.mode for v in variants}
     for v in variants:
         if v.peer:
             continue
@@ -65,17 +66,20 @@ def jobs_for(variants: list[Variant]) -> list[Job]:
             for shape in v.shapes:
                 for dtype in v.dtypes:
                     jobs.append(Job(v.name, v.op, shape, dtype, kind))
+    # A peer runs in the passes its op's variants are measured in (a backward row's peer is a
+    # backward pass: `pipeline.run.peers`), at their shapes.
     needed: dict[tuple, list[tuple[Shape, str]]] = {}
     for j in jobs:
-        needed.setdefault((j.op, j.device_kind), [])
-        if (j.shape, j.dtype) not in needed[(j.op, j.device_kind)]:
-            needed[(j.op, j.device_kind)].append((j.shape, j.dtype))
+        key = (j.op, j.device_kind, modes[j.variant])
+        needed.setdefault(key, [])
+        if (j.shape, j.dtype) not in needed[key]:
+            needed[key].append((j.shape, j.dtype))
     for v in variants:
         if not v.peer:
             continue
         for kind in v.devices:
             pairs = [(s, d) for s in v.shapes for d in v.dtypes] if v.shapes else \
-                [(s, d) for s, d in needed.get((v.op, kind), []) if d in v.dtypes]
+                [(s, d) for s, d in needed.get((v.op, kind, v.mode), []) if d in v.dtypes]
             if not v.shapes and v.repo_op.get("defaults"):
                 # a problem's Model runs at its own sizes too: a problem onboarded alone is measured
                 own = Shape(dict(v.repo_op["defaults"]))

@@ -34,7 +34,7 @@ from pipeline.run.plan import BuildPlan, build_plan, jobs_for
 from pipeline.run.progress import Progress
 from pipeline.store import Store
 from workers.core import status
-from workers.core.params import family_of, selects
+from workers.core.params import family_of, mode_of, selects, sweep_family
 from workers.core.records import BuildResult, InvalidVariant, Job, Result, Variant
 from workers.isolation import containment
 from workers.ops import static_work
@@ -387,9 +387,9 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         jobs = _best_points_only(session, variants, jobs)
     if options.only and options.with_peer:  # the peer rows of the selected shapes come along
         peers = {v.name for v in variants if v.peer}
-        chosen = {(j.op, j.shape.key, j.dtype, j.device_kind) for j in jobs}
+        chosen = {(j.op, j.shape.key, j.dtype, j.device_kind, mode_of(j.variant)) for j in jobs}
         jobs += [j for j in all_jobs if j.variant in peers and not _selected(j.variant, options)
-                 and (j.op, j.shape.key, j.dtype, j.device_kind) in chosen]
+                 and (j.op, j.shape.key, j.dtype, j.device_kind, mode_of(j.variant)) in chosen]
     variants = [v for v in variants if any(j.variant == v.name for j in jobs)]
     session.probe({j.device_kind for j in jobs})
     plans = {v.name: build_plan(root, v, config.include_dirs, _toolchain_ident(session, v))
@@ -405,7 +405,7 @@ def _plan(session: Session, root: Path, info: checkout.CommitInfo, options: RunO
         dev = device_key(session, j.device_kind)
         (identities if j.variant in plans else sources)[(j.variant, j.shape.key, j.dtype, dev)] = \
             measurement_identity(plan.build_hash, j.op, j.shape.key, j.dtype, dev, options.threads,
-                                 repo_op=plan.variant.repo_op)
+                                 repo_op=plan.variant.repo_op, mode=plan.variant.mode)
     return PlannedCommit(root, info, config, variants, invalid, jobs, plans, identities, sources)
 
 
@@ -497,6 +497,7 @@ class _Stream:
         self.costs: dict[tuple, float] = {}  # job key -> expected device seconds (`_expected_costs`)
         self.advance = lambda _msg="": None
         self.builds: dict = {}  # build ref -> variant name, while compiling
+        self.same_build: dict[str, list[str]] = {}  # variant being built -> the variants its build serves too
         self.deferred: list[tuple] = []  # CPU jobs held until the builds are done
         self.expected = expected_costs(session.store)
         self.launch_s = launch_times(session.store)
@@ -508,13 +509,18 @@ class _Stream:
     def go(self, variants: list[Variant], plans: dict[str, BuildPlan]) -> None:
         by_name = {v.name: v for v in variants}
         cached, builds = {}, self.builds
+        # Variants of one build hash (the passes of one entry: `modes`) wait for one build.
+        submitted: dict[str, str] = {}
         for name, plan in plans.items():
             with self.session.clock.phase("cache"):
                 found = build_cache.load(self.cache / plan.build_hash)
             if found:
                 cached[name] = found
+            elif plan.build_hash in submitted:
+                self.same_build.setdefault(submitted[plan.build_hash], []).append(name)
             else:  # the ref `build_ahead` submitted earlier, else a new build
                 builds[submit_build(self.session, plan, self.options)] = name
+                submitted[plan.build_hash] = name
         total = len(builds) + len(self.outcome.jobs)
         self.costs = self._expected_costs(self.outcome.jobs)
         self._plan_calls()
@@ -546,16 +552,20 @@ class _Stream:
                 ref = ready[0]
                 if ref in builds:
                     name = builds.pop(ref)
+                    others = self.same_build.pop(name, [])
                     try:
                         record_dict, files = ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        self._build_lost(by_name[name], exc)
+                        for lost in (name, *others):
+                            self._build_lost(by_name[lost], exc)
                         continue
                     record = BuildResult.from_dict(record_dict)
                     keep_build(self.session, record, files)
                     self.outcome.rebuilt += 1
                     self.advance(f"built {name} {'ok' if record.ok else 'FAILED'}")
                     self._release(by_name[name], record, files)
+                    for other in others:
+                        self._release(by_name[other], dataclasses.replace(record, variant=other), files)
                     if not builds:
                         for deferred in self.deferred:
                             self._submit(*deferred)
@@ -858,7 +868,7 @@ def _wanted(job: Job, options: RunOptions) -> bool:
 def _best_points_only(session: Session, variants: list[Variant], jobs: list[Job]) -> list[Job]:
     """`--points best`: each swept variant's jobs at its best stored point only."""
     selected = {j.variant for j in jobs}
-    swept = {v.name: v.family for v in variants if v.params and v.name in selected}
+    swept = {v.name: sweep_family(v.name)[0] for v in variants if v.params and v.name in selected}
     rows = session.store.newest_per_series(columns=("variant", "shape", "dtype", "device", "status", "median_s"))
     # Only the points the manifest has now, and the run selected, compete: one it dropped (or a
     # selector left out) must not leave its family untimed.

@@ -10,8 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 # The terminal formats throughput exactly as the site does.
-from reports.format import format_rate, rate
+from reports.format import format_rate, mem_bytes, rate, seconds
 from workers.core import status, untrusted
+from workers.core.launch import LAUNCH_BOUND_FACTOR, row_launch_bound
+from workers.core.params import mode_of
 from workers.ops import BUILTIN_PEER_BACKEND
 
 # Rows that carry no number and are nobody's mistake: listed last, dimmed, one line per variant
@@ -19,16 +21,40 @@ from workers.ops import BUILTIN_PEER_BACKEND
 UNMEASURED = frozenset({status.SKIPPED, status.DOES_NOT_FIT})
 
 
+def peer_key(row: dict) -> tuple:
+    """What a row shares with its peer's row: op, shape, dtype, device and pass (a backward row's
+    peer is the peer's backward pass)."""
+    return row["op"], row["shape"], row["dtype"], row["device"], mode_of(row["variant"])
+
+
 def with_peer(rows: list[dict]) -> list[dict]:
-    """Add `rate` and `pct_of_peer` (vs. the peer row at the same op, shape, dtype, device)."""
-    peers = {(r["op"], r["shape"], r["dtype"], r["device"]): rate(r) for r in rows if r.get("peer") and rate(r)}
+    """Add `rate` and `pct_of_peer` (vs. the peer row at the same op, shape, dtype, device and
+    pass), and `launch_bound` (the median within twice its launch floor, `workers.core.launch`)."""
+    peers = {peer_key(r): rate(r) for r in rows if r.get("peer") and rate(r)}
     out = []
     for r in rows:
-        r = dict(r, rate=rate(r))
-        peer_rate = peers.get((r["op"], r["shape"], r["dtype"], r["device"]))
+        r = dict(r, rate=rate(r), launch_bound=row_launch_bound(r))
+        peer_rate = peers.get(peer_key(r))
         r["pct_of_peer"] = 100.0 * r["rate"] / peer_rate if r["rate"] and peer_rate else None
         out.append(r)
     return out
+
+
+def pct_cell(row: dict) -> str:
+    """% of peer as a table shows it, with the launch-bound mark where the row sits on its floor:
+    the figure then compares two call paths, not two kernels."""
+    pct = f"{row['pct_of_peer']:.0f}%" if row.get("pct_of_peer") else ""
+    return f"{pct} launch-bound".strip() if row.get("launch_bound") else pct
+
+
+def launch_bound_line(rows: list[dict]) -> str:
+    """The note under a table with launch-bound rows ("" without any)."""
+    n = sum(bool(r.get("launch_bound")) for r in rows)
+    if not n:
+        return ""
+    return (f"{n} result(s) launch-bound: the median is within {LAUNCH_BOUND_FACTOR:g}x the launch floor of its own "
+            "call path (the entry at its smallest size, or an empty launch), so its throughput and % of peer "
+            "measure the call, not the kernel; measure at larger sizes (docs/measurement.md)")
 
 
 def sort_rows(rows: list[dict]) -> list[dict]:
@@ -104,24 +130,42 @@ def lines_cell(value: object) -> Text:
 
 def print_table(rows: list[dict], console: Console, title: str) -> None:
     table = Table(title=cell(title), title_justify="left")
-    for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "error / diagnostic"):
+    for col in ("variant", "shape", "dtype", "device", "status", "throughput", "% peer", "median", "peak mem",
+                "error / diagnostic"):
         table.add_column(col, overflow="fold")
-    for r in _collapse_skipped(sort_rows(with_peer(rows))):
-        pct = f"{r['pct_of_peer']:.0f}%" if r.get("pct_of_peer") else ""
+    shown = _collapse_skipped(sort_rows(with_peer(rows)))
+    for r in shown:
+        pct = pct_cell(r)
         err = r.get("correctness", {}).get("rel_fro_err")
         digest = (r.get("correctness") or {}).get("output") or {}
+        floor = r.get("launch_floor_s")
         detail = r["diagnostic"][:160] if not status.measured(r["status"]) else \
             "; ".join(filter(None, (f"rel err {err:.1e}" if err is not None else "",
+                                    _gradient_text(r),
+                                    f"floor {seconds(floor)}" if floor and r.get("launch_bound") else "",
                                     f"no reference; output sha256 {digest['sha256'][:12]}" if digest else "",
                                     check_points_text(r), r.get("diagnostic") or "")))
         style = "red" if r["status"] in status.FAILURES | status.INCOMPLETE else \
             ("dim" if r["status"] in UNMEASURED else "yellow" if r["status"] == status.UNCHECKED else None)
         name = r["variant"] + (" (built-in peer)" if r.get("backend") == BUILTIN_PEER_BACKEND else "")
+        measured = status.measured(r["status"])
         table.add_row(cell(name), cell(shape_label(r["shape"])), cell(r["dtype"]),
                       cell((r["device"] or "").split(":")[0]), r["status"], format_rate(r), pct,
+                      seconds(r.get("median_s")) if measured else "",
+                      mem_bytes(r.get("peak_mem_bytes")) if measured and r.get("peak_mem_bytes") is not None else "",
                       # An invalid manifest's every mistake, each on its line (no one is cut off).
                       lines_cell(r["diagnostic"]) if r["status"] == status.INVALID else cell(detail), style=style)
     console.print(table)
+    note = launch_bound_line(shown)
+    if note:
+        console.print(note, style="yellow", highlight=False, markup=False)
+
+
+def _gradient_text(row: dict) -> str:
+    """The backward check's worst gradient error of a backward or full row ("" for a forward one)."""
+    checks = (row.get("correctness") or {}).get("checks") or []
+    grads = [g["rel_fro_err"] for c in checks if c.get("pass") == "backward" for g in c["gradients"].values()]
+    return f"grad err {max(grads):.1e}" if grads else ""
 
 
 def check_points_text(row: dict) -> str:

@@ -133,7 +133,8 @@ class Store:
                   "timing": json.dumps(r.timing), "counters": json.dumps(r.counters),
                   "resources": json.dumps(r.resources), "device_info": json.dumps(r.device_info),
                   "stderr_tail": bounded(r.stderr_tail, TEXT_LIMITS["stderr_tail"]), "created_at": time.time(),
-                  "phases": json.dumps(r.phases), "identity": r.identity or None}
+                  "phases": json.dumps(r.phases), "identity": r.identity or None,
+                  "launch_floor_s": r.launch_floor_s, "peak_mem_bytes": r.peak_mem_bytes}
         return self._write(lambda conn, again: _insert_once(conn, t.results, values, again))
 
     # -- reads ---------------------------------------------------------------------------------

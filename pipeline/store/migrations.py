@@ -80,10 +80,45 @@ def _v4_regressions_and_store_id(conn: sa.Connection) -> None:
     _set_meta(conn, "store_id", uuid.uuid4().hex, replace=False)
 
 
+_V5 = sa.MetaData()
+_V5_REGRESSIONS = sa.Table(
+    "regressions_v5", _V5,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    *(sa.Column(name, sa.Text, nullable=False) for name in ("variant", "shape", "dtype", "device", "good_sha",
+                                                            "bad_sha")),
+    *(sa.Column(name, sa.Float) for name in ("change", "rate_before", "rate_after", "p_value", "detected_at")),
+    sa.Column("culprit_sha", sa.Text),
+    sa.Column("bisect", sa.Text),
+    sa.Column("metric", sa.Text, nullable=False, server_default="time"),
+    sa.UniqueConstraint("variant", "shape", "dtype", "device", "metric", "good_sha", "bad_sha"),
+)
+
+
+def _v5_launch_floor_memory_and_metric(conn: sa.Connection) -> None:
+    """Each result's launch floor and peak memory; each regression's metric ("time", or "memory"
+    for a peak memory step), which joins the key of a step: the table is made again with the new
+    key (neither dialect changes a table's constraint in place the same way), every row copied
+    with its id, as a slowdown."""
+    add_column(conn, "results", sa.Column("launch_floor_s", sa.Float))
+    add_column(conn, "results", sa.Column("peak_mem_bytes", sa.BigInteger))
+    if "metric" in {c["name"] for c in sa.inspect(conn).get_columns("regressions")}:
+        return
+    _V5_REGRESSIONS.create(conn)
+    names = ", ".join(c.name for c in _V4_REGRESSIONS.columns)
+    conn.execute(sa.text(f"INSERT INTO regressions_v5 ({names}, metric) SELECT {names}, 'time' FROM regressions"))
+    conn.execute(sa.text("DROP TABLE regressions"))
+    conn.execute(sa.text("ALTER TABLE regressions_v5 RENAME TO regressions"))
+    if conn.dialect.name == "postgresql":
+        # The copied ids did not advance the new table's sequence: the next row would take id 1.
+        conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('regressions', 'id'), "
+                             "COALESCE((SELECT MAX(id) FROM regressions), 0) + 1, false)"))
+
+
 STEPS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_phases_and_run_summary,
     3: _v3_measurement_identity,
     4: _v4_regressions_and_store_id,
+    5: _v5_launch_floor_memory_and_metric,
 }
 assert sorted(STEPS) == list(range(2, tables.SCHEMA_VERSION + 1)), "one step per version"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Text the repository under test controls (a subject, a compiler's or a kernel's output) is
 # stored up to these many characters: a flood must not grow the store without bound. Values
@@ -103,6 +103,11 @@ results = sa.Table(
     # The measurement identity of the result's series (`pipeline.run.identity`): a stored result
     # with the same identity measured the same thing, so compare and bisect may reuse it.
     sa.Column("identity", sa.Text),
+    # The median of the result's call path at its launch floor (`workers.measure.launch_floor`), and
+    # the timed call's peak device allocation above its start (`workers.measure.memory`); NULL
+    # where not measured (a CPU job, a result stored before schema 5).
+    sa.Column("launch_floor_s", sa.Float),
+    sa.Column("peak_mem_bytes", sa.BigInteger),
     sa.Index("results_key", "commit_sha", "variant", "shape", "dtype", "device", "build_hash"),
     sa.Index("results_series", "variant", "shape", "dtype", "device"),
     sa.Index("results_identity", "identity"),
@@ -124,7 +129,10 @@ regressions = sa.Table(
     sa.Column("detected_at", sa.Float),
     sa.Column("culprit_sha", sa.Text),
     sa.Column("bisect", sa.Text),  # JSON: the bisection's summary
-    sa.UniqueConstraint("variant", "shape", "dtype", "device", "good_sha", "bad_sha"),
+    # What stepped: "time" (a slowdown) or "memory" (a peak memory growth). A commit may do both
+    # to one series: two rows, one per metric.
+    sa.Column("metric", sa.Text, nullable=False, server_default="time"),
+    sa.UniqueConstraint("variant", "shape", "dtype", "device", "metric", "good_sha", "bad_sha"),
 )
 
 # Result columns holding JSON text, and what an empty one reads back as.

@@ -113,7 +113,7 @@ def _copy_results(src, dst, run_ids: dict[int, int], last: int) -> tuple[int, in
 
 
 def _copy_regressions(src, dst) -> int:
-    key = ("variant", "shape", "dtype", "device", "good_sha", "bad_sha")
+    key = ("variant", "shape", "dtype", "device", "metric", "good_sha", "bad_sha")
     reg = t.regressions
     before = _count(dst, reg)
     for rows in _batches(src, sa.select(reg).order_by(reg.c.id)):

@@ -27,8 +27,13 @@ def toolchains(record: dict | None = None) -> dict[str, dict]:
     `--version` subprocesses and on imports (torch, triton), and asked one after the other they
     added up. `record`, when given, receives {backend: [start, end]} in seconds from the probe's
     start (what ran beside what)."""
+    import sysconfig
     from concurrent.futures import ThreadPoolExecutor
 
+    # sysconfig fills its table lazily and not thread-safely (Python 3.11): a thread importing
+    # triton (whose knobs read `EXE` at import) could see the table half-filled, get None and
+    # report "no triton toolchain" one probe in a dozen. Filled here, before any thread starts.
+    sysconfig.get_config_vars()
     began = time.perf_counter()
 
     def ask(backend):

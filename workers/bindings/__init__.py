@@ -101,7 +101,9 @@ def _builtin_peer(variant: Variant, op: ModuleType) -> Callable:
     torch form returns its output), for a repository that declares none."""
     from workers.ops import returns_peer
 
-    if returns_peer(op):
+    # A backward or full pass starts from what the call returns: the returning form, where the
+    # op's peer writes into an output for its forward (softmax).
+    if returns_peer(op) or (variant.mode != "forward" and hasattr(op, "peer_returns")):
         import torch
 
         torch.set_grad_enabled(False)  # a problem's Model has weights that require grad

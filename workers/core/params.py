@@ -14,6 +14,13 @@ import re
 
 Value = int | float | bool | str
 
+# The pass a point measures (`modes` in a manifest): an axis of its own, named last in a point's
+# name (`liger_rms_norm[mode=backward]`, `gemm_tiled[BK=32,mode=full]`). `forward` is left out of
+# the name, so a variant's forward series keeps the name it had before it declared modes.
+MODE_AXIS = "mode"
+FORWARD, BACKWARD, FULL = "forward", "backward", "full"
+MODES = (FORWARD, BACKWARD, FULL)
+
 # A point selector on the command line: `NAME[BLOCK_M=128]` (some axes) or `NAME[BLOCK_M=128,STAGES=3]`.
 _POINT = re.compile(r"^(?P<family>[^\[\]]+)\[(?P<axes>[^\[\]]*)\]$")
 
@@ -63,6 +70,30 @@ def family_of(name: str) -> str:
     return split_point(name)[0]
 
 
+def mode_name(name: str, mode: str) -> str:
+    """The name of a variant or point measured in `mode`: the mode axis added last, except for
+    `forward` (`liger_rms_norm` + backward → `liger_rms_norm[mode=backward]`)."""
+    if mode == FORWARD:
+        return name
+    family, axes = split_point(name)
+    return point_name(family, {**axes, MODE_AXIS: mode})
+
+
+def mode_of(name: str) -> str:
+    """The pass a variant or point name measures (`forward` when the name has no mode axis)."""
+    return str(split_point(name)[1].get(MODE_AXIS, FORWARD))
+
+
+def sweep_family(name: str) -> tuple[str, dict[str, Value]]:
+    """(`family` with its mode, {axis: value} without it): how the reports group a sweep's
+    points. Passes are not points to pick a best from (a backward pass is not a faster forward),
+    so `tri[BK=32,mode=full]` belongs to family `tri[mode=full]` with axes {BK: 32}, and a point
+    with only a mode is a plain variant of its own."""
+    family, axes = split_point(name)
+    mode = axes.pop(MODE_AXIS, None)
+    return (point_name(family, {MODE_AXIS: mode}) if mode is not None else family), axes
+
+
 def selects(selector: str, name: str) -> bool:
     """Whether a `--variant` selector picks the variant or point `name`: the family name picks
     every point, `family[A=1]` the points with A=1, a full point name that point."""
@@ -72,7 +103,15 @@ def selects(selector: str, name: str) -> bool:
     want_family, want = split_point(selector)
     if want_family != family:
         return False
+    params.setdefault(MODE_AXIS, FORWARD)  # `NAME[mode=forward]` picks the points named without a mode
     return all(k in params and format_value(params[k]) == format_value(v) for k, v in want.items())
+
+
+def exactly(name: str) -> str:
+    """A selector that picks `name` and none of its other passes: a forward point's name with
+    `mode=forward` added (its plain name selects every pass), any other name as it is."""
+    family, axes = split_point(name)
+    return name if MODE_AXIS in axes else point_name(family, {**axes, MODE_AXIS: FORWARD})
 
 
 def define_flags(params: dict[str, Value]) -> list[str]:

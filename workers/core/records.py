@@ -142,6 +142,11 @@ class Variant(Record):
     # {"dims", "rtol", "atol", "where"}; run once per variant, dtype and device in the job's
     # process (`workers.job.check_points`), beside the timed `shapes`.
     check_points: tuple[dict, ...] = ()
+    # The passes the manifest asks for (`modes`: forward, backward, full); empty: forward only.
+    # `expand` makes one record per pass, each with its `mode` (`workers.core.params`: a pass
+    # other than forward is an axis of the record's name).
+    modes: tuple[str, ...] = ()
+    mode: str = "forward"
 
     @property
     def family(self) -> str:
@@ -159,7 +164,7 @@ class Variant(Record):
         data["binding"] = Binding(**binding)
         data["shapes"] = tuple(Shape(**s) if isinstance(s, dict) else s for s in data.get("shapes", ()))
         for key in ("sources", "dtypes", "arches", "flags", "include_dirs", "devices", "extensions", "extra_files",
-                    "points", "check_points"):
+                    "points", "check_points", "modes"):
             if key in data:
                 data[key] = tuple(data[key])
         names = {f.name for f in dataclasses.fields(cls)}
@@ -250,6 +255,13 @@ class Result(Record):
     `samples_s` are set; any other status carries a `diagnostic` a developer can act on. `correctness` holds the error figures and the
     per-tile max-abs-error map; `timing` the CI and settings; `counters` profiler metrics under
     flopwatch's short names; `resources` the static analysis of the build.
+
+    `launch_floor_s` is the median of the same call path at its floor (`workers.measure.launch_floor`:
+    the entry at its smallest valid size, or an empty launch), measured for GPU results (None
+    where it was not); `workers.core.launch.launch_bound` says whether `median_s` sits on it.
+    `peak_mem_bytes` is the timed call's peak device allocation above what was allocated before
+    it (`workers.measure.memory`; None on a CPU, which has no allocator counters); how both were
+    measured is in `timing["launch_floor"]` and `timing["memory"]`.
     """
 
     variant: str
@@ -281,6 +293,8 @@ class Result(Record):
     # Hash of everything that can move this series' number (`pipeline.run.identity`): results with
     # equal identities measured the same thing.
     identity: str = ""
+    launch_floor_s: float | None = None
+    peak_mem_bytes: int | None = None
 
     @property
     def flops_per_s(self) -> float | None:

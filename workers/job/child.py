@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -26,7 +26,7 @@ from workers.core import status
 from workers.core.records import DeviceInfo, Variant
 from workers.isolation import affinity, device_lock
 from workers.job import check_points, handoff, triton_jit
-from workers.measure import correctness, device, fit
+from workers.measure import correctness, device, fit, launch_floor, memory, passes
 from workers.measure.timing import TimingSettings, time_cpu, time_gpu
 from workers.ops import challenge, for_variant, get_op, kernelbench, torch_dtype
 from workers.ops.problem import flatten_outputs
@@ -201,6 +201,81 @@ def unchecked_check(call, op, variant: Variant, dims: dict, dtype, kind: str) ->
     return figures, output_digest(g.out)
 
 
+def gradient_check(call, op, variant: Variant, dims: dict, dtype, kind: str, seed: int) -> dict:
+    """The backward check of a job measured in a backward or full pass (`passes.check_gradients`)
+    on fresh inputs of `seed`: the entry's input gradients against the reference's in fp64, with
+    the op's gradient tolerances (`GRAD_TOLERANCE`, else its output's; `[tolerance]` sets both)."""
+    dev = "cpu" if kind == "cpu" else "cuda"
+    inputs = op.make_inputs(dims, dtype, variant.layout, dev, generator(seed, dev))
+    rtol, atol = getattr(op, "GRAD_TOLERANCE", op.TOLERANCE)[_dtype_name(dtype)]
+    rtol = variant.rtol if variant.rtol is not None else rtol
+    atol = variant.atol if variant.atol is not None else atol
+    # A repository's own op does not say which inputs its entry differentiates: those it gives no
+    # gradient for are listed, not failed (`passes` module docstring).
+    strict = not variant.repo_op or hasattr(op, "GRAD_INPUTS")
+    return passes.check_gradients(call, lambda ref_inputs: op.reference(ref_inputs, variant.layout), inputs,
+                                  passes.grad_names(op, inputs), seed + 7, dev, rtol, atol, strict)
+
+
+# Where a launch floor is measured (`workers.measure.launch_floor`): "gpu" (the default: every GPU
+# result), "all" (CPU jobs too: the call path of a CPU entry, a test's way to see the rule on
+# this machine) or "off". The job's spec (`launch_floor`) wins over the environment.
+LAUNCH_FLOOR_ENV = "FLOPWATCH_LAUNCH_FLOOR"
+FLOORS = launch_floor.Floors()
+
+
+def wants_floor(spec: dict, kind: str) -> bool:
+    where = spec.get("launch_floor") or os.environ.get(LAUNCH_FLOOR_ENV) or "gpu"
+    return where == "all" or (where == "gpu" and kind != "cpu")
+
+
+def measure_floor(spec: dict, variant: Variant, op, dims: dict, dtype, kind: str, mode: str,
+                  median_s: float) -> dict:
+    """The launch floor of this job's call path (`workers.measure.launch_floor`): the job's own
+    median where its shape is already the floor's, else the floor measured once per variant,
+    dtype and floor size in this process. An entry that fails at its smallest size gets an
+    empty launch's floor, and the failure is noted."""
+    how, small = launch_floor.plan(variant, op, dims)
+    if how == launch_floor.SMALLEST_SIZE and small == dict(dims):
+        return {"floor_s": median_s, "how": how, "dims": small, "own_shape": True}
+    key = launch_floor.key_of(variant.name, spec["dtype"], how, small)
+    try:
+        floor, fresh = FLOORS.get(key, lambda: _time_floor(spec, variant, op, small, dtype, kind, mode, how))
+    except Exception as exc:  # noqa: BLE001 - whatever the entry raised at its smallest size: the launch's own floor
+        note = f"the entry failed at {','.join(f'{k}={v}' for k, v in small.items())}: {type(exc).__name__}: {exc}"
+        key = launch_floor.key_of(variant.name, spec["dtype"], launch_floor.EMPTY_LAUNCH, {})
+        floor, fresh = FLOORS.get(key, lambda: _time_floor(spec, variant, op, {}, dtype, kind, mode,
+                                                           launch_floor.EMPTY_LAUNCH))
+        floor = {**floor, "note": note[:300]}
+    return {**floor, "measured_now": fresh}
+
+
+def _time_floor(spec: dict, variant: Variant, op, small: dict, dtype, kind: str, mode: str, how: str) -> dict:
+    """Time the floor: the entry at `small` in the job's mode, or an empty launch."""
+    dev = "cpu" if kind == "cpu" else "cuda"
+    reset = None
+    if how == launch_floor.EMPTY_LAUNCH:
+        fn = launch_floor.empty_launch(kind)
+    else:
+        small_call = bindings.load(variant, Path(spec["artifact"]), op, kind, small, dtype)
+        inputs = op.make_inputs(small, dtype, variant.layout, dev, generator(spec["seeds"][0] + 3, dev))
+        if mode != passes.FORWARD:
+            small_pass = passes.build(mode, small_call, inputs, passes.grad_names(op, inputs), spec["seeds"][0] + 4,
+                                      dev)
+            fn, reset = small_pass.timed, small_pass.reset
+        else:
+            out = timing_output(small_call, op, variant, small, spec["dtype"], dev)
+            fn = (lambda: small_call(inputs, None)) if returns_output(small_call) else (lambda: small_call(inputs, out))
+        fn()  # compiles what a new size compiles (a Triton kernel's specialisation), outside the loop
+        _sync(kind)
+    settings = TimingSettings(**{**spec.get("timing", {}), **launch_floor.FLOOR_TIMING, "method": "adaptive"})
+    if kind == "cpu":
+        t = time_cpu(fn, replace(settings, warmup_s=0.02), before_each=reset)
+    else:
+        t = time_gpu(fn, settings, device.flush_bytes_here(kind), before_each=reset)
+    return {"floor_s": t.median_s, "how": how, "dims": small, "n": len(t.samples_s)}
+
+
 def returns_output(call) -> bool:
     """Whether a loaded entry returns its output (`workers.bindings`) instead of writing one."""
     return bool(getattr(call, "returns", False))
@@ -292,16 +367,32 @@ def _dtype_name(dtype) -> str:
 
 def profile_once(call, op, variant: Variant, dims: dict, dtype, spec: dict) -> dict:
     """The timed call once more, for a profiler watching this process: warm up, then one call
-    inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers)."""
+    inside the NVTX range `flopwatch:timed`, bracketed by two int8 fill kernels (markers). A
+    backward or full point profiles its pass (its gradients reset before each call)."""
     inputs = op.make_inputs(dims, dtype, variant.layout, "cuda", generator(spec["seeds"][0], "cuda"))
     out = timing_output(call, op, variant, dims, spec["dtype"], "cuda")
+
+    def timed() -> None:
+        call(inputs, out)
+
+    reset = timed_pass = None
+    if variant.mode != passes.FORWARD:
+        timed_pass = passes.build(variant.mode, call, inputs, passes.grad_names(op, inputs), spec["seeds"][0] + 2,
+                                  "cuda")
+        reset = timed_pass.reset
     marker = torch.empty(64, dtype=torch.int8, device="cuda")
     for _ in range(2):
-        call(inputs, out)
+        if timed_pass is not None:
+            reset()
+            timed_pass.timed()
+        else:
+            timed()
     torch.cuda.synchronize()
+    if reset is not None:
+        reset()
     marker.fill_(1)
     torch.cuda.nvtx.range_push("flopwatch:timed")
-    call(inputs, out)
+    (timed_pass.timed if timed_pass is not None else timed)()
     torch.cuda.nvtx.range_pop()
     marker.fill_(2)
     torch.cuda.synchronize()
@@ -404,6 +495,16 @@ def _same_buffers(a: Variant, b: Variant) -> bool:
         (b.layout, b.alpha_beta, b.output_dtype, b.binding.returns)
 
 
+def _pair_side(call, op, variant: Variant, inputs: dict, out, spec: dict, dev: str) -> tuple:
+    """(call, inputs, out, timed, reset) of one side of a paired timing: the call itself, or the
+    variant's backward or full pass on those inputs (each side its own graph; shared inputs get
+    their gradients reset before every sample, whichever side runs)."""
+    if variant.mode == passes.FORWARD:
+        return call, inputs, out, (lambda: call(inputs, out)), None
+    built = passes.build(variant.mode, call, inputs, passes.grad_names(op, inputs), spec["seeds"][0] + 2, dev)
+    return call, inputs, out, built.timed, built.reset
+
+
 def pair(spec: dict) -> dict:
     """Time two builds of one variant (base and head) alternately in this one process: sample
     i of A and sample i of B run back to back, in a random order, so whatever the machine does
@@ -427,24 +528,26 @@ def pair(spec: dict) -> dict:
             # memory can move a memory-bound kernel by tens of percent (two copies of one
             # binary, each on buffers of its own, timed 30% apart on an H100); one set of
             # buffers leaves the builds as the only difference between the sides.
-            sides.append((call, sides[0][1], sides[0][2]))
+            sides.append(_pair_side(call, op, v, sides[0][1], sides[0][2], spec, dev))
             continue
         inputs = op.make_inputs(dims, dtype, v.layout, dev, generator(spec["seeds"][0], dev))
         out = timing_output(call, op, v, dims, spec["dtype"], dev)
-        sides.append((call, inputs, out))
+        sides.append(_pair_side(call, op, v, inputs, out, spec, dev))
     flush = (torch.empty(device.flush_bytes_here(kind) // 4, dtype=torch.int32, device="cuda")
              if kind != "cpu" else None)
 
     def sample(side) -> float:
-        call, inputs, out = side
+        *_, timed, reset = side
+        if reset is not None:
+            reset()
         if flush is None:
             t0 = time.perf_counter()
-            call(inputs, out)
+            timed()
             return time.perf_counter() - t0
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        call(inputs, out)
+        timed()
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3
@@ -538,7 +641,10 @@ def run(spec: dict, release: bool = True) -> dict:
     # repeat of the first check. A kernel that updates its output (alpha/beta) is checked
     # twice before timing.
     unchecked = bool(getattr(op, "UNCHECKED", False))  # nothing to check against: `unchecked_check`
-    timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked
+    # A backward or full pass times no forward output: its forward is checked twice before
+    # timing, then its gradients (`passes.check_gradients`).
+    mode = variant.mode or passes.FORWARD
+    timed_check = not variant.alpha_beta and len(spec["seeds"]) > 1 and not unchecked and mode == passes.FORWARD
     checks, previous, digest = [], None, {}
     # The first call compiles (and autotunes) a Triton kernel: what Triton's JIT made of it
     # is the analysis of a Triton module that has no [triton] table.
@@ -567,8 +673,20 @@ def run(spec: dict, release: bool = True) -> dict:
     if not all(c["passed"] for c in checks):
         return with_identity(_incorrect(result, checks, op, dims, spec["dtype"]))
     dev = "cpu" if kind == "cpu" else "cuda"
+    if mode != passes.FORWARD and not unchecked:
+        try:
+            grads = gradient_check(call, op, variant, dims, dtype, kind, spec["seeds"][0])
+        except passes.PassError as exc:
+            return with_identity({**result, "status": status.INVALID, "diagnostic": str(exc)})
+        checks.append(grads)
+        lap("correctness_s")
+        if not grads["passed"]:
+            return with_identity({**result, "status": status.INCORRECT,
+                                  "diagnostic": f"seed {grads['seed']}: {grads['problem']}"})
     returns = returns_output(call)
     armed = arm(op, variant, dims, dtype, kind, spec["seeds"][1], returns) if timed_check else None
+    reset = None  # what runs before each sample, outside it (a pass's gradients set back to None)
+    held: dict = {}  # a pass's gradient flowing in and its inputs' gradients, in bytes (`Pass.held_bytes`)
     if armed is not None:
         inputs, out = armed.inputs, (None if returns else armed.g.out)
         if returns:
@@ -587,13 +705,26 @@ def run(spec: dict, release: bool = True) -> dict:
         else:
             call(inputs, out)
 
+    if mode != passes.FORWARD:
+        try:
+            run_pass = passes.build(mode, call, inputs, passes.grad_names(op, inputs), spec["seeds"][0] + 2, dev)
+        except passes.PassError as exc:
+            return with_identity({**result, "status": status.INVALID, "diagnostic": str(exc)})
+        timed, reset = run_pass.timed, run_pass.reset  # the pass is what a sample times
+        held = run_pass.held_bytes
+
     first: list = []
     keep_first = None
     if armed is not None:
         keep_first = (lambda: first.append(returned[0])) if returns else (lambda: first.append(out.clone()))
     phases["loop_began_at"] = time.time()
+    floor_on = wants_floor(spec, kind)
     if kind == "cpu":
-        timing = time_cpu(timed, settings, after_first=keep_first)
+        timing = time_cpu(timed, settings, after_first=keep_first, before_each=reset)
+        lap("timing_s")
+        if floor_on:
+            result["launch_floor"] = measure_floor(spec, variant, op, dims, dtype, kind, mode, timing.median_s)
+            lap("launch_floor_s")
     else:
         # No next job's preparation step starts on this GPU while this one warms up and times
         # (`workers.job.spare`); one in progress ends beside the warm-up, and no sample is taken
@@ -601,10 +732,18 @@ def run(spec: dict, release: bool = True) -> dict:
         with device_lock.claim() as claim:
             # The correctness launches ran just before on this device: they count as warm-up.
             timing = time_gpu(timed, settings, device.flush_bytes_here(kind), warmed_s=phases["correctness_s"],
-                              after_first=keep_first, claim=claim)
+                              after_first=keep_first, claim=claim, before_each=reset)
             if claim.blocked_s:
                 phases["lock_wait_s"] = round(claim.blocked_s, 4)
-    lap("timing_s")
+            lap("timing_s")
+            # Still the device's only loop: the floor's own loop, and the one call whose memory
+            # is counted, run before the next job may start its checks beside them.
+            if floor_on:
+                result["launch_floor"] = measure_floor(spec, variant, op, dims, dtype, kind, mode, timing.median_s)
+                lap("launch_floor_s")
+            result["memory"] = {**memory.peak_above(timed, reset), "inputs_bytes": memory.inputs_bytes(inputs),
+                                **held}
+            lap("memory_s")
     phases["loop_ended_at"] = time.time()
     if kind != "cpu" and release:
         handoff.timing_done()  # the next job's process may start its checks beside what follows
@@ -640,7 +779,9 @@ def run(spec: dict, release: bool = True) -> dict:
     phases["timing_s"] = timing.sampling_s
     phases["ended_at"] = time.time()
     result.update(status=status.UNCHECKED if unchecked else status.OK, samples_s=timing.samples_s,
-                  timing=timing.summary())
+                  timing={**timing.summary(), "mode": mode})
+    if mode != passes.FORWARD and unchecked:
+        result["diagnostic"] = f"{mode}: gradients not checked (no reference to check them against)"
     disagreed = kernelbench.note(checks, True, spec["dtype"])  # ok by its rule; another would fail it
     if disagreed:
         result["diagnostic"] = disagreed

@@ -92,7 +92,9 @@ def job_spec(job: Job, variant: Variant, work: Path, settings: dict) -> dict:
             # The device's identity as the slot already knows it (`device.reusable_identity`): the
             # job then asks no vendor tool (a call of 0.1-0.5 s per job, every GPU's driver
             # locked by it while it runs, beside the other GPUs' checks and timing loops).
-            "device_identity": settings.get("device_identity")}
+            "device_identity": settings.get("device_identity"),
+            # Where launch floors are measured ("gpu", "all", "off"; `workers.job.child.wants_floor`).
+            "launch_floor": settings.get("launch_floor")}
 
 
 def job_timeout(variant: Variant, settings: dict) -> float:
@@ -211,9 +213,15 @@ def _from_child(base: dict, data: dict, stderr_tail: str) -> Result:
                   correctness=correctness, device_info=data.get("device_info", {}), stderr_tail=stderr_tail)
     if not status.measured(data["status"]):
         return Result(**common)
-    t = data["timing"]
+    t = dict(data["timing"])
+    floor, mem = data.get("launch_floor") or {}, data.get("memory") or {}
+    if floor:
+        t["launch_floor"] = floor
+    if mem:
+        t["memory"] = mem
     return Result(**common, median_s=t["median_s"], ci_low_s=t["ci_low_s"], ci_high_s=t["ci_high_s"],
-                  samples_s=tuple(data["samples_s"]), timing=t)
+                  samples_s=tuple(data["samples_s"]), timing=t, launch_floor_s=floor.get("floor_s"),
+                  peak_mem_bytes=mem.get("peak_bytes"))
 
 
 def _profile(work: Path, spec: dict, kind: str, timeout: float, dev: dict) -> dict:

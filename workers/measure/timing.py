@@ -277,12 +277,16 @@ def measure_adaptive(sample_batch: Callable[[int], list[float]], probe: Callable
 
 
 def time_cpu(call: Callable[[], None], settings: TimingSettings,
-             after_first: Callable[[], None] | None = None) -> Timing:
+             after_first: Callable[[], None] | None = None,
+             before_each: Callable[[], None] | None = None) -> Timing:
     """Wall-clock samples of a host call (CPU kernels and the CPU torch peer). `after_first()`
-    runs once, after the first call and outside any sample (as in `time_gpu`)."""
+    runs once, after the first call and outside any sample (as in `time_gpu`); `before_each()`
+    before every call, outside its sample (a backward pass's gradients reset)."""
     pending = [after_first] if after_first is not None else []
+    prepare = before_each or (lambda: None)
 
     def warm() -> None:
+        prepare()
         call()
         if pending:
             pending.pop()()
@@ -290,6 +294,7 @@ def time_cpu(call: Callable[[], None], settings: TimingSettings,
     def once() -> float:
         if pending:  # no warm-up call ran: the first call is kept, not sampled
             warm()
+        prepare()
         t0 = time.perf_counter()
         call()
         return time.perf_counter() - t0
@@ -298,14 +303,17 @@ def time_cpu(call: Callable[[], None], settings: TimingSettings,
 
 
 def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: int, warmed_s: float = 0.0,
-             after_first: Callable[[], None] | None = None, claim=None) -> Timing:
+             after_first: Callable[[], None] | None = None, claim=None,
+             before_each: Callable[[], None] | None = None) -> Timing:
     """Device-event samples of one launch each, with the caches flushed before every sample
     by writing a buffer larger than L2 (+ Infinity Cache on MI300/MI325X), so a kernel is
     timed reading its inputs from HBM as it would in a real model. `warmed_s`: seconds the
     kernel already ran on this device just before (the correctness launches).
     `after_first()` runs once, after the first launch has completed and outside any timed
     region (the child keeps that launch's output to compare with the last one's). `claim`: the
-    loop's `workers.isolation.device_lock.Claim` (None: the device is this loop's alone)."""
+    loop's `workers.isolation.device_lock.Claim` (None: the device is this loop's alone).
+    `before_each()` runs on the host before every launch's flush, outside its events (a backward
+    pass's gradients reset)."""
     import torch
 
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda") if settings.flush else None
@@ -317,6 +325,8 @@ def time_gpu(call: Callable[[], None], settings: TimingSettings, flush_bytes: in
         while len(events) < n:
             events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         for start_ev, end_ev in events[:n]:
+            if before_each is not None:
+                before_each()
             if flush is not None:
                 flush.zero_()
             start_ev.record()

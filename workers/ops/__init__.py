@@ -79,7 +79,8 @@ def for_variant(variant, resolve=None):
         if problem.is_problem(variant.repo_op):
             return problem.load(problem.ProblemOp.from_dict(variant.repo_op))
         if reference.is_reference(variant.repo_op):
-            return reference.load(reference.ReferenceOp.from_dict(variant.repo_op), resolve)
+            spec = reference.ReferenceOp.from_dict(variant.repo_op)
+            return reference.load(spec, resolve, OPS.get(spec.peer_op) if spec.peer_op else None)
         return repo.load(RepoOp.from_dict(variant.repo_op))
     return get_op(variant.op)
 

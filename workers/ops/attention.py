@@ -15,6 +15,9 @@ import math
 INPUTS = ("Q", "K", "V")
 OUTPUT = "O"  # the output tensor's name in raw kernel argument lists
 DIMS = ("B", "H", "S", "D")
+# A launch floor keeps the head dimension: kernels are written for a few of them
+# (`workers.measure.launch_floor`).
+FLOOR_KEEP = ("D",)
 LAYOUTS = ("bhsd",)
 SCALARS = ("scale",)  # values a raw kernel may take by name, computed from the shape
 # Relative Frobenius error and max abs error relative to max|ref|. fp16/bf16 kernels round P to

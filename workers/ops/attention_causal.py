@@ -12,6 +12,7 @@ from workers.ops import attention as _attention
 INPUTS, OUTPUT, DIMS, LAYOUTS, SCALARS = (_attention.INPUTS, _attention.OUTPUT, _attention.DIMS,
                                           _attention.LAYOUTS, _attention.SCALARS)
 TOLERANCE = _attention.TOLERANCE
+FLOOR_KEEP = _attention.FLOOR_KEEP
 PEER_NAME = "torch.nn.functional.scaled_dot_product_attention(is_causal=True)"
 ENTRY_NAMES = ("attention_causal", "causal_attention", "causal_attn", "flash_attention_causal",
                "flash_attn_causal")

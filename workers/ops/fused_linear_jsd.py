@@ -28,6 +28,9 @@ BETA = 0.5
 # on CPU at M = 512, H = 1024, V = 8192 was 6e-8 in fp32, 4e-7 in fp16 and 4e-6 in bf16. fp32
 # allows 1e-5 (accumulation order only); fp16/bf16 1e-3, 250× the bf16 peer's error.
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (1e-3, 1e-3), "bf16": (1e-3, 1e-3)}
+# A backward pass differentiates the student's head only: the teacher is frozen in distillation
+# (Liger's LigerFusedLinearJSDFunction returns no gradient for the teacher's input or weight).
+GRAD_INPUTS = ("student_input", "student_weight")
 PEER_NAME = ("torch eager: both heads in the input dtype, log_softmax in fp32, then β·kl_div(log Mx, P) + "
              "(1-β)·kl_div(log Mx, Q) (Liger's TorchLMHeadJSD)")
 ENTRY_NAMES = ("fused_linear_jsd", "linear_jsd", "fused_linear_js_div", "lm_head_jsd",

@@ -16,6 +16,9 @@ import ctypes
 INPUTS = ("X", "W", "B")
 OUTPUT = "Y"
 DIMS = ("M", "C", "N", "G")
+# A launch floor keeps the channels and groups: the kernel's grid is per group, its rows per
+# channel of a group.
+FLOOR_KEEP = ("C", "G")
 LAYOUTS = ("rows",)
 SCALARS = ("num_channels", "num_groups", "eps")
 EPS = 1e-6

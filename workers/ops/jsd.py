@@ -20,6 +20,9 @@ BETA = 0.5
 # One number, summed in fp32 by Liger and by the peer; an fp16/bf16 loss is rounded once (half an
 # ulp: up to 0.4% in bf16, 5e-4 in fp16), and a kernel's own rounding may add as much.
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (2e-3, 2e-3), "bf16": (1e-2, 1e-2)}
+# A backward pass differentiates the student's log-probabilities, not the teacher's (Liger's
+# LigerJSDFunction returns no gradient for the target).
+GRAD_INPUTS = ("input",)
 PEER_NAME = "torch eager JSD: β·kl_div(log Mx, P) + (1-β)·kl_div(log Mx, Q) in fp32 (Liger's test)"
 ENTRY_NAMES = ("jsd", "js_div", "js_divergence", "jensen_shannon", "jensen_shannon_divergence", "jsd_loss")
 

@@ -22,6 +22,9 @@ EPS = 1e-10  # Liger's: target·log(max(target, eps)), so a zero target adds 0
 # a bf16 loss, half an ulp (up to 0.4%) plus its summation off (measured 2.4e-3 on softmax rows,
 # M = 512, V = 8192), so bf16 allows 1%; fp16 (ulp ≤ 1e-3) 2e-3.
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (2e-3, 2e-3), "bf16": (1e-2, 1e-2)}
+# A backward pass differentiates the predictions, not the target distribution (Liger's
+# LigerKLDivLossFunction returns no gradient for y_true).
+GRAD_INPUTS = ("input",)
 PEER_NAME = 'torch.nn.functional.kl_div(input, target, reduction="mean")'
 ENTRY_NAMES = ("kl_div", "kldiv", "kl_divergence", "kl_div_loss", "kldiv_loss", "kl_loss")
 

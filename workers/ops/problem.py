@@ -237,13 +237,16 @@ class _Problem:
 
         device = next((v.device.type for v in inputs.values() if isinstance(v, torch.Tensor)), "cpu")
         args = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs.values()]
+        # Gradients only where asked for: a backward pass's check hands in inputs that require
+        # grad and differentiates what this returns (`workers.measure.passes`).
+        grad = any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs.values())
         try:
-            with torch.no_grad():
+            with torch.set_grad_enabled(grad):
                 out = self._guarded(f"{MODEL}.forward (fp64 reference)", self._model(device, torch.float64), *args)
         except OpCodeError:
             args32 = [v.float() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                       for v in inputs.values()]
-            with torch.no_grad(), _no_tf32():
+            with torch.set_grad_enabled(grad), _no_tf32():
                 out = self._guarded(f"{MODEL}.forward", self._model(device, torch.float32), *args32).double()
         out = flatten_outputs(out, f"{self.spec.path}: {MODEL}.forward")
         tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]

@@ -50,6 +50,10 @@ class ReferenceOp(Record):
     kind: str = KIND
     functions: tuple[str, ...] = ("peer_returns",)
     peer_name: str = ""
+    # A built-in op timed as the peer instead of the reference (`[reference] peer`), and which of
+    # its inputs each of the table's inputs is.
+    peer_op: str = ""
+    peer_inputs: dict = field(default_factory=dict)
 
     @property
     def INPUTS(self) -> tuple[str, ...]:
@@ -106,17 +110,18 @@ def size_of(dim, dims: dict) -> int:
 
 # -- in the job's child only ----------------------------------------------------------------------
 
-def load(spec: ReferenceOp, resolve=None) -> types.SimpleNamespace:
+def load(spec: ReferenceOp, resolve=None, peer=None) -> types.SimpleNamespace:
     """The reference as an op namespace (the built-in ops' functions). `resolve(call, key,
     folder)` imports the callable from the job's build as the entry is imported
     (`workers.bindings.python_entry.resolve`, handed in by the job: ops import no binding code);
-    None where the job has no build to import from."""
-    return _Reference(spec, resolve).namespace()
+    None where the job has no build to import from. `peer`: the built-in op `spec.peer_op`
+    names, whose torch peer is timed instead of the reference (`workers.ops.for_variant`)."""
+    return _Reference(spec, resolve, peer).namespace()
 
 
 class _Reference:
-    def __init__(self, spec: ReferenceOp, resolve):
-        self.spec, self.resolve = spec, resolve
+    def __init__(self, spec: ReferenceOp, resolve, peer=None):
+        self.spec, self.resolve, self.peer = spec, resolve, peer
         self.fn = None
         self.output = next((i for i in spec.inputs if i.get("output")), None)
         self.dims: dict = dict(spec.sizes)
@@ -206,7 +211,9 @@ class _Reference:
 
         dtype = next((v.dtype for v in inputs.values() if isinstance(v, torch.Tensor) and v.is_floating_point()),
                      torch.float32)
-        with torch.no_grad():
+        # Gradients only where asked for: a backward pass's check hands in inputs that require
+        # grad and differentiates what this returns (`workers.measure.passes`).
+        with torch.set_grad_enabled(_wants_grad(inputs)):
             try:
                 out = self._run(self._args(inputs, torch.float64), " (fp64)")
             except OpCodeError:
@@ -226,7 +233,12 @@ class _Reference:
         return out.double() if out.is_floating_point() else out
 
     def peer_returns(self, inputs: dict, layout: str = "default"):
+        if self.peer is not None:  # a built-in op's torch peer, on the same inputs under its own names
+            op = self.peer
+            mapped = {self.spec.peer_inputs[k]: v for k, v in inputs.items() if k in self.spec.peer_inputs}
+            return op.peer_returns(mapped, op.LAYOUTS[0])
         return self._run(self._args(inputs), "")
+
 
     def output_shape(self, dims: dict) -> tuple[int, ...]:
         return self._shape(self.output, dims) if self.output is not None else ()
@@ -289,3 +301,10 @@ def output_digest(out) -> dict:
     return {"sha256": hashlib.sha256(raw.numpy().tobytes()).hexdigest(), "shape": list(t.shape),
             "dtype": str(t.dtype).replace("torch.", ""),
             "sample": [float(v) for v in (flat.double() if flat.is_floating_point() else flat).tolist()]}
+
+
+def _wants_grad(inputs: dict) -> bool:
+    """Whether any input tensor requires grad (the reference of a backward pass's check)."""
+    import torch
+
+    return any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs.values())

@@ -18,11 +18,16 @@ import ctypes
 INPUTS = ("q", "k", "cos", "sin")
 OUTPUT = "out"
 DIMS = ("B", "H", "HKV", "S", "D")
+# A launch floor keeps the head dimension (the rotary halves are written for it).
+FLOOR_KEEP = ("D",)
 LAYOUTS = ("bhsd",)
 BASE = 10000.0  # Llama's rope_theta
 # Two products and a sum per element, in fp32 in Liger's kernel; torch eager in fp16/bf16 rounds
 # each of the three (a few ulps).
 TOLERANCE = {"fp32": (1e-5, 1e-4), "fp16": (5e-3, 2e-2), "bf16": (2e-2, 5e-2)}
+# A backward pass differentiates q and k; cos and sin are tables (Liger's LigerRopeFunction
+# returns no gradient for them).
+GRAD_INPUTS = ("q", "k")
 PEER_NAME = "HF apply_rotary_pos_emb in torch eager (q·cos + rotate_half(q)·sin)"
 ENTRY_NAMES = ("rope", "rotary", "rotary_emb", "rotary_embedding", "rope_embedding", "rotary_pos_emb",
                "apply_rotary_pos_emb", "apply_rotary_emb", "apply_rope")

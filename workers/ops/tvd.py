@@ -18,6 +18,9 @@ LAYOUTS = ("rows",)
 # One number. Liger sums in fp32 (about 1e-6); torch eager in fp16/bf16 returns a rounded loss
 # (half an ulp: up to 0.4% in bf16) after rounding the differences (measured 2.4e-3 in bf16).
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (2e-3, 2e-3), "bf16": (1e-2, 1e-2)}
+# A backward pass differentiates the input distribution, not the target (Liger's
+# LigerTVDLossFunction returns no gradient for it).
+GRAD_INPUTS = ("input",)
 PEER_NAME = "(torch.abs(input - target) / 2).mean() (torch eager, Liger's test)"
 ENTRY_NAMES = ("tvd", "tv_distance", "total_variation", "total_variation_distance", "tvd_loss")
 

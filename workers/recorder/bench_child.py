@@ -54,10 +54,11 @@ class Stop(BaseException):
 class Recorder:
     """The wrappers' hook: summarise, keep the first call of a signature, spare the others."""
 
-    def __init__(self, records_path: Path, script: str, root: str, max_records: int):
+    def __init__(self, records_path: Path, script: str, root: str, max_records: int, stop_on_wrap: bool = False):
         self.out = open(records_path, "a", buffering=1)  # noqa: SIM115 - open for the child's life
         self.script, self.root, self.max_records = script, root, max_records
-        self.seen: set[str] = set()
+        self.stop_on_wrap = stop_on_wrap
+        self.seen: dict[str, int] = {}  # signature → the order it was first seen in
         self.outputs: OrderedDict[str, object] = OrderedDict()
         self.quick: dict[tuple, str] = {}
         self._owners: dict[tuple, object] = {}
@@ -70,6 +71,7 @@ class Recorder:
         quick = quick_key(target, args, kwargs, owner)
         key = self.quick.get(quick) if quick is not None else None
         if key is not None and key in self.outputs:  # a timing loop's next call: the cheap path
+            self._wrapped(key)
             self.outputs.move_to_end(key)
             return _fresh(self.outputs[key])
         try:
@@ -86,16 +88,19 @@ class Recorder:
                 oldest = next(iter(self.quick))
                 del self.quick[oldest], self._owners[oldest]
         if key in self.outputs:
+            self._wrapped(key)
             self.outputs.move_to_end(key)
             return _fresh(self.outputs[key])
         first = key not in self.seen
         if first:
             if len(self.seen) >= self.max_records:
                 raise Stop("record_limit")
-            self.seen.add(key)
+            self.seen[key] = len(self.seen)
             record = CallRecord(target, kind, call_site(self._stack(), self.script, self.root, own_file),
                                 a, kw, state, tuple(params))
             self.out.write(json.dumps(record.to_dict()) + "\n")
+        else:
+            self._wrapped(key)
         result = call(*args, **kwargs)
         self.outputs[key] = _fresh(result)
         while len(self.outputs) > KEPT_OUTPUTS:
@@ -103,6 +108,15 @@ class Recorder:
         # The first call's output keeps its graph (a memory probe's backward is part of what it
         # measures); a repeat made again, its output let go, is a repeat all the same.
         return result if first else _fresh(result)
+
+    def _wrapped(self, key: str) -> None:
+        """With `stop_on_wrap`, end the script at a repeat of a signature that two or more newer
+        ones followed: the script has gone back to a size it recorded before (a sweep's next mode,
+        or its memory pass, over the same sizes), so every size of the sweep is recorded. A
+        repeat of one of the last two (the same size's next mode, a module and the Function it
+        calls) goes on."""
+        if self.stop_on_wrap and self.seen.get(key, len(self.seen)) <= len(self.seen) - 3:
+            raise Stop("swept")
 
     def _stack(self) -> list[tuple[str, int]]:
         frames, frame = [], sys._getframe(2)
@@ -210,7 +224,8 @@ def run(request: dict) -> dict:
         notes.append("torch cannot be imported here: only plain functions can be watched")
     if patch_triton_bench():
         notes.append("triton.testing.do_bench calls its function once")
-    recorder = Recorder(Path(request["records"]), script, root, int(request["max_records"]))
+    recorder = Recorder(Path(request["records"]), script, root, int(request["max_records"]),
+                        bool(request.get("stop_on_wrap")))
     os.chdir(os.path.dirname(script))
     for target in request["targets"]:
         try:

@@ -30,7 +30,8 @@ The contract:
   depend on it), with its call site. Later calls of a known signature are not made
   (`workers.recorder.bench_child`), and `triton.testing.do_bench` calls its function once:
   a timing loop costs one call.
-- **When it stops**: the script ends (`finished`); `RecordLimits.time_s` after it started
+- **When it stops**: the script ends (`finished`); with `RecordLimits.stop_on_wrap`, it goes
+  back to a size it recorded before (`swept`); `RecordLimits.time_s` after it started
   (`time_limit`); a signature beyond `RecordLimits.max_records` arrives (`record_limit`); the
   script raises or exits non-zero (`error`, `detail` its exception's last lines); the child dies
   (`crashed`) or writes too much (`write_limit`). The records made before the end are always
@@ -63,7 +64,7 @@ DEFAULT_ROOTS = (".", "src")
 SEARCH_DEPTH = 3
 # stderr lines kept in `detail` where the child itself failed.
 STDERR_LINES = 8
-ENDED = ("finished", "time_limit", "record_limit", "error", "crashed", "write_limit")
+ENDED = ("finished", "swept", "time_limit", "record_limit", "error", "crashed", "write_limit")
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,16 @@ class RecordLimits:
     kernels per size: minutes on a GPU node); startup_s: what the child may take beyond that
     (its imports before the script starts, and a script stuck in native code past its time,
     which is then killed: records made until then are kept); max_records: distinct signatures
-    kept, all targets together; write_bytes: everything the child's processes write."""
+    kept, all targets together; write_bytes: everything the child's processes write; stop_on_wrap:
+    end the script once it goes back to a size it recorded before (a repeat of a signature two
+    newer ones followed: the sweep's next mode or its memory pass), ended `swept` — a caller that
+    wants the sizes only needs no more of the script."""
 
     time_s: float = 300.0
     max_records: int = 64
     write_bytes: int = 256 << 20
     startup_s: float = 120.0
+    stop_on_wrap: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ def record_calls(repo_root: Path | str, script: str, targets: list[str] | tuple[
         copy_repository(repo, copy)
         request = {"root": str(copy), "script": rel, "argv": [str(a) for a in argv], "targets": list(targets),
                    "roots": [str((copy / r).resolve()) for r in import_roots(repo, targets, roots)],
-                   "time_s": limits.time_s, "max_records": limits.max_records,
+                   "time_s": limits.time_s, "max_records": limits.max_records, "stop_on_wrap": limits.stop_on_wrap,
                    "records": str(work / "records.jsonl"), "end": str(work / "end.json"),
                    "dist_dir": str(work / "dist")}
         (work / "request.json").write_text(json.dumps(request))

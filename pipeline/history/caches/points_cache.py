@@ -22,7 +22,8 @@ from pathlib import Path
 
 from pipeline.history.caches.cache_file import CacheFile
 
-VERSION = "1"
+# 2: a point holds its peak memory (last field).
+VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,9 +97,9 @@ class PointsCache(CacheFile):
         resources still a dict."""
         rows, seen = [], {}
         for sha, fields in points:
-            *head, resources, counters, diagnostic = fields
+            *head, resources, counters, diagnostic, memory = fields
             rows.append((series_id, sha, marshal.dumps((*head, self._resources_id(resources, seen), counters,
-                                                        diagnostic))))
+                                                        diagnostic, memory))))
         self.db.executemany("INSERT OR REPLACE INTO points VALUES (?, ?, ?)", rows)
 
     def put_newest(self, series_id: int, newest: list[tuple[str, int, str]]) -> None:

@@ -1,5 +1,5 @@
 """One reader module per convention of kernel repositories: matches(repo, rel), read(repo, rel) -> records.
-May import: pipeline.onboarding.source, workers.
+May import: pipeline.onboarding.source, pipeline.project, workers.
 
 Each module says which files are its (`matches`, a cheap test of the path or text), reads one
 into plain records (`read`, each file once per reader: `RepoFiles.records`) and names the record
@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pipeline.onboarding.conventions import (
+    bench_script,
     compared_in_tests,
+    competition,
     cuda_kernels,
     kernelbench,
     module_entries,
@@ -24,6 +26,7 @@ from pipeline.onboarding.conventions import (
     sliced_from_tests,
     torch_extension,
     torch_library,
+    triton_bench,
 )
 
 READERS = (
@@ -34,10 +37,14 @@ READERS = (
     script_values,  # the tensors, sizes and calls of a Python script
     torch_extension,  # torch.utils.cpp_extension builds: load, load_inline, setup.py
     kernelbench,  # KernelBench problems (class Model) and solutions (class ModelNew)
+    competition,  # kernel-challenge problem folders (reference.py, task.yml), their submissions and harness
     module_entries,  # a module's public functions as entries, and what it only forwards to
     ref_names,  # references by name beside an entry (X_ref, torch_X, class TorchX)
     compared_in_tests,  # the words of each test: which tests may call an entry
     sliced_from_tests,  # the comparisons inside test functions (an entry's slices come from these)
+    # sizes a repository benchmarks its entries at
+    triton_bench,  # triton.testing.Benchmark sweeps under perf_report: x_vals × args
+    bench_script,  # benchmark scripts: what they reach, the sizes their text gives
 )
 
 

@@ -41,14 +41,15 @@ def read(repo, rel: str) -> list[RefName]:
         return []
     out = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _shaped(node.name):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and shaped(node.name):
             out.append(RefName(rel, node.name, node.lineno, "function"))
         elif isinstance(node, ast.ClassDef) and squash(node.name).startswith(("torch", "naive")):
             out.append(RefName(rel, node.name, node.lineno, "class", _built_bare(node)))
     return out
 
 
-def _shaped(name: str) -> bool:
+def shaped(name: str) -> bool:
+    """Whether a name is shaped as a reference's (`X_ref`, `torch_X`, ...)."""
     return any(re.fullmatch(p.replace("{x}", r"\w+"), name) for p in PATTERNS)
 
 

@@ -7,12 +7,14 @@ repository's scripts pass a callee. Decisions over records."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import fnmatch
 import re
 from pathlib import Path, PurePosixPath
 
-from pipeline.onboarding.conventions import cuda_kernels, py_launch, pybind, script_values
+from pipeline.onboarding.conventions import cuda_kernels, module_entries, py_launch, pybind, script_values
+from pipeline.onboarding.conventions.bench_script import is_bench
 from pipeline.onboarding.decide.dtypes import DTYPE_OF
 from pipeline.onboarding.source.c_text import find_function
 from pipeline.onboarding.source.records import (
@@ -24,6 +26,7 @@ from pipeline.onboarding.source.records import (
     TensorMade,
     TypeAliases,
 )
+from pipeline.onboarding.source.repo import is_test
 
 DEFAULT_ARCH = {"cuda": "sm_90a", "hip": "gfx942"}
 _HEADERS = (".cuh", ".h", ".hpp", ".hh")
@@ -198,3 +201,23 @@ def tensors_passed(repo, callee_words: tuple[str, ...], arity: int) -> list[Tens
         found = [t for t in script_values.tensors(repo, path) if t.shape]
         made += found[:max(arity, 1)]
     return made
+
+
+def called_by_packages(repo, modules: list[str]) -> dict[str, str]:
+    """`module.function` (the callee's last two words) → `file:line` of each call the packages
+    of the entry modules `modules` make (tests and benchmark scripts aside): the extension
+    functions those entries wrap (`causal_conv1d_cuda.causal_conv1d_fwd`, called from the
+    autograd Function behind `causal_conv1d_fn`)."""
+    out: dict[str, str] = {}
+    packages = {repo.package_of(m) for m in modules if repo.import_root(m)[0]} - {""}
+    for path in repo.scripts:
+        tree = repo.tree(path)
+        if tree is None or is_test(path) or is_bench(path) or not any(path.startswith(p + "/") for p in packages):
+            continue
+        imports = module_entries.module_imports(tree)
+        for node in ast.walk(tree):  # `conv_ext.conv_fwd(...)`: a module's function, by its dotted name
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value,
+                                                                                               ast.Name):
+                head = imports.get(node.func.value.id, node.func.value.id).rsplit(".", 1)[-1]
+                out.setdefault(f"{head}.{node.func.attr}", f"{path}:{node.lineno}")
+    return out

@@ -7,6 +7,7 @@ looser rtol the test trusts. Decisions over records."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from pipeline.onboarding.source.pytest_file import ends_with
@@ -42,6 +43,8 @@ def from_calls(params, required, same_as, calls: list[Calls]):
     best = None
     for c in calls:
         inputs = inputs_of(params, required, same_as, c.callee, c.args, c.kwargs, None)
+        if inputs is not None:
+            inputs = dataclasses.replace(inputs, where=f"{c.file}:{c.line}")
         if inputs is not None and all(i.known for i in inputs.args):
             return inputs
         best = best or inputs

@@ -1,6 +1,9 @@
 """The reference an entry is checked against, found where the repository keeps it, in this order
 (the first found is taken; each says how it was found):
 
+0. the repository's own, where it keeps one for the entry (by name, 2., or a test comparing the
+   entry with a callable it writes, 3.: `repository_reference`), ahead of a built-in op the
+   entry's name says — which may then be timed as its peer (`decide.peer`);
 1. a built-in op (`workers/ops`, `decide.ops.builtin`): the entry's name is one of the op's
    ENTRY_NAMES (or, where an op has none, the op's own name once the repository's prefix is
    taken off: `liger_rms_norm` → rms_norm), and its parameters give the op's inputs;
@@ -61,7 +64,7 @@ def choose(repo, entry: Entry, where: Where, prefix: str, package: str,
     for c in comparisons:
         inputs = inputs_of(params, required, same_as, c.entry_call, c.entry_args, c.entry_kwargs, c.output_index)
         if inputs is not None and lines_up(inputs, c):
-            usable.append((c, inputs))
+            usable.append((c, dataclasses.replace(inputs, where=f"{c.file}:{c.line}")))
     if convention is not None and convention.kind == "convention":
         # its inputs (and the keywords it is given): a test comparing with it, else any comparison or call
         compared = next(((c, i) for c, i in usable if c.other.split(".")[-1] == convention.name), None)
@@ -83,6 +86,32 @@ def choose(repo, entry: Entry, where: Where, prefix: str, package: str,
     return chosen, source
 
 
+def repository_reference(repo, entry: Entry, where: Where, prefix: str, package: str,
+                         same_as: list[Equivalent]) -> bool:
+    """Whether the repository keeps a reference of its own for the entry: a function by name
+    (beside it, in its package or its tests), or a test comparing the entry with a callable the
+    repository defines. It is the check, ahead of a built-in op its name says: a `scaled_silu`
+    that computes 2·x·σ(x) beside its `scaled_silu_ref` is no `silu`."""
+    convention = by_convention(repo, entry.name, prefix, where.rel, package)
+    if convention is not None and convention.kind == "convention":
+        return True
+    for c in from_tests(repo, entry.name, prefix, same_as):
+        if not (c.other_local or _defined_here(repo, c.other)):
+            continue
+        inputs = inputs_of(list(entry.params), entry.required, same_as, c.entry_call, c.entry_args, c.entry_kwargs,
+                           c.output_index)
+        if inputs is not None and lines_up(inputs, c):
+            return True
+    return False
+
+
+def _defined_here(repo, dotted: str) -> bool:
+    """Whether a dotted callable (`test.utils.naive_norm`) is a module of the repository's."""
+    module = dotted.rpartition(".")[0].replace(".", "/")
+    files = (f"{module}.py", f"{module}/__init__.py")
+    return bool(module) and any(p in files or p.endswith(tuple("/" + f for f in files)) for p in repo.sources)
+
+
 def _sliced(repo, entry: Entry, prefix: str, params: list[str], required: int,
             same_as: list[Equivalent]) -> tuple[Reference, Inputs] | None:
     """(the reference made of a test's own statements, the inputs of its entry call), from the
@@ -93,6 +122,7 @@ def _sliced(repo, entry: Entry, prefix: str, params: list[str], required: int,
         if inputs is None:
             continue
         text = reference_source(s, inputs.names, entry.name)
+        inputs = dataclasses.replace(inputs, where=f"{c.file}:{c.line}")
         if text is not None:
             return Reference("test", file=c.file, name=f"its own statements, in {REFERENCE_FILE}", line=c.line,
                              compared_by=c.compared_by, comparison=c, sliced=text), inputs
@@ -183,11 +213,17 @@ def from_tests(repo, name: str, prefix: str, same_as: list[Equivalent]) -> list[
     """The tests' comparisons of the entry (or an equivalent call) with another callable, the
     test files named after the entry first."""
     callees = [e.callee for e in same_as]
+    return repo.reading("comparisons", f"{name}:{prefix}:{callees}", lambda: _from_tests(repo, name, prefix, same_as))
+
+
+def _from_tests(repo, name: str, prefix: str, same_as: list[Equivalent]) -> list[Comparison]:
+    callees = [e.callee for e in same_as]
     found = []
     camel = prefix.rstrip("_").lower()
     for path in _tests_calling(repo, name, prefix, callees):
         for c in compared_in_tests.comparisons(repo, path, callees, callees[1:], _origins(same_as)):
-            if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]):
+            if camel and any(w.lower().startswith(camel) for w in c.other.split(".")[-2:]) \
+                    and not ref_names.shaped(c.other.split(".")[-1]):
                 continue  # the repository's own implementation (its module wrapper, its Function)
             found.append(c)
     return found

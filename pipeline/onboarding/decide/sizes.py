@@ -4,16 +4,22 @@ script uses (through the kernel's argument list, by name, or off the tensors it 
 entry's sizes from a test's call, a row-wise op's leading dimensions folded into its rows.
 
 Where a repository keeps the sizes it benchmarks at — a `triton.testing.Benchmark` sweep, a
-benchmark script's loop, a problem's `benchmarks:` list — a reader gives a `Sweep`
-(`source.records`); the sizes of a draft are then taken from the sweeps that call its entry
-(`conventions.found(repo, Sweep, files)`), ahead of those of its tests. Decisions over records."""
+benchmark script's loop, a script's calls recorded as it ran — a `Sweep` (`source.records`)
+gives them; a built-in op's draft takes the sweeps that call its entry (`builtin_sizes`, through
+`decide.bench_sizes`), else its test's sizes scaled by the rule (`decide.scaling`), the test's
+own then a check point. Decisions over records."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+
 from pipeline.onboarding.decide.arguments import ALIASES, args_per_param, norm_name
+from pipeline.onboarding.decide.bench_sizes import concrete_calls, label, pick
 from pipeline.onboarding.decide.dtypes import default_dtype, dtype_of
 from pipeline.onboarding.decide.evidence import tensors_passed
 from pipeline.onboarding.decide.inputs import equivalent_for
+from pipeline.onboarding.decide.scaling import Target, itemsize, scaled_builtin, token_like
 from pipeline.onboarding.source.records import (
     Calls,
     Entry,
@@ -21,6 +27,7 @@ from pipeline.onboarding.source.records import (
     Evidence,
     Kernel,
     Reference,
+    Sweep,
     TensorMade,
 )
 from workers.ops import OPS
@@ -192,18 +199,104 @@ def op_shape_from_tests(entry: Entry, ref: Reference, same_as: list[Equivalent],
     return [], "", []
 
 
+@dataclass(frozen=True)
+class Sized:
+    """A draft's timed shapes, their dtype, the fields that are guesses, where the shapes come
+    from in words (`label`), and the test's own shapes, checked beside them (`check`, read at
+    `check_where`)."""
+
+    shapes: list
+    dtype: str
+    guessed: list
+    label: str = ""
+    check: list = field(default_factory=list)
+    check_where: str = ""
+
+
 def builtin_sizes(repo, entry: Entry, ref: Reference, same_as: list[Equivalent], calls: list[Calls],
-                  backend: str) -> tuple[list, str, list[str]]:
-    """(shapes, dtype, the fields that are guesses) of an entry drafted as a built-in op: from a
-    test's call, else from the tensors the scripts calling it make, else the op's default."""
+                  backend: str, sweeps: list[Sweep] = (), goal: Target | None = None, note: str = "") -> Sized:
+    """The shapes, dtype and guessed fields of an entry drafted as a built-in op: from the
+    sweeps that call it (a benchmark of the repository, `decide.bench_sizes`), else a test's
+    call scaled by the rule (`decide.scaling`, toward `goal`), else the tensors the scripts
+    calling it make, else the op's default. The test's shape is a check point where the timed
+    ones are others. `note`: why a script that reaches the entry gave no sizes."""
     op = ref.op
     module = OPS[op]
-    shapes, dtype, made = op_shape_from_tests(entry, ref, same_as, calls)
+    shapes, dtype, made, where, used = [], "", [], "", None
+    for c in calls:
+        shapes, dtype, made = op_shape_from_tests(entry, ref, same_as, [c])
+        if shapes:
+            where, used = f"{c.file}:{c.line}", c
+            break
     if not shapes:  # the scripts that call it, as for kernels
         made = tensors_passed(repo, (entry.name,), len(module.INPUTS))
         dtype, _ = dtype_of(made, default_dtype(backend))
         shapes = shape_of(made, op)
     dtype = dtype or default_dtype(backend)
     guessed = [] if made and shapes else ["shapes"] + ([] if made else ["dtypes"])
+    taken = _from_sweeps(entry, ref, same_as, sweeps)
+    if taken is not None:
+        found, found_dtype, label = taken
+        guessed = [g for g in guessed if g != "shapes" and not (g == "dtypes" and found_dtype)]
+        return Sized(found, found_dtype or dtype, guessed, label,
+                     [s for s in shapes if s not in found] if where else [], where)
+    prefix = f"{note}; " if note else ""
+    if shapes and where and goal is not None:
+        grown, why, stop = _scaled(entry, ref, same_as, used, shapes[0], dtype, goal)
+        if grown != shapes[0]:
+            return Sized([grown], dtype, guessed, f"{prefix}scaled from {where}: {why}; {stop}", shapes, where)
+        return Sized(shapes, dtype, guessed, f"{prefix}the test's own sizes, {where} (not scaled: {stop})")
+    if shapes:
+        return Sized(shapes, dtype, guessed, f"{prefix}the tensors a script calling {entry.name} makes")
     default = DEFAULT_SHAPES.get(op) or [list(getattr(module, "DEFAULT_SHAPE", ())) or [4096, 4096]]
-    return shapes or default, dtype, guessed
+    return Sized(default, dtype, guessed, f"{prefix}the op's default sizes (nothing of the repository sizes a call)")
+
+
+def _scaled(entry: Entry, ref: Reference, same_as: list[Equivalent], call: Calls, shape: list[int], dtype: str,
+            goal: Target) -> tuple[list[int], str, str]:
+    """The test call's shape grown by the rule (`decide.scaling`) in the op's dims: those with a
+    batch- or token-like name (`M`, `B`, `S`) and those a size the test varies or names batch-
+    or token-like feeds (`bs`, `sl` fold into M; the varied `hd` is N). (shape, what grew and
+    why, why it stopped)."""
+    module = OPS[ref.op]
+    tensors = [a for a in (*call.args, *call.kwargs.values()) if a.tensor]
+    sizes = {n: v for a in tensors for n, v in a.sizes.items()}
+    varied = {n for a in tensors for n in a.varied}
+
+    def at(values: dict) -> list[int]:
+        def moved(a):
+            return dataclasses.replace(a, sizes={n: values.get(n, v) for n, v in a.sizes.items()})
+        grown = dataclasses.replace(call, args=tuple(moved(a) if a.tensor else a for a in call.args),
+                                    kwargs={k: moved(a) if a.tensor else a for k, a in call.kwargs.items()})
+        found, _, _ = op_shape_from_tests(entry, ref, same_as, [grown])
+        return found[0] if found else shape
+
+    fed: dict[str, set[str]] = {d: set() for d in module.DIMS}
+    for name, value in sizes.items():  # which of the op's dims each size of the test feeds
+        for d, before, after in zip(module.DIMS, shape, at({**sizes, name: value * 2})):
+            if before != after:
+                fed[d].add(name)
+    by_test = {d: sorted(n for n in names if n in varied or token_like(n)) for d, names in fed.items()}
+    return scaled_builtin(module, shape, dtype, goal, {d: ns for d, ns in by_test.items() if ns})
+
+
+def _from_sweeps(entry: Entry, ref: Reference, same_as: list[Equivalent],
+                 sweeps: list[Sweep]) -> tuple[list, str, str] | None:
+    """(shapes in the op's dims, dtype, where from) of the sweeps' calls of the entry."""
+    module = OPS[ref.op]
+    found: dict[tuple, tuple[Sweep, str]] = {}
+    for s, by_param in concrete_calls(list(sweeps), same_as):
+        call = Calls(s.file, s.line, "", (), by_param, entry.name)
+        itself = [Equivalent((entry.name,), (), {p: p for p in by_param})]
+        shapes, dtype, _ = op_shape_from_tests(entry, ref, itself, [call])
+        if shapes:
+            found.setdefault(tuple(shapes[0]), (s, dtype))
+
+    def work(shape: tuple) -> float:
+        return module.bytes_moved(dict(zip(module.DIMS, shape)), itemsize(found[shape][1] or "fp32"))
+
+    kept = pick(list(found), work)
+    if not kept:
+        return None
+    dtype = next((found[k][1] for k in reversed(kept) if found[k][1]), "")
+    return [list(k) for k in kept], dtype, label([found[k][0] for k in kept])

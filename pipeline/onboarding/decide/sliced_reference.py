@@ -153,3 +153,91 @@ def _defines(node, name: str) -> bool:
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         return name in stores(node)
     return False
+
+
+# -- a reference by name, taken out of its test module ----------------------------------------------
+
+# Packages only a test run installs, by the top of the module a test imports (torch's own test
+# utilities import expecttest). A reference that lives in a module importing one of them is
+# taken without that import where it does not need it itself. pytest is not among them: nearly
+# every test module imports it, and where a repository's tests run, it is installed.
+TEST_ONLY = {"expecttest": "expecttest", "hypothesis": "hypothesis", "parameterized": "parameterized",
+             "torch.testing._internal": "expecttest"}
+
+
+def test_only_package(module: str) -> str:
+    """The test-only package importing `module` needs ("" for none)."""
+    return next((pkg for prefix, pkg in TEST_ONLY.items() if module == prefix or module.startswith(prefix + ".")), "")
+
+
+def function_alone(tree: ast.Module, name: str, path: str) -> tuple[str, str]:
+    """(module text, "") of function `name` of a test module with only what it needs of that
+    module — the imports, functions, classes and assignments its body reads, followed through
+    what those read — where the module imports a test-only package (`TEST_ONLY`) it does not
+    need; ("", the package) where it needs one itself; ("", "") where the module imports none
+    (the test file is taken as it is) or the function cannot be found."""
+    top = {}
+    for node in tree.body:
+        for n in _bound_names(node):
+            top.setdefault(n, node)
+    if not isinstance(top.get(name), (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "", ""
+    imported = [test_only_package(m) for node in tree.body for m in _imported_modules(node)]
+    if not any(imported):
+        return "", ""
+    kept: list[ast.AST] = []
+    queue = [top[name]]
+    while queue:
+        node = queue.pop()
+        if any(node is k for k in kept):
+            continue
+        kept.append(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for word in _free_names(node):
+            if word in top and not any(top[word] is k for k in kept):
+                queue.append(top[word])
+    imports: list[tuple[int, str]] = []
+    for node in kept:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            needed = [a for a in node.names if (a.asname or a.name.split(".")[0]) in _read_by(kept)]
+            for m in _imported_modules(node, needed):
+                if test_only_package(m):
+                    return "", test_only_package(m)
+            if needed:
+                imports.append((node.lineno, ast.unparse(type(node)(**{**{f: getattr(node, f) for f in node._fields},
+                                                                        "names": needed}))))
+    body = sorted((k for k in kept if not isinstance(k, (ast.Import, ast.ImportFrom))), key=lambda n: n.lineno)
+    head = f'"""{name} of {path}, taken alone: that module imports a test-only package it does not need."""'
+    parts = [head, "\n".join(t for _, t in sorted(imports))] if imports else [head]
+    return "\n\n".join(parts + ["\n" + ast.unparse(n) for n in body]) + "\n", ""
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return sorted(stores(node))
+    if isinstance(node, ast.Import):
+        return [a.asname or a.name.split(".")[0] for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [a.asname or a.name for a in node.names]
+    return []
+
+
+def _imported_modules(node: ast.AST, names=None) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in (names if names is not None else node.names)]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module]
+    return []
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """The names a top-level statement reads (its decorators, defaults and body)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} \
+        - set(dir(builtins))
+
+
+def _read_by(nodes: list[ast.AST]) -> set[str]:
+    return {w for n in nodes if not isinstance(n, (ast.Import, ast.ImportFrom)) for w in _free_names(n)}

@@ -117,7 +117,7 @@ def arg_of(f: PytestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0)
     if isinstance(stripped, ast.BinOp) and isinstance(stripped.op, (ast.Mult, ast.Add)):  # torch.randn(D) * 0.02
         inner = arg_of(f, fn, stripped.left, line, depth + 1)
         if inner.tensor:
-            return Arg(text, shape=inner.shape, sizes=inner.sizes, dtype=inner.dtype, tensor=True)
+            return Arg(text, shape=inner.shape, sizes=inner.sizes, dtype=inner.dtype, tensor=True, varied=inner.varied)
     if isinstance(stripped, ast.BinOp) and type(stripped.op) in _ARITHMETIC:  # padding=K // 2 with K from the row
         left, right = (arg_of(f, fn, side, line, depth + 1) for side in (stripped.left, stripped.right))
         if all(type(v.value) in (int, float) for v in (left, right)):
@@ -137,7 +137,7 @@ def arg_of(f: PytestFile, fn: ast.AST, node: ast.AST, line: int, depth: int = 0)
         if bound is not None and bound[1] is None and not isinstance(bound[0], ast.Starred):
             found = arg_of(f, fn, bound[0], bound[0].lineno if hasattr(bound[0], "lineno") else line, depth + 1)
             if found.known:
-                return Arg(text, found.value, found.shape, found.sizes, found.dtype, found.tensor)
+                return Arg(text, found.value, found.shape, found.sizes, found.dtype, found.tensor, found.varied)
         value = _module_constant(f, stripped.id)
         if value is not None:
             return Arg(text, value=value)
@@ -270,7 +270,9 @@ def _tensor_arg(f: PytestFile, fn: ast.AST, text: str, made: TensorMade, moves: 
             shape.append(value)
         else:
             shape.append(str(value))
-    return Arg(text, shape=tuple(shape), sizes=used, dtype=made.dtype, tensor=True)
+    varied = f.varied_of(fn)
+    return Arg(text, shape=tuple(shape), sizes=used, dtype=made.dtype, tensor=True,
+               varied=tuple(n for n in used if n in varied))
 
 
 def _dim_names(f: PytestFile, made: TensorMade) -> list[str]:

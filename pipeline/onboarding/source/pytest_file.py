@@ -41,6 +41,8 @@ class PytestFile:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.setdefault(node.name, node)
         self.given = {fn.lineno: row for fn in self._functions() if (row := self._first_row(fn))}
+        # the parameters whose values differ between a test's parametrize rows (sizes it varies)
+        self.varies = {fn.lineno: names for fn in self._functions() if (names := self._varied(fn))}
         self._pass_on()
         self.tensors = tensors_made(interp, self.given) if interp is not None else []
 
@@ -63,6 +65,11 @@ class PytestFile:
                                if k.arg in params and isinstance(k.value, ast.Name) and k.value.id in row})
                 if passed:
                     self.given[helper.lineno] = passed
+                    varied = self.varies.get(fn.lineno, set())
+                    names = {p: a.id for p, a in zip(params, call.args) if isinstance(a, ast.Name)}
+                    names.update({k.arg: k.value.id for k in call.keywords if isinstance(k.value, ast.Name)})
+                    if any(v in varied for v in names.values()):
+                        self.varies[helper.lineno] = {p for p, v in names.items() if v in varied}
 
     def _functions(self) -> list[ast.FunctionDef]:
         return [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -101,6 +108,46 @@ class PytestFile:
             else:
                 values = [row]
             out.update({n: v for n, v in zip(names, values)})
+        return out
+
+    def _varied(self, fn: ast.FunctionDef) -> set[str]:
+        """The parameters of `fn`'s `@pytest.mark.parametrize` rows that take two or more
+        different integers across the rows."""
+        out: set[str] = set()
+        for d in fn.decorator_list:
+            if not (isinstance(d, ast.Call) and dotted(d.func).endswith("parametrize") and len(d.args) >= 2):
+                continue
+            names_node, rows = d.args[0], self._rows(d.args[1])
+            if isinstance(names_node, ast.Constant) and isinstance(names_node.value, str):
+                names = [n.strip() for n in names_node.value.split(",") if n.strip()]
+            elif isinstance(names_node, (ast.Tuple, ast.List)):
+                names = [e.value for e in names_node.elts if isinstance(e, ast.Constant)]
+            else:
+                continue
+            if not isinstance(rows, (ast.List, ast.Tuple)) or self.interp is None:
+                continue
+            seen: dict[str, set] = {}
+            for row in rows.elts:
+                if isinstance(row, ast.Call) and dotted(row.func).endswith("param"):
+                    values = list(row.args)
+                elif len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)):
+                    values = list(row.elts)
+                else:
+                    values = [row]
+                for n, v in zip(names, values):
+                    found = self.interp.module_values(v)
+                    if len(found) == 1 and type(found[0]) is int:
+                        seen.setdefault(n, set()).add(found[0])
+            out |= {n for n, vs in seen.items() if len(vs) > 1}
+        return out
+
+    def varied_of(self, fn: ast.AST) -> set[str]:
+        """The sizes the parametrize rows of `fn` (and the functions around it) vary."""
+        out: set[str] = set()
+        while fn is not None:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out |= self.varies.get(fn.lineno, set())
+            fn = self.parent.get(fn)
         return out
 
     def _rows(self, rows: ast.AST, depth: int = 0) -> ast.AST:

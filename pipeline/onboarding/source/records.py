@@ -172,6 +172,45 @@ class Sweep:
     sizes: dict  # size name → values, in order
     dtype: str = ""
     reader: str = ""  # the convention module that read it
+    # Each point the sweep runs at (size name → value; the sizes above are their union) and the
+    # call's arguments, a tensor's dimensions in those names or in numbers (a recorded call).
+    points: tuple = ()
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    how: str = "read"  # read (from the text) | recorded (the script run under the recorder)
+
+
+@dataclass(frozen=True)
+class BenchScript:
+    """A benchmark script (under a `benchmark*/` folder, or named `bench*.py`): the words it
+    writes and the packages it imports (which entries it may reach), and whether it runs as a
+    script (a `__main__` block or top-level calls)."""
+
+    file: str
+    words: frozenset
+    runnable: bool
+    imports: frozenset = frozenset()  # the top-level packages it imports (`liger_kernel`, `torch`)
+
+
+@dataclass(frozen=True)
+class RunSizes:
+    """What running the repository's benchmark scripts gave one entry: the calls recorded (one
+    `Sweep` each, how = "recorded"), or why none were taken from a script that reaches it (it
+    needs a GPU this node lacks, the script ended before calling it)."""
+
+    entry: str
+    sweeps: tuple = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A top-level class or function of a package module and the words its body writes: a
+    script calling `LigerRMSNorm` reaches `LigerRMSNormFunction` through it."""
+
+    file: str
+    name: str
+    words: frozenset
 
 
 # -- tests ------------------------------------------------------------------------------------------
@@ -184,7 +223,8 @@ class Arg:
     text: the expression as written; value: a constant (number, bool, string) when it is one;
     shape: a tensor's dimensions (an int, or a size name the test binds: "B"); sizes: the size
     names' values (from the parametrize row); dtype: fp32 | fp16 | bf16 | int64 ... ("" unknown);
-    tensor: whether it is a tensor the test makes."""
+    tensor: whether it is a tensor the test makes; varied: the size names the test's parametrize
+    rows take several values of."""
 
     text: str
     value: object = None
@@ -192,6 +232,7 @@ class Arg:
     sizes: dict = field(default_factory=dict)
     dtype: str = ""
     tensor: bool = False
+    varied: tuple = ()
 
     @property
     def known(self) -> bool:
@@ -360,6 +401,48 @@ class Solution:
 
     file: str
     init_params: tuple | None
+
+
+# -- the kernel-challenge problem format (conventions/competition.py) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ChallengeProblem:
+    """A problem folder of the kernel-challenge format (reference.py with `generate_input` and
+    `ref_kernel`, task.yml): its folder; the keywords of a shape (task.yml's benchmarks[0], the
+    seed aside); the dtypes generate_input names, in its order, as (word, line) (`fp16`, `bf16`,
+    `fp32`, `fp64`, `uint8`, `float8_e4m3fnuz`, …); where the problem's own code names the CUDA
+    device (`reference.py:25`, "" for nowhere: code that asks whether CUDA is available chooses
+    its device); whether reference.py has a `check_implementation` of its own; and why task.yml
+    or reference.py cannot be read ("" when they can)."""
+
+    folder: str
+    keywords: tuple[str, ...] = ()
+    dtypes: tuple[tuple[str, int], ...] = ()
+    cuda_at: str = ""
+    checks_itself: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ChallengeSubmission:
+    """A file defining `custom_kernel(data)` for the problem in `folder` (its submission.py, or
+    another submission in the folder or its solutions/ or submissions/ subfolders); where its
+    code names the CUDA device ("" for nowhere)."""
+
+    file: str
+    folder: str
+    cuda_at: str = ""
+
+
+@dataclass(frozen=True)
+class ChallengeHarness:
+    """A file of the problems' own harness (reference.py, task.py, utils.py, eval.py,
+    template*.py, the files task.yml lists): what the problems in `folders` run a submission
+    with, never an entry of its own."""
+
+    file: str
+    folders: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -557,12 +640,14 @@ class Equivalent:
 @dataclass(frozen=True)
 class Inputs:
     """The entry's arguments of one call: parameter names in order, their Args, the output's
-    index (or None), and whether they are a guess (no test calls the entry)."""
+    index (or None), whether they are a guess (no test calls the entry), and the test's call
+    they were read from (`file:line`, "" where none)."""
 
     names: tuple[str, ...]
     args: tuple[Arg, ...]
     output: int | None
     guessed: bool = False
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -608,6 +693,8 @@ class Draft:
     extra_include_dirs: tuple[str, ...] = ()  # folders of further files the draft includes
     entry: str = ""
     reference: str = ""
+    sizes: str = ""  # where its timed sizes come from, in words ("" for a kernel's launch sizes)
+    peer: str = ""  # the built-in op timed as its peer beside the repository's reference ("" for none)
 
     @property
     def include_dirs(self) -> tuple[str, ...]:

@@ -1,8 +1,9 @@
-"""The first build of the written drafts: each loaded as `run` loads it, planned and hashed as
-`run` plans it (`pipeline.run.plan.build_plan`, the toolchains as the run's local probe answers
-them), built side by side, and kept in the project's build cache under that hash, so that the
-`run` after `new` takes every build from the cache instead of compiling it again. The built-in
-peers of the drafts' ops are built too: the run needs them as well.
+"""The first build of the written drafts: the project discovered as `run` discovers it (each
+manifest loaded, a swept or multi-pass variant expanded into its points and passes), the
+drafts' variants and the built-in peers the run adds for their ops planned and hashed as `run`
+plans them (`pipeline.run.plan.build_plan`, the toolchains as the run's local probe answers
+them), each distinct build done once, and kept in the project's build cache under that hash, so
+that the `run` after `new` takes every build from the cache instead of compiling it again.
 
 A build is `workers.backends.build.build_variant`, contained as a run's build task is (its own
 process tree ended with it, the run's time limit). Containment allows one build per process at
@@ -19,13 +20,12 @@ import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.onboarding.write.project import Onboarded
 from pipeline.project.config import LIMITS, load_config
-from pipeline.project.discovery import find_ops
-from pipeline.project.manifest import ManifestError, load_variant
+from pipeline.project.discovery import discover
 from pipeline.run import build_cache
 from pipeline.run.peers import builtin_peers
 from pipeline.run.plan import BuildPlan, build_plan
@@ -40,10 +40,11 @@ BUILD_BYTES = 2 << 30
 
 @dataclass
 class _Build:
-    """One build to do: a written draft's (`item`), or the built-in peer of a draft's op."""
+    """One build to do: that of written drafts' variants (`items`: the drafts whose outcome it
+    is), or of the built-in peer of a draft's op."""
 
     plan: BuildPlan
-    item: Onboarded | None = None
+    items: list[Onboarded] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -52,33 +53,35 @@ class _Build:
 
 def build_all(root: Path, done: list[Onboarded], cache: Path | None = None,
               say: Callable[[str], None] | None = None) -> None:
-    """Load each written draft as a run would and build it on this machine, the builds of its
-    ops' built-in peers beside them; each outcome on its draft (`build`), each build kept in
-    `cache` (a build cache root, `None`: none kept) and said through `say` as it finishes."""
+    """Build each written draft on this machine as the next run would, the builds of its ops'
+    built-in peers beside them; each outcome on its draft (`build`; a manifest that does not
+    load: `invalid`), each build kept in `cache` (a build cache root, `None`: none kept) and
+    said through `say` as it finishes."""
+    drafted = {item.draft.folder: item for item in done if item.written}
+    if not drafted:
+        return
     config = load_config(root)
-    repo_ops, _ = find_ops(root, config.kernel_dirs)
+    variants, invalid = discover(root, config)
+    for bad in invalid:
+        if bad.folder in drafted:
+            drafted[bad.folder].invalid = bad.error
     tools, _ = cached_toolchains()
-    todo: list[_Build] = []
-    variants: list[Variant] = []
-    for item in done:
-        if not item.written:
-            continue
-        manifest = root / item.draft.folder / "variant.toml"
-        try:
-            variant = load_variant(root, manifest, config, repo_ops)
-        except (ManifestError, KeyError, TypeError, ValueError) as exc:
-            item.invalid = str(exc)
-            continue
-        variants.append(variant)
+    mine = [v for v in variants if v.folder in drafted]
+    ops = {v.op for v in mine}
+    todo: dict[str, _Build] = {}  # build hash -> the build: the points and passes of a draft share one
+    peers = [p for p in builtin_peers(variants) if p.op in ops]  # a [reference] op's peer lives in a draft's folder
+    for variant, item in [*((v, drafted[v.folder]) for v in mine), *((p, None) for p in peers)]:
         ident = tools.get(variant.backend, {}).get("ident")
         if not ident:
-            item.notes.append(f"no {variant.backend} toolchain here: {tools.get(variant.backend, {}).get('reason')}")
+            missing = f"no {variant.backend} toolchain here: {tools.get(variant.backend, {}).get('reason')}"
+            if item is not None and missing not in item.notes:
+                item.notes.append(missing)
             continue
-        todo.append(_Build(build_plan(root, variant, config.include_dirs, ident), item))
-    for peer in builtin_peers(variants):
-        if ident := tools.get(peer.backend, {}).get("ident"):
-            todo.append(_Build(build_plan(root, peer, config.include_dirs, ident)))
-    _build(todo, builds_dir(cache), say or (lambda _line: None))
+        plan = build_plan(root, variant, config.include_dirs, ident)
+        build = todo.setdefault(plan.build_hash, _Build(plan))
+        if item is not None and item not in build.items:
+            build.items.append(item)
+    _build(list(todo.values()), builds_dir(cache), say or (lambda _line: None))
 
 
 def builds_dir(cache: Path | None) -> Path | None:
@@ -94,8 +97,9 @@ def _build(todo: list[_Build], cache: Path | None, say: Callable[[str], None]) -
         finished += 1
         if files is not None and cache is not None:  # a new build: kept as a run keeps its builds
             build_cache.save(cache / b.plan.build_hash, record, files)
-        if b.item is not None:
-            b.item.build = record
+        for item in b.items:  # a draft of several builds (a swept variant's points) shows one that failed
+            if item.build is None or item.build.ok:
+                item.build = record
         say(progress_line(b, record, finished, count))
 
     pending = []
@@ -173,5 +177,5 @@ def progress_line(b: _Build, record: BuildResult, finished: int, count: int) -> 
     """`[3/20] fused_silu_mul: built, 12.4 s` (a peer's name says it is the built-in peer)."""
     state = ("built" if record.ok else "skipped" if record.skip_reason else "build_failed")
     how = "from the build cache" if record.cached else f"{record.seconds:.1f} s"
-    who = b.name if b.item is not None else f"{b.name} (built-in peer)"
+    who = b.name if b.items else f"{b.name} (built-in peer)"
     return f"[{finished}/{count}] {who}: {state}, {how}"

@@ -19,10 +19,10 @@ CHECK_NONE = 'check = "none"  # no reference found: measured as unchecked, its o
 
 def draft(name: str, folder: str, lines: list[str], op: str, todo: list[str] | tuple = (), guessed: list[str] | tuple = (),
           include_dir: str = "", *, entry: str = "", reference: str = "", files: dict | None = None,
-          extra_include_dirs: tuple[str, ...] = ()) -> Draft:
+          extra_include_dirs: tuple[str, ...] = (), sizes: str = "", peer: str = "") -> Draft:
     """The draft whose `variant.toml` is `lines`, with its other `files`."""
     return Draft(name, folder, {"variant.toml": "\n".join(lines) + "\n", **(files or {})}, include_dir, op,
-                 tuple(todo), tuple(guessed), extra_include_dirs, entry, reference)
+                 tuple(todo), tuple(guessed), extra_include_dirs, entry, reference, sizes, peer)
 
 
 def field(key: str, value: str, why: str = "") -> str:

@@ -14,6 +14,7 @@ Every draft is a valid manifest: what cannot be told is a best guess on a line m
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePosixPath
 
 from pipeline.onboarding.conventions import torch_extension, torch_library
@@ -84,19 +85,29 @@ def solution_draft(repo, rel: str, problem: Problem, guessed_problem: bool, out_
     return draft(name, folder, lines, problem.op, todo, guessed, entry=entry)
 
 
-def extension_drafts(repo, found: Extensions, out_dir: str, taken: set[str]) -> tuple[list[Draft], list[str]]:
+def extension_drafts(repo, found: Extensions, out_dir: str, taken: set[str],
+                     wrapped: dict[str, str] | None = None) -> tuple[list[Draft], list[str]]:
     """One `backend = "torch"` draft per function each extension built in the file exports (a
     load() / setup.py extension's PYBIND11_MODULE, or load_inline's `functions`) and per
-    TORCH_LIBRARY operator it registers; notes for what could not be read."""
+    TORCH_LIBRARY operator it registers; notes for what could not be read. A function a drafted
+    Python entry's package calls (`wrapped`: `module.function` → where) is measured through that
+    entry and not drafted again on its own (causal-conv1d's `causal_conv1d_cuda.causal_conv1d_fwd`
+    beside `causal_conv1d_fn`)."""
     if found.error:
         return [], [found.error]
     drafts: list[Draft] = []
+    notes: list[str] = []
     for spec in found.specs:
         for op in torch_library.library_ops(repo, spec.sources):
             drafts.append(library_op_draft(repo, op, spec, out_dir, taken))
         for fn in torch_extension.exported(repo, spec):
+            called = (wrapped or {}).get(f"{spec.module.rsplit('.', 1)[-1]}.{fn.py_name}")
+            if called:
+                notes.append(f"{spec.module}.{fn.py_name}: called by the drafted entries' package ({called}): "
+                             f"measured through those entries, not drafted on its own")
+                continue
             drafts.append(_function_draft(repo, spec, fn, out_dir, taken))
-    return drafts, []
+    return drafts, notes
 
 
 def _function_draft(repo, spec, fn: Exported, out_dir: str, taken: set[str]) -> Draft:
@@ -105,15 +116,12 @@ def _function_draft(repo, spec, fn: Exported, out_dir: str, taken: set[str]) -> 
     folder = f"{out_dir}/{name}"
     kinds = ["tensor" if torch_extension.returns_tensor(p.type) else kind_of(p) for p in fn.params]
     op, mapped = op_from_params(fn.py_name + " " + spec.name, [p.name for p in fn.params], fn.returns, kinds)
+    if not op or not all(mapped):  # a parameter the op does not take: it computes something else
+        return _unchecked_function_draft(repo, spec, fn, name, folder, kinds)
     todo: list[str] = []
     guessed: list[str] = []
-    lines = common_lines(name, op or "gemm", "torch", f"{spec.origin} ({spec.kind} of extension {spec.name!r}, "
-                                                      f"function {fn.py_name})")
-    if not op:
-        lines[2] += f"  {GUESS}: {fn.py_name}({', '.join(p.name for p in fn.params)}) fits no op as flopwatch reads it"
-        todo.append(f"op: {fn.py_name}'s parameters fit no op (declare one in an op.py, docs/ops.md)")
-        guessed.append("op")
-        op = "gemm"
+    lines = common_lines(name, op, "torch", f"{spec.origin} ({spec.kind} of extension {spec.name!r}, "
+                                            f"function {fn.py_name})")
     made = tensors_passed(repo, (f".{fn.py_name}", fn.py_name), len(OPS[op].INPUTS))
     dtype = pointer_dtype(fn.body_text) or dtype_of(made)[0]
     if not dtype:
@@ -141,6 +149,45 @@ def _function_draft(repo, spec, fn: Exported, out_dir: str, taken: set[str]) -> 
         lines.append(f"args = {json.dumps(passed)}")
     lines += extensions(from_folder(folder, spec.origin.rsplit(":", 1)[0]), name=spec.name)
     return draft(name, folder, lines, op, todo, guessed, entry=fn.py_name)
+
+
+def _unchecked_function_draft(repo, spec, fn: Exported, name: str, folder: str, kinds: list[str]) -> Draft:
+    """An extension function whose signature fits no op: an op of its own, measured unchecked
+    (its output kept per commit), its tensors of guessed sizes — never a guessed built-in op,
+    whose check would condemn it."""
+    signature = f"{fn.py_name}({', '.join(p.name for p in fn.params)})"
+    dtype = pointer_dtype(fn.body_text) or "fp32"
+    lines = [first_line("none found — measured as unchecked"),
+             *common_lines(name, re.sub(r"[^a-z0-9_]", "_", name.lower()), "torch",
+                           f"{spec.origin} ({spec.kind} of extension {spec.name!r}, function {fn.py_name})")]
+    lines.append(f'dtypes = ["{dtype}"]' + ("" if pointer_dtype(fn.body_text) else f"  {GUESS}"))
+    if not spec.cuda:
+        lines.append('devices = ["cpu"]  # a C++ extension')
+    lines += ["", "[binding]", 'kind = "pybind11"', f'module = "{spec.module}"', f'entry = "{fn.py_name}"']
+    if fn.returns:
+        lines.append("returns = true")
+    lines += extensions(from_folder(folder, spec.origin.rsplit(":", 1)[0]), name=spec.name)
+    lines += ["", "[reference]", CHECK_NONE, f"sizes = {{ M = 1024, N = 1024 }}  {GUESS}: {signature} fits no op",
+              "inputs = ["]
+    # where it returns nothing it writes into a tensor it is handed: one named as an output is, else
+    # the last one it may write (C functions take their output last)
+    tensors = [p for p, kind in zip(fn.params, kinds) if kind == "tensor"]
+    writable = [p for p in tensors if "const" not in p.type]
+    output = None if fn.returns else next((p for p in tensors if re.search(r"^(out|output|dst|result|y|c)$|_out$",
+                                                                            p.name, re.IGNORECASE)),
+                                          writable[-1] if writable else None)
+    for p, kind in zip(fn.params, kinds):
+        if kind == "tensor":
+            lines.append(f'  {{ name = "{p.name}", shape = ["M", "N"]' + (", output = true" if p is output else "")
+                         + " },")
+        else:
+            lines.append(f'  {{ name = "{p.name}", value = {1.0 if kind == "float" else 1} }},  {GUESS}: a {p.type}')
+    lines.append("]")
+    todo = [(f"op: {signature} fits no op as flopwatch reads it: measured unchecked on guessed inputs; name its "
+             f"reference ([reference] call) and its inputs to check it")]
+    guessed = ["reference.inputs"] + ([] if pointer_dtype(fn.body_text) else ["dtypes"])
+    return draft(name, folder, lines, re.sub(r"[^a-z0-9_]", "_", name.lower()), todo, guessed, entry=fn.py_name,
+                 reference="none found — measured as unchecked")
 
 
 def library_op_draft(repo, op: LibraryOp, spec, out_dir: str, taken: set[str]) -> Draft:

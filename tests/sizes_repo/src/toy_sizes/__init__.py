@@ -1,0 +1,1 @@
+"""toy_sizes: plain-torch stand-ins for a kernel package."""
