@@ -154,6 +154,20 @@ def test_a_build_cache_linked_out_of_the_repository_stops_a_build_but_a_chosen_o
     assert _json(capsys)["drafts"][0]["state"] == "built"
     assert os.listdir(outside) == [] and len(os.listdir(chosen / "builds")) == 2  # the entry and its peer
 
+def test_the_user_s_own_reference_is_the_check_and_the_built_in_op_its_peer(tmp_path, capsys):
+    """`fused_silu_mul` beside its `fused_silu_mul_ref`, whose name also says the built-in swiglu:
+    every line `new` prints says the `_ref` is the check and swiglu the peer — the draft's first
+    line, the count of references, and the line of the `_ref` it does not draft."""
+    repo = _user_repo(tmp_path)
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    text = (repo / "flopwatch" / "fused_silu_mul" / "variant.toml").read_text()
+    assert text.startswith("# reference: ops.py:fused_silu_mul_ref (by name, ops.py:9)\n")
+    assert '\npeer = { op = "swiglu", inputs = { a = "A", b = "B" } }  # timed as its peer: agrees' in text
+    assert "1 entry drafted: 0 a built-in op, 1 the repository's reference" in out
+    assert ("fused_silu_mul_ref: the check of fused_silu_mul (its [reference], by name); the built-in op swiglu is "
+            "fused_silu_mul's peer") in out
+
 # -- .flopwatch/ ignored ---------------------------------------------------------------------------
 
 def test_init_adds_flopwatch_folder_to_gitignore_once_keeping_the_file(tmp_path, capsys):
