@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -153,6 +154,7 @@ def test_a_build_cache_linked_out_of_the_repository_stops_a_build_but_a_chosen_o
     assert cli(["new", "ops.py", "--repo", str(repo), "--cache", str(chosen), "--json"]) == 0
     assert _json(capsys)["drafts"][0]["state"] == "built"
     assert os.listdir(outside) == [] and len(os.listdir(chosen / "builds")) == 2  # the entry and its peer
+
 
 def test_the_user_s_own_reference_is_the_check_and_the_built_in_op_its_peer(tmp_path, capsys):
     """`fused_silu_mul` beside its `fused_silu_mul_ref`, whose name also says the built-in swiglu:
@@ -343,3 +345,51 @@ def test_compiled_drafts_build_in_worker_processes_and_are_kept(tmp_path, capsys
         plan = build_plan(repo, variant, config.include_dirs, tools["cuda"]["ident"])
         record, _ = build_cache.load(repo / ".flopwatch" / "cache" / "builds" / plan.build_hash)
         assert record.ok and record.variant == variant.name
+
+
+SOFTMAX = '''import torch
+
+
+class SoftmaxFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return y * (dy - (dy * y).sum(-1, keepdim=True))
+
+
+def my_softmax(x):
+    return SoftmaxFunction.apply(x)
+'''
+SOFTMAX_TEST = '''import torch
+
+from mysoft import my_softmax
+
+
+def test_it():
+    x = torch.randn(4, 64)
+    torch.testing.assert_close(my_softmax(x), torch.softmax(x, -1))
+'''
+
+
+@pytest.mark.slow
+def test_the_run_after_new_builds_no_pass_of_an_autograd_entry_again(tmp_path, capsys):
+    """An entry drafted in every pass: the run's backward peer (torch's softmax returning its
+    output) is another build than the forward one (which writes into the harness's buffer), and
+    `new` builds both, so the run of the backward pass finds every build in the cache."""
+    repo = _repo(tmp_path / "repo", {"mysoft.py": SOFTMAX, "tests/test_mysoft.py": SOFTMAX_TEST})
+    assert cli(["new", "mysoft.py", "--repo", str(repo)]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[")]
+    assert [re.match(r"\[\d/3\] (.*): built, ", x).group(1) for x in lines] == [
+        "my_softmax", "peer.softmax (built-in peer)", "peer.softmax[mode=backward] (built-in peer)"], lines
+    code = cli(["run", "--repo", str(repo), "--db", str(tmp_path / "r.db"), "--budget", "0.05", "--no-report",
+                "--json", "--variant", "my_softmax[mode=backward]"])
+    run = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and (run["rebuilt"], run["from_cache"]) == (0, 2), run
+    assert {(r["variant"], r["status"]) for r in run["results"] if r["status"] != "skipped"} == {
+        ("my_softmax[mode=backward]", "ok"), ("peer.softmax[mode=backward]", "ok")}

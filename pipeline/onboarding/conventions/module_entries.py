@@ -92,7 +92,17 @@ def entry_of(fn: ast.FunctionDef, rel: str) -> Entry:
     returns = bool(own_returns(fn))
     output = "" if returns else next((p for p in reversed(params) if _OUTPUT.search(p)), "")
     return Entry(rel, fn.name, fn.lineno, params, tuple(a.arg for a in fn.args.kwonlyargs),
-                 len(params) - len(fn.args.defaults), returns, output, fn.args.kwarg is not None, forwarded(fn))
+                 len(params) - len(fn.args.defaults), returns, output, fn.args.kwarg is not None, forwarded(fn),
+                 applied(fn))
+
+
+def applied(fn: ast.FunctionDef) -> tuple[str, ...]:
+    """The names whose `.apply` the function's body calls (`LigerCrossEntropyFunction.apply(...)`
+    amid other statements too), in the order written."""
+    names = [dotted(node.func.value).split(".")[-1] for node in ast.walk(fn)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
+             and dotted(node.func.value)]
+    return tuple(dict.fromkeys(names))
 
 
 def _apply_alias(node: ast.AST) -> tuple[str, str] | None:

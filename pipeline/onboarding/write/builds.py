@@ -1,9 +1,9 @@
-"""The first build of the written drafts: the project discovered as `run` discovers it (each
-manifest loaded, a swept or multi-pass variant expanded into its points and passes), the
-drafts' variants and the built-in peers the run adds for their ops planned and hashed as `run`
-plans them (`pipeline.run.plan.build_plan`, the toolchains as the run's local probe answers
-them), each distinct build done once, and kept in the project's build cache under that hash, so
-that the `run` after `new` takes every build from the cache instead of compiling it again.
+"""The first build of the written drafts: their variants as the run discovers them (a swept or
+multi-pass variant expanded into its points and passes) and the built-in peers the run adds for
+their ops (one per pass), planned and hashed as `run` plans them (`pipeline.run.plan.build_plan`,
+the toolchains as the run's local probe answers them), each distinct build done once and kept
+in the project's build cache under that hash, so that the `run` after `new` takes every build
+from the cache instead of compiling it again.
 
 A build is `workers.backends.build.build_variant`, contained as a run's build task is (its own
 process tree ended with it, the run's time limit). Containment allows one build per process at
@@ -61,16 +61,16 @@ def build_all(root: Path, done: list[Onboarded], cache: Path | None = None,
     if not drafted:
         return
     config = load_config(root)
-    variants, invalid = discover(root, config)
+    variants, invalid = discover(root, config)  # as the run discovers them: every point and pass
     for bad in invalid:
         if bad.folder in drafted:
             drafted[bad.folder].invalid = bad.error
     tools, _ = cached_toolchains()
-    mine = [v for v in variants if v.folder in drafted]
-    ops = {v.op for v in mine}
+    mine = [(v, drafted[v.folder]) for v in variants if v.folder in drafted]
+    ops = {v.op for v, _ in mine}
+    peers = [p for p in builtin_peers(variants) if p.op in ops]  # a [reference] op's is in a draft's folder
     todo: dict[str, _Build] = {}  # build hash -> the build: the points and passes of a draft share one
-    peers = [p for p in builtin_peers(variants) if p.op in ops]  # a [reference] op's peer lives in a draft's folder
-    for variant, item in [*((v, drafted[v.folder]) for v in mine), *((p, None) for p in peers)]:
+    for variant, item in [*mine, *((p, None) for p in peers)]:
         ident = tools.get(variant.backend, {}).get("ident")
         if not ident:
             missing = f"no {variant.backend} toolchain here: {tools.get(variant.backend, {}).get('reason')}"
