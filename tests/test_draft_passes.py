@@ -1,16 +1,22 @@
 """What `flopwatch new` drafts for an entry whose output carries an autograd graph — `modes`, its
-backward and full passes beside the forward (docs/variants.md)."""
+backward and full passes beside the forward (docs/variants.md) — and the warning it gives for a
+draft whose largest timed size would be launch-bound (docs/measurement.md, "Launch floors")."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 
+import git
 import pytest
 
+from pipeline.cli import main as cli
+from pipeline.commands import new as new_command
 from pipeline.onboarding.conventions import autograd
 from pipeline.onboarding.onboard import python_drafts
 from pipeline.onboarding.source.records import Draft
 from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.onboarding.write import launch_check
 
 ALL_PASSES = ["forward", "backward", "full"]
 
@@ -179,3 +185,114 @@ def test_what_derives_from_torch_s_autograd_function():
     assert {k: (f.file, f.backward) if f else None for k, f in found.items()} == {
         "A": ("a.py", "a.py:3"), "B": ("b.py", ""), "C": ("c.py", "c.py:3"), "D": None,
         "LossFunction": ("pkg/loss.py", "pkg/base.py:5")}
+
+
+# -- launch-bound sizes --------------------------------------------------------------------------------
+
+def _draft(text: str, folder: str = "flopwatch/k") -> Draft:
+    return Draft("k", folder, {"variant.toml": text}, "", "")
+
+
+RMS = '''name = "k"
+op = "rms_norm"
+backend = "triton"
+dtypes = ["bf16"]
+devices = ["cuda"]
+shapes = {shapes}
+
+[binding]
+kind = "triton"
+entry = "pkg.ops:k"
+returns = true
+'''
+
+
+def test_a_draft_whose_largest_size_would_be_launch_bound_is_warned_about_by_that_size():
+    tiny = launch_check.launch_bound([_draft(RMS.format(shapes="[[4, 8], [64, 256]]"))])
+    w = tiny["flopwatch/k"]
+    assert (w.shape, w.dtype, w.device) == ("M=64,N=256", "bf16", "H200")  # the largest; the fastest GPU of its kinds
+    assert w.line().startswith("k: its largest timed size M=64,N=256 (bf16) would be launch-bound (the work takes at "
+                               "least ")
+    assert w.line().endswith("under 2x the 16 µs floor of the call path): its rows would time the call, not the "
+                             "kernel; give larger sizes in `shapes` (flopwatch/k/variant.toml)")
+    # this node's GPU where it has one of a kind the draft runs on
+    assert launch_check.launch_bound([_draft(RMS.format(shapes="[[64, 256]]"))], ("cuda", "H100"))[
+        "flopwatch/k"].device == "H100"
+    assert launch_check.launch_bound([_draft(RMS.format(shapes="[[4, 8], [65536, 4096]]"))]) == {}
+
+
+def test_no_warning_where_nothing_can_be_estimated():
+    """A draft for the CPU alone (no launch floor is measured there), one that does not parse, one
+    the manifest's schema refuses."""
+    cpu = RMS.format(shapes="[[4, 8]]").replace('devices = ["cuda"]', 'devices = ["cpu"]')
+    assert launch_check.launch_bound([_draft(cpu), _draft("not toml ["), _draft('name = "k"\n')]) == {}
+
+
+REFERENCE = '''name = "k"
+op = "k"
+backend = "python"
+dtypes = ["fp32"]
+devices = ["cpu", "cuda"]
+shapes = [{ N = 8 }]
+
+[binding]
+kind = "python"
+entry = "../../ops.py:k"
+returns = true
+
+[reference]
+call = "../../ops.py:k_ref"
+sizes = { M = 4, N = 1024 }
+inputs = [
+  { name = "a", shape = ["M", "N"] },
+  { name = "b", shape = ["M", "N"] },
+]
+'''
+
+
+def test_a_reference_table_s_work_is_counted_from_its_inputs():
+    w = launch_check.launch_bound([_draft(REFERENCE)])["flopwatch/k"]
+    assert (w.shape, w.dtype) == ("M=4,N=8", "fp32")  # [reference] sizes fill what a shape leaves out
+    assert "4 µs floor" in w.why  # plain torch: one launch's floor
+
+
+# -- what `new` says ------------------------------------------------------------------------------------
+
+USER_OPS = '''import torch
+
+
+def fused_silu_mul(a, b):
+    return torch.nn.functional.silu(a) * b
+'''
+# A benchmark script's sizes are taken as it writes them: here too small to time the kernel.
+BENCH = '''import torch
+
+from ops import fused_silu_mul
+
+for n in (256, 512):
+    a = torch.randn(n, n)
+    b = torch.randn(n, n)
+    fused_silu_mul(a, b)
+'''
+
+
+def test_new_warns_of_a_launch_bound_draft_and_says_so_in_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(new_command, "local_gpu", lambda: None)  # the GPUs of its kinds, whatever this node has
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "ops.py").write_text(USER_OPS)
+    (repo / "benchmarks" / "bench_ops.py").write_text(BENCH)
+    g = git.Repo.init(repo, initial_branch="main")
+    g.index.add(["ops.py", "benchmarks/bench_ops.py"])
+    g.index.commit("ops", author=git.Actor("Dev", "dev@example.com"))
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert tomllib.loads((repo / "flopwatch" / "fused_silu_mul" / "variant.toml").read_text())["shapes"] == \
+        [[256, 256], [512, 512]]
+    assert ("warning: fused_silu_mul: its largest timed size M=512,N=512 (fp32) would be launch-bound (the work "
+            "takes at least 0.655 µs on NVIDIA H200 SXM (its roofs), under 2x the 4 µs floor of the call path): its "
+            "rows would time the call, not the kernel; give larger sizes in `shapes` "
+            "(flopwatch/fused_silu_mul/variant.toml)") in out, out
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build", "--force", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["drafts"]
+    assert row["launch_bound"].startswith("fused_silu_mul: its largest timed size M=512,N=512 (fp32)")

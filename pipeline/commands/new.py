@@ -13,10 +13,11 @@ from rich.table import Table
 
 from pipeline.commands.common import UsageError
 from pipeline.onboarding import onboard
+from pipeline.onboarding.decide.scaling import local_gpu
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
 from pipeline.onboarding.source.records import Plan
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import builds, existing, gitignore, project
+from pipeline.onboarding.write import builds, existing, gitignore, launch_check, project
 from pipeline.onboarding.write.inside import OutsideRepository, within
 from pipeline.project.config import load_config
 from pipeline.run.summary import cell
@@ -107,11 +108,13 @@ def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int
     changes += [x for x in ignored if x]
     if not args.no_build:
         builds.build_all(root, done, cache, None if args.json else _say)
+    bound = launch_check.launch_bound([x.draft for x in done if x.written], local_gpu())
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
              "reference": x.draft.reference, "sizes": x.draft.sizes, "peer": x.draft.peer,
              "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
              "guessed": list(x.draft.guessed),
-             "build_s": x.build.seconds if x.build else None, "from_cache": bool(x.build and x.build.cached)}
+             "build_s": x.build.seconds if x.build else None, "from_cache": bool(x.build and x.build.cached),
+             "launch_bound": bound[x.draft.folder].line() if x.draft.folder in bound and x.written else ""}
             for x in done]
     if args.json:
         print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra),
@@ -176,6 +179,9 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
         console.print(cell("timed at (where each draft's sizes come from):"))
         for r in sized:
             console.print(cell(f"  {r['variant']}: {r['sizes']}"))
+    for r in rows:
+        if r.get("launch_bound"):
+            console.print(cell(f"warning: {r['launch_bound']}"))
     if undrafted:
         console.print(cell(f"not drafted ({len(undrafted)}):"))
         for u in undrafted:
