@@ -9,7 +9,6 @@ from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report, out_folder
 from pipeline.onboarding import onboard
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import project
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
 
@@ -23,7 +22,8 @@ def main(args) -> int:
     root = Path(args.repo).resolve()
     planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
     if planned is None:
-        raise UsageError(f"no __global__ kernel, pybind11 module, torch extension or KernelBench problem in the "
-                         f"sources of {root}")
-    extra = [] if args.no_workflow else [project.write_workflow(root)]
-    return draft_and_report(root, planned, args, extra)
+        raise UsageError(f"no __global__ kernel, pybind11 module, torch extension, KernelBench problem or Python "
+                         f"entry module (functional.py, ops.py or interface.py, or a module keeping `def foo_ref` "
+                         f"beside `def foo`) in the sources of {root}; to draft another file's kernels or "
+                         f"functions: flopwatch new FILE")
+    return draft_and_report(root, planned, args, init=True)

@@ -4,6 +4,7 @@ draft once here, and say what still needs the user's hand."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,11 +13,15 @@ from rich.table import Table
 
 from pipeline.commands.common import UsageError
 from pipeline.onboarding import onboard
+from pipeline.onboarding.decide.scaling import local_gpu
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
 from pipeline.onboarding.source.records import Plan
 from pipeline.onboarding.source.repo import RepoFiles
-from pipeline.onboarding.write import project
+from pipeline.onboarding.write import builds, existing, gitignore, launch_check, project
+from pipeline.onboarding.write.inside import OutsideRepository, within
+from pipeline.project.config import load_config
 from pipeline.run.summary import cell
+from pipeline.store import location
 
 HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernels, pybind11 modules, torch extensions, "
         "KernelBench problems and solutions, kernel-challenge submissions, a module's functional entries) and build "
@@ -25,7 +30,8 @@ HELP = ("draft a variant.toml per kernel of the given sources (__global__ kernel
 
 def add_arguments(p) -> None:
     p.add_argument("paths", nargs="+", help="kernel source files (C++/CUDA/HIP, or Python) or folders, inside the "
-                                            "repository")
+                                            "repository: as the shell gives them (from the current folder, or "
+                                            "absolute), or from the repository's root")
     add_common(p)
 
 
@@ -35,14 +41,16 @@ def add_common(p) -> None:
                                                        "an absolute path in it (default: flopwatch)")
     p.add_argument("--force", action="store_true", help="overwrite drafts that exist")
     p.add_argument("--no-build", action="store_true", help="write the drafts without building them")
+    p.add_argument("--cache", metavar="DIR", help="build cache the drafts' builds are kept in, for the run after "
+                                                  "(default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
 def main(args) -> int:
     root = Path(args.repo).resolve()
     try:
-        files = onboard.source_files(root, args.paths)
-    except FileNotFoundError as exc:
+        files = onboard.source_files(root, args.paths, Path.cwd())
+    except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if not files:
         raise UsageError(f"no kernel sources ({', '.join(SOURCE_SUFFIXES)}) in {args.paths}")
@@ -59,6 +67,11 @@ def out_folder(root: Path, text: str) -> str:
     try:
         rel = full.resolve().relative_to(root)
     except ValueError:
+        try:
+            within(root, full.relative_to(root))
+        except (ValueError, OutsideRepository) as exc:  # a committed link leads out: name it
+            if getattr(exc, "link", ""):
+                raise UsageError(f"--out {text}: {exc}") from None
         raise UsageError(f"--out {text}: outside the repository {root}; the drafts must be in it (flopwatch.toml's "
                          "`kernels` lists repository folders): give a folder inside it") from None
     if rel == Path("."):
@@ -66,28 +79,42 @@ def out_folder(root: Path, text: str) -> str:
     return rel.as_posix()
 
 
-def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> int:
-    """Write the drafts, add them to flopwatch.toml, build each once and report."""
+def draft_and_report(root: Path, planned: Plan, args, init: bool = False) -> int:
+    """Write the drafts, add them to flopwatch.toml, build each once and report; `init`: the
+    workflow too (unless --no-workflow), and `/.flopwatch/` in .gitignore (`new` adds it where it
+    creates flopwatch.toml)."""
     out_dir = out_folder(root, args.out)
+    config_path, cache = resolved_writes(root, args, init)
+    creates_config = not config_path.exists()
+    extra = [project.write_workflow(root)] if init and not args.no_workflow else []
+    ignored = [gitignore.ignore_own_folder(root)] if init else []
     said = list(planned.notes)
     undrafted = [{"entry": s.entry, "reason": s.reason} for s in planned.skipped]
     if not planned.drafts:
         if args.json:
-            print(json.dumps({"drafts": [], "config": [], "notes": said, "other": list(extra), "undrafted": undrafted}))
+            print(json.dumps({"drafts": [], "config": [x for x in ignored if x], "notes": said, "other": list(extra),
+                              "undrafted": undrafted}))
         for line in [*said, *(f"not drafted: {u['entry']}: {u['reason']}" for u in undrafted)]:
             print(f"flopwatch new: {line}", file=sys.stderr)
         print(f"flopwatch new: no __global__ kernel, pybind11 module, torch extension, problem or functional entry "
               f"to draft in {len(planned.files)} file(s)", file=sys.stderr)
         return 1
-    done = project.write(root, list(planned.drafts), args.force)
+    names = existing.variant_names(root, [*load_config(root).kernel_dirs, out_dir])
+    done = project.write(root, list(planned.drafts), args.force, names)
     folders = [d for draft in planned.drafts for d in draft.include_dirs]
     changes = project.update_config(root, out_dir, folders) if any(x.written for x in done) else []
+    if creates_config and config_path.exists():
+        ignored.append(gitignore.ignore_own_folder(root))
+    changes += [x for x in ignored if x]
     if not args.no_build:
-        project.build_all(root, done)
+        builds.build_all(root, done, cache, None if args.json else _say)
+    bound = launch_check.launch_bound([x.draft for x in done if x.written], local_gpu())
     rows = [{"variant": x.draft.name, "folder": x.draft.folder, "op": x.draft.op or "?", "state": x.state,
              "reference": x.draft.reference, "sizes": x.draft.sizes, "peer": x.draft.peer,
              "detail": project.summary(x) if x.written else "; ".join(x.notes), "todo": list(x.draft.todo),
-             "guessed": list(x.draft.guessed)}
+             "guessed": list(x.draft.guessed),
+             "build_s": x.build.seconds if x.build else None, "from_cache": bool(x.build and x.build.cached),
+             "launch_bound": bound[x.draft.folder].line() if x.draft.folder in bound and x.written else ""}
             for x in done]
     if args.json:
         print(json.dumps({"drafts": rows, "config": changes, "notes": said, "other": list(extra),
@@ -95,6 +122,32 @@ def draft_and_report(root: Path, planned: Plan, args, extra: list[str] = ()) -> 
     else:
         _print(rows, [*said, *changes, *extra], undrafted)
     return 0 if all(r["state"] in ("built", "skipped", "not built") for r in rows) else 1
+
+
+def resolved_writes(root: Path, args, init: bool) -> tuple[Path, Path | None]:
+    """Every file the command writes besides the drafts, resolved inside the repository before
+    anything is written (each draft is resolved as it is written): the config file, .gitignore,
+    the workflow, the build cache where it is the repository's own. Returns (the config file,
+    the build cache root: None with --no-build). A committed link leading out of the repository
+    stops the command, naming the link."""
+    try:
+        config_path = project.config_file(root)
+        if init or not config_path.exists():
+            within(root, ".gitignore")
+        if init and not args.no_workflow:
+            within(root, project.WORKFLOW_FILE)
+        if args.no_build:
+            return config_path, None
+        if args.cache or os.environ.get(location.CACHE_ENV):  # a folder the user chose, wherever it is
+            return config_path, location.resolve_cache(args.cache, root / ".flopwatch" / "cache")
+        return config_path, within(root, ".flopwatch/cache")
+    except OutsideRepository as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _say(line: str) -> None:
+    """A build's line as it finishes: on stderr, so that a long `new` shows where it is."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:
@@ -126,6 +179,9 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
         console.print(cell("timed at (where each draft's sizes come from):"))
         for r in sized:
             console.print(cell(f"  {r['variant']}: {r['sizes']}"))
+    for r in rows:
+        if r.get("launch_bound"):
+            console.print(cell(f"warning: {r['launch_bound']}"))
     if undrafted:
         console.print(cell(f"not drafted ({len(undrafted)}):"))
         for u in undrafted:

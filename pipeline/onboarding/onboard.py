@@ -14,6 +14,7 @@ Writing the drafts into the repository, `flopwatch.toml`, the workflow and the f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pipeline.onboarding import bench_runs
@@ -54,19 +55,45 @@ from pipeline.onboarding.write.manifest import base_names
 from pipeline.onboarding.write.python_drafts import extension_drafts, problem_draft, solution_draft
 
 
-def source_files(root: Path, paths: list[str]) -> list[Path]:
-    """The kernel sources named (files, or every source file below a folder)."""
+def source_files(root: Path, paths: list[str], cwd: Path | None = None) -> list[Path]:
+    """The kernel sources named (files, or every source file below a folder). A relative path
+    is the shell's (from `cwd`) where that lies inside the repository, else the repository's
+    (from `root`); an absolute one is taken as written. A path outside the repository is refused
+    (ValueError), a missing one too (FileNotFoundError); a folder's files that resolve outside it
+    (links) are left out."""
     out: list[Path] = []
     for p in paths:
-        path = (root / p) if not Path(p).is_absolute() else Path(p)
+        path = named_path(root, p, cwd)
         if path.is_dir():
             out += sorted(f for f in path.rglob("*") if f.suffix in (*SOURCE_SUFFIXES, ".py")
                           and f.is_file() and "__pycache__" not in f.parts)
-        elif path.is_file():
-            out.append(path)
         else:
-            raise FileNotFoundError(f"{p}: no such file or folder")
+            out.append(path)
     return [f for f in out if f.resolve().is_relative_to(root.resolve())]
+
+
+def named_path(root: Path, text: str, cwd: Path | None = None) -> Path:
+    """The file or folder `text` names, as a path below `root` (links inside the repository kept
+    as named); ValueError where it lies outside the repository, FileNotFoundError where nothing
+    is there."""
+    given = Path(text)
+    candidates = [given] if given.is_absolute() else [*([cwd / given] if cwd is not None else []), root / given]
+    outside = None
+    for path in candidates:
+        if not path.exists():
+            continue
+        resolved = path.resolve()
+        if not resolved.is_relative_to(root):
+            outside = outside or resolved
+            continue
+        # named from the repository's root (a path of the shell may pass through `..` or links)
+        absolute = Path(os.path.abspath(path))
+        return absolute if absolute.is_relative_to(root) else root / resolved.relative_to(root)
+    if outside is not None:
+        raise ValueError(f"{text}: {outside} is outside the repository {root}; name files inside it (--repo names "
+                         "the repository)")
+    where = f"the current folder {cwd} or " if cwd is not None and not given.is_absolute() and cwd != root else ""
+    raise FileNotFoundError(f"{text}: no such file or folder (looked in {where}the repository {root})")
 
 
 def plan_new(repo: RepoFiles, files: list[Path]) -> Plan:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pipeline.onboarding.conventions import (
+    autograd,
     bench_script,
     compared_in_tests,
     competition,
@@ -39,6 +40,7 @@ READERS = (
     kernelbench,  # KernelBench problems (class Model) and solutions (class ModelNew)
     competition,  # kernel-challenge problem folders (reference.py, task.yml), their submissions and harness
     module_entries,  # a module's public functions as entries, and what it only forwards to
+    autograd,  # autograd Functions (a class deriving from torch.autograd.Function, its backward)
     ref_names,  # references by name beside an entry (X_ref, torch_X, class TorchX)
     compared_in_tests,  # the words of each test: which tests may call an entry
     sliced_from_tests,  # the comparisons inside test functions (an entry's slices come from these)

@@ -92,7 +92,17 @@ def entry_of(fn: ast.FunctionDef, rel: str) -> Entry:
     returns = bool(own_returns(fn))
     output = "" if returns else next((p for p in reversed(params) if _OUTPUT.search(p)), "")
     return Entry(rel, fn.name, fn.lineno, params, tuple(a.arg for a in fn.args.kwonlyargs),
-                 len(params) - len(fn.args.defaults), returns, output, fn.args.kwarg is not None, forwarded(fn))
+                 len(params) - len(fn.args.defaults), returns, output, fn.args.kwarg is not None, forwarded(fn),
+                 applied(fn))
+
+
+def applied(fn: ast.FunctionDef) -> tuple[str, ...]:
+    """The names whose `.apply` the function's body calls (`LigerCrossEntropyFunction.apply(...)`
+    amid other statements too), in the order written."""
+    names = [dotted(node.func.value).split(".")[-1] for node in ast.walk(fn)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply"
+             and dotted(node.func.value)]
+    return tuple(dict.fromkeys(names))
 
 
 def _apply_alias(node: ast.AST) -> tuple[str, str] | None:
@@ -215,14 +225,20 @@ def module_imports(tree: ast.Module) -> dict[str, str]:
 # -- which modules, and where they run ----------------------------------------------------------------
 
 def is_entry_module(repo, rel: str) -> bool:
-    """A module `init` drafts every public function of, kept few: a module of a package (a folder
-    with __init__.py, tests aside) named functional / ops / interface, or holding a reference
-    beside its functions (`def foo_ref`). A package's other helpers are left to `flopwatch new
-    <module>`."""
+    """A module `init` drafts every public function of, kept few (tests aside): one named
+    functional / ops / interface; in a package (a folder with __init__.py), one holding a
+    reference beside its functions (`def foo_ref`); outside any (a top-level `ops.py`, a folder of
+    modules without __init__.py), one holding a reference of a function of its own (`def foo` and
+    `def foo_ref`), not a script keeping a `ref_kernel` of code found elsewhere. A package's other
+    helpers are left to `flopwatch new <module>`."""
     path = repo.path(rel)
-    if is_test(rel) or not (path.parent / "__init__.py").is_file() or path.name == "__init__.py":
+    if is_test(rel) or path.name == "__init__.py":
         return False
-    return path.stem in ENTRY_MODULES or ref_names.holds_reference(repo.text(rel))
+    if path.stem in ENTRY_MODULES:
+        return True
+    if (path.parent / "__init__.py").is_file():
+        return ref_names.holds_reference(repo.text(rel))
+    return ref_names.holds_reference_of_its_own(repo.text(rel))
 
 
 def uses_triton(text: str) -> bool:

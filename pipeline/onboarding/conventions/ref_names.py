@@ -58,6 +58,14 @@ def holds_reference(text: str) -> bool:
     return bool(_HOLDS.search(text))
 
 
+def holds_reference_of_its_own(text: str) -> bool:
+    """Whether a module defines a reference of one of its own functions (`def foo` and `def
+    foo_ref`): what marks a lone module (one outside any package) as a kernel's entry point, not
+    a script that happens to keep a `ref_kernel` of something defined elsewhere."""
+    defined = set(re.findall(r"^def (\w+)\s*\(", text, re.MULTILINE))
+    return any(p.format(x=x) in defined for x in defined for p in _MARKERS)
+
+
 def names_for(stems: list[str]) -> dict[str, str]:
     """Each name a reference of one of `stems` goes by → the stem."""
     return {c.format(x=x): x for x in stems for c in PATTERNS}

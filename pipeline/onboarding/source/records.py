@@ -347,7 +347,8 @@ class Entry:
     params: the positional parameters in order; keywords: the keyword-only ones; required: how
     many positional ones have no default; returns: it returns a value; output: the parameter it
     writes its result into where it returns nothing; any_keywords: it takes `**kwargs`;
-    forwards: what it only forwards to, if that is all it does."""
+    forwards: what it only forwards to, if that is all it does; applies: the names whose
+    `.apply` its body calls (`LigerCrossEntropyFunction`: an autograd Function, perhaps)."""
 
     file: str
     name: str
@@ -359,6 +360,31 @@ class Entry:
     output: str = ""
     any_keywords: bool = False
     forwards: Forwarded | None = None
+    applies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PyClass:
+    """A top-level class where a file defines it: its bases (dotted, through the module's imports
+    where it imports them: `torch.autograd.Function`), the line of its `backward` (0: none)."""
+
+    file: str
+    name: str
+    line: int
+    bases: tuple[str, ...] = ()
+    backward: int = 0
+
+
+@dataclass(frozen=True)
+class AutogradFunction:
+    """A class deriving from `torch.autograd.Function`, directly or through the repository's
+    own classes (Liger's `LigerFusedLinearORPOFunction`, a `LigerFusedLinearPreferenceBase`);
+    backward: where its backward is written, file:line ("" where none is)."""
+
+    file: str
+    name: str
+    line: int
+    backward: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pipeline.onboarding.decide.devices import entry_placement
 from pipeline.onboarding.decide.dtypes import default_dtype
 from pipeline.onboarding.decide.inputs import keywords, looser_rtol, table
 from pipeline.onboarding.decide.ops import builtin
+from pipeline.onboarding.decide.passes import FORWARD_ONLY, Passes, passes
 from pipeline.onboarding.decide.peer import agreement, peer_inputs
 from pipeline.onboarding.decide.scaling import local_gpu, scaled_reference, target
 from pipeline.onboarding.decide.sizes import Sized, builtin_sizes
@@ -133,9 +134,11 @@ def entry_draft(repo, entry: Entry, prefix: str, where: Where, package: str, out
     ref = builtin(entry.name, prefix, list(entry.params), entry.required, entry.returns)
     if ref is not None and not references.repository_reference(repo, entry, where, prefix, package, same_as):
         calls = references.calls_in_tests(repo, same_as)
-        return _builtin_draft(repo, entry, ref, where, name, folder, same_as, calls, sweeps, runs)
+        return _builtin_draft(repo, entry, ref, where, name, folder, same_as, calls, sweeps, runs,
+                              passes(repo, entry, package, same_as))
     chosen, inputs = references.choose(repo, entry, where, prefix, package, same_as)
-    return _reference_draft(repo, entry, chosen, inputs, where, name, folder, same_as, sweeps, runs, ref)
+    return _reference_draft(repo, entry, chosen, inputs, where, name, folder, same_as, sweeps, runs, ref,
+                            passes(repo, entry, package, same_as))
 
 
 def _goal(where: Where, dtype: str):
@@ -165,7 +168,7 @@ def _shapes_text(shapes: list) -> str:
 
 
 def _builtin_draft(repo, entry: Entry, ref: Reference, where: Where, name: str, folder: str, same_as,
-                   calls, sweeps: list, runs: RunSizes | None) -> Draft:
+                   calls, sweeps: list, runs: RunSizes | None, measured: Passes = FORWARD_ONLY) -> Draft:
     op = ref.op
     dtype_hint = next((a.dtype for c in calls for a in (*c.args, *c.kwargs.values()) if a.dtype), "")
     sized = builtin_sizes(repo, entry, ref, same_as, calls, where.backend, sweeps,
@@ -179,6 +182,7 @@ def _builtin_draft(repo, entry: Entry, ref: Reference, where: Where, name: str, 
     else:
         lines += _sizes_lines(sized.label, shapes)
     lines += _devices(where)
+    lines += _modes(measured)
     lines += _binding(where, entry.returns)
     passed = leading(list(ref.mapped))
     if passed != default_order(op, entry.returns):
@@ -192,7 +196,8 @@ def _builtin_draft(repo, entry: Entry, ref: Reference, where: Where, name: str, 
 
 
 def _reference_draft(repo, entry: Entry, ref: Reference, inputs: Inputs, where: Where, name: str, folder: str,
-                     same_as, sweeps: list, runs: RunSizes | None, builtin_op: Reference | None) -> Draft:
+                     same_as, sweeps: list, runs: RunSizes | None, builtin_op: Reference | None,
+                     measured: Passes = FORWARD_ONLY) -> Draft:
     op = re.sub(r"[^a-z0-9_]", "_", name.lower())
     todo: list[str] = []
     guessed: list[str] = []
@@ -217,6 +222,7 @@ def _reference_draft(repo, entry: Entry, ref: Reference, inputs: Inputs, where: 
     if shapes:
         lines += _sizes_lines(sized.label, shapes)
     lines += _devices(where)
+    lines += _modes(measured)
     lines += _binding(where, entry.returns)
     entry_kwargs, reference_kwargs = keywords(entry, ref, inputs)
     if entry_kwargs:
@@ -317,6 +323,14 @@ def _peer(repo, ref: Reference, builtin_op: Reference, inputs: Inputs, rows, siz
 def _header(label: str, where: Where, entry: Entry, name: str, op: str) -> list[str]:
     return [first_line(label), drafted_by(f"{where.rel} (function {entry.name})"),
             f'name = "{name}"', f'op = "{op}"', f'backend = "{where.backend}"']
+
+
+def _modes(measured: Passes) -> list[str]:
+    """The `modes` line of an entry whose output carries an autograd graph, saying what says so;
+    none for forward alone (the default)."""
+    if not measured.differentiated:
+        return []
+    return [f"modes = {json.dumps(list(measured.modes))}  # {measured.why}"]
 
 
 def _binding(where: Where, returns: bool) -> list[str]:

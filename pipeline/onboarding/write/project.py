@@ -1,8 +1,10 @@
 """What onboarding writes into the repository: the draft folders (a draft that exists is left
 alone unless forced), `flopwatch.toml` (the drafts' folder among the kernel folders, the kernels'
 folders among the shared include folders; created where the repository has neither it nor
-`[tool.flopwatch]`, an existing one keeping its comments through tomlkit), `init`'s workflow, and
-each written draft loaded as `run` would and built once on this machine."""
+`[tool.flopwatch]`, an existing one keeping its comments through tomlkit) and `init`'s workflow;
+every path resolved first and written only inside the repository (`inside`), and a draft that
+would repeat the name of a variant of another folder refused (`existing`). Their first build is
+`builds`'."""
 
 from __future__ import annotations
 
@@ -10,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.onboarding.source.records import Draft
+from pipeline.onboarding.write.existing import name_taken
+from pipeline.onboarding.write.inside import OutsideRepository, within
 from pipeline.project.config import load_config
-from pipeline.project.discovery import find_ops
-from pipeline.project.manifest import ManifestError, load_variant
-from pipeline.run.plan import build_plan
-from workers.backends.build import build_variant, toolchains
 from workers.core.records import BuildResult
 
 
@@ -27,9 +27,12 @@ class Onboarded:
     invalid: str = ""
     build: BuildResult | None = None
     notes: list[str] = field(default_factory=list)
+    refused: bool = False  # not written, and why is its note: a link out of the repository, a name taken
 
     @property
     def state(self) -> str:
+        if self.refused:
+            return "refused"
         if not self.written:
             return "exists"
         if self.invalid:
@@ -41,17 +44,28 @@ class Onboarded:
         return "skipped" if self.build.skip_reason else "build_failed"
 
 
-def write(root: Path, drafts: list[Draft], force: bool) -> list[Onboarded]:
-    """Write each draft's folder, leaving one that exists alone unless `force`."""
+def write(root: Path, drafts: list[Draft], force: bool, names: dict[str, list[str]] | None = None) -> list[Onboarded]:
+    """Write each draft's folder, leaving one that exists alone unless `force`. A draft is
+    refused, the others still written, where its folder or a file of it resolves outside the
+    repository, or where `names` (the project's variants by name: `existing.variant_names`)
+    has its name in another folder."""
     done = []
     for d in drafts:
-        folder = root / d.folder
+        try:
+            folder = within(root, d.folder)
+            paths = {name: within(root, f"{d.folder}/{name}") for name in d.files}
+        except OutsideRepository as exc:
+            done.append(Onboarded(d, refused=True, notes=[str(exc)]))
+            continue
         if (folder / "variant.toml").exists() and not force:
             done.append(Onboarded(d, written=False, notes=[f"{d.folder}/variant.toml exists (--force overwrites)"]))
             continue
+        if taken := name_taken(d, names or {}):
+            done.append(Onboarded(d, refused=True, notes=[taken]))
+            continue
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in d.files.items():
-            (folder / name).write_text(text)
+            paths[name].write_text(text)
         done.append(Onboarded(d, written=True))
     return done
 
@@ -63,9 +77,8 @@ def update_config(root: Path, out_dir: str, include_dirs: list[str]) -> list[str
     import tomlkit
 
     current = load_config(root)
-    path, table_path = root / "flopwatch.toml", ()
-    if not path.exists() and current.source == "pyproject.toml":
-        path, table_path = root / "pyproject.toml", ("tool", "flopwatch")
+    path = config_file(root, current)
+    table_path = ("tool", "flopwatch") if path.name == "pyproject.toml" else ()
     doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
     if not path.exists():
         doc.add(tomlkit.comment("flopwatch's configuration: where variants live, shared include folders, shape sets"))
@@ -90,26 +103,13 @@ def update_config(root: Path, out_dir: str, include_dirs: list[str]) -> list[str
     return [f"{path.name}: {c}" for c in changes]
 
 
-def build_all(root: Path, done: list[Onboarded]) -> None:
-    """Load each written draft as a run would and build it on this machine."""
-    config = load_config(root)
-    repo_ops, _ = find_ops(root, config.kernel_dirs)
-    tools = toolchains()
-    for item in done:
-        if not item.written:
-            continue
-        manifest = root / item.draft.folder / "variant.toml"
-        try:
-            variant = load_variant(root, manifest, config, repo_ops)
-        except (ManifestError, KeyError, TypeError, ValueError) as exc:
-            item.invalid = str(exc)
-            continue
-        ident = tools.get(variant.backend, {}).get("ident")
-        if not ident:
-            item.notes.append(f"no {variant.backend} toolchain here: {tools.get(variant.backend, {}).get('reason')}")
-            continue
-        p = build_plan(root, variant, config.include_dirs, ident)
-        item.build, _ = build_variant(variant, p.bundle, p.build_hash, list(p.include_dirs))
+def config_file(root: Path, current=None) -> Path:
+    """The file `update_config` writes: flopwatch.toml, or pyproject.toml where that holds the
+    configuration; resolved inside the repository (else OutsideRepository)."""
+    current = current if current is not None else load_config(root)
+    name = "pyproject.toml" if not (root / "flopwatch.toml").exists() and current.source == "pyproject.toml" \
+        else "flopwatch.toml"
+    return within(root, name)
 
 
 def summary(item: Onboarded) -> str:
@@ -195,11 +195,14 @@ jobs:
 """
 
 
+WORKFLOW_FILE = ".github/workflows/flopwatch.yml"
+
+
 def write_workflow(root: Path) -> str:
     """`.github/workflows/flopwatch.yml`, unless the repository has one; returns what was done."""
-    path = root / ".github" / "workflows" / "flopwatch.yml"
+    path = within(root, WORKFLOW_FILE)
     if path.exists():
-        return f"{path.relative_to(root)} exists: left as it is"
+        return f"{WORKFLOW_FILE} exists: left as it is"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(WORKFLOW)
-    return f"wrote {path.relative_to(root)}"
+    return f"wrote {WORKFLOW_FILE}"
