@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report, out_folder
-from pipeline.onboarding import onboard
+from pipeline.onboarding import bench_runs, onboard
 from pipeline.onboarding.source.repo import RepoFiles
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
@@ -20,7 +20,8 @@ def add_arguments(p) -> None:
 
 def main(args) -> int:
     root = Path(args.repo).resolve()
-    planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
+    with bench_runs.recording_budget(args.record_budget):
+        planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
     if planned is None:
         raise UsageError(f"no __global__ kernel, pybind11 module, torch extension, KernelBench problem or Python "
                          f"entry module (functional.py, ops.py or interface.py, or a module keeping `def foo_ref` "

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.commands.common import UsageError
-from pipeline.onboarding import onboard
+from pipeline.onboarding import bench_runs, onboard
 from pipeline.onboarding.decide.scaling import local_gpu
 from pipeline.onboarding.source.c_text import SOURCE_SUFFIXES
 from pipeline.onboarding.source.records import Plan
@@ -43,6 +43,10 @@ def add_common(p) -> None:
     p.add_argument("--no-build", action="store_true", help="write the drafts without building them")
     p.add_argument("--cache", metavar="DIR", help="build cache the drafts' builds are kept in, for the run after "
                                                   "(default: $FLOPWATCH_CACHE, else <repo>/.flopwatch/cache)")
+    p.add_argument("--record-budget", type=float, default=bench_runs.RECORD_BUDGET_S, metavar="SECONDS",
+                   help="wall time the benchmark scripts run under the recorder may take together, to give the "
+                        "drafts their sizes (0: run none; an entry left unrecorded takes its test's sizes, scaled) "
+                        f"(default: {bench_runs.RECORD_BUDGET_S:g})")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -55,7 +59,9 @@ def main(args) -> int:
     if not files:
         raise UsageError(f"no kernel sources ({', '.join(SOURCE_SUFFIXES)}) in {args.paths}")
     repo = RepoFiles.at(root, out_folder(root, args.out))
-    return draft_and_report(root, onboard.plan_new(repo, files), args)
+    with bench_runs.recording_budget(args.record_budget):
+        planned = onboard.plan_new(repo, files)
+    return draft_and_report(root, planned, args)
 
 
 def out_folder(root: Path, text: str) -> str:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 from pipeline.onboarding.conventions import bench_script, found, module_entries
@@ -48,6 +50,24 @@ from workers.recorder.entry_args import entry_arguments
 # Per script: Liger's scripts import torch, Triton and transformers, probe the device's memory
 # and compile each size's kernels; a recording stops at the sweep's second mode.
 LIMITS = RecordLimits(time_s=120.0, max_records=64, startup_s=60.0, stop_on_wrap=True)
+# All the recordings of one `new` / `init` together: Liger-Kernel's functional module reaches 25
+# scripts, and on an H100 node, two at a time, they ran past nine minutes with the GPU idle
+# (imports, memory probes, Triton compiling each size). Past the budget no script starts; an
+# entry left without a recording takes the test's sizes scaled, and its draft says why.
+RECORD_BUDGET_S = 240.0
+_budget_s = [RECORD_BUDGET_S]
+
+
+@contextmanager
+def recording_budget(seconds: float) -> Iterator[None]:
+    """The wall time every script recording of the drafts made inside may take together
+    (`new` / `init --record-budget`; 0: no script is run)."""
+    before = _budget_s[0]
+    _budget_s[0] = max(0.0, float(seconds))
+    try:
+        yield
+    finally:
+        _budget_s[0] = before
 _DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int64": "int64",
            "int32": "int32", "bool": "bool"}
 
@@ -127,6 +147,7 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
     needs_gpu = where.backend == "triton" or "cpu" not in where.devices
     out: dict[str, RunSizes] = {}
     wanted: dict[str, list[tuple[Entry, str, dict]]] = {}  # script → (entry, target, passes)
+    benchmarks: set[str] = set()  # the scripts named after an entry: recorded first
     for entry in entries:
         if static_sweeps(repo, same_as[entry.name]):
             continue
@@ -137,6 +158,7 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
         # a script named after the entry (benchmark_rms_norm.py for liger_rms_norm) is its benchmark:
         # the others that reach it (a model's MLP, a fused variant) are not run for it
         named = [f for f in touching if _named_after(f, entry.name, prefix)]
+        benchmarks.update(named)
         touching = named or touching
         watched = target_of(entry, forward, module, imports)
         if not touching or watched is None:
@@ -152,9 +174,9 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
     if not wanted:
         return out
     roots = (root,) if root and root != "." else ()
-    recorded = _record_all(repo, wanted, roots, say, jobs_here(gpu))
+    recorded = _record_all(repo, wanted, roots, say, jobs_here(gpu), _budget_s[0], benchmarks)
     for script, watches in wanted.items():
-        recording = recorded[script]
+        recording = recorded.get(script)
         for entry, target, passes in watches:
             sweeps = [_sweep(entry, r, passes) for r in recording.of(target)] if recording else []
             sweeps = [s for s in sweeps if s is not None]
@@ -162,6 +184,9 @@ def run_sizes(repo, rel: str, where: Where, entries: list[Entry], same_as: dict[
             note = prior.note
             if not sweeps and not note and recording is not None:
                 note = f"{script} was run ({recording.ended}) and made no call of {target}"
+            elif not sweeps and not note and script not in recorded:
+                note = (f"{script} was not run: the scripts' recording budget of {_budget_s[0]:.0f} s was spent "
+                        "(`--record-budget SECONDS` for more)")
             out[entry.name] = RunSizes(entry.name, prior.sweeps + tuple(sweeps), note if not prior.sweeps and
                                        not sweeps else "")
     return out
@@ -175,25 +200,41 @@ def _named_after(script: str, entry: str, prefix: str) -> bool:
     return stem in stems(entry, prefix)
 
 
-def _record_all(repo, wanted: dict, roots: tuple, say, jobs: int) -> dict:
+def _record_all(repo, wanted: dict, roots: tuple, say, jobs: int, budget_s: float = RECORD_BUDGET_S,
+                first: set[str] = frozenset()) -> dict:
     """Each script run once under the recorder with the targets of every entry it may reach,
-    `jobs` at a time; a progress line as each starts and ends."""
+    `jobs` at a time, a progress line as each starts and ends; the scripts in `first` (named
+    after an entry) first. A script starts only while `budget_s` of wall time is left, and may take what is
+    left; those never started are absent from the answer."""
+    began = time.monotonic()
+    order = sorted(wanted, key=lambda script: script not in first)  # stable: the repository's order otherwise
+
     def one(script: str):
+        left = budget_s - (time.monotonic() - began)
+        if left < 1.0:
+            return script, "not run"
         targets = sorted({t for _, t, _ in wanted[script]})
         say(f"recording {script} (watching {', '.join(targets)})")
-        began = time.monotonic()
+        limits = dataclasses.replace(LIMITS, time_s=min(LIMITS.time_s, left))
+        t0 = time.monotonic()
         try:
-            rec = record_calls(repo.root, script, targets, limits=LIMITS, roots=roots)
+            rec = record_calls(repo.root, script, targets, limits=limits, roots=roots)
         except (ValueError, OSError) as exc:
             say(f"{script}: not run ({exc})")
             return script, None
         sizes = len({r.target + str([a.shape for a in r.args]) for r in rec.records})
         detail = f": {rec.detail.splitlines()[-1]}" if rec.ended in ("error", "crashed") and rec.detail else ""
-        say(f"{script}: {rec.ended} after {time.monotonic() - began:.1f} s, {sizes} call size(s) recorded{detail}")
+        say(f"{script}: {rec.ended} after {time.monotonic() - t0:.1f} s, {sizes} call size(s) recorded{detail}")
         return script, rec
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return dict(pool.map(one, list(wanted)))
+        answers = dict(pool.map(one, order))
+    skipped = [s for s, rec in answers.items() if isinstance(rec, str)]
+    if skipped:
+        say(f"{len(skipped)} script(s) not run: the recording budget of {budget_s:.0f} s was spent "
+            f"({', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}); their entries take the test's sizes, "
+            "scaled (`--record-budget SECONDS` for more)")
+    return {s: rec for s, rec in answers.items() if not isinstance(rec, str)}
 
 
 def _sweep(entry: Entry, record, passes: dict) -> Sweep | None:
