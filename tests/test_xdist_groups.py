@@ -1,0 +1,62 @@
+"""tests/xdist_groups.py: which tests share a pytest-xdist worker. Read from a collection of the
+real suite (no test runs): the tests of a file with a module fixture share one group, the
+hostile package one group across its files, a file whose tests share nothing none; a test
+marked with a group of its own is refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+SHOW = textwrap.dedent("""
+    import json
+
+    def pytest_collection_finish(session):
+        groups = {}
+        for item in session.items:
+            mark = item.get_closest_marker("xdist_group")
+            groups[item.nodeid] = mark.args[0] if mark else None
+        print("GROUPS " + json.dumps(groups))
+""")
+
+
+def _groups(tmp_path: Path, *paths: str) -> dict[str, str | None]:
+    (tmp_path / "show_groups.py").write_text(SHOW)
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "show_groups", *paths],
+                          cwd=HERE.parent, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path}:{HERE.parent}:{HERE}"})
+    line = next((x for x in done.stdout.splitlines() if x.startswith("GROUPS ")), None)
+    assert line, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(line[len("GROUPS "):])
+
+
+def test_a_module_fixture_groups_its_file_the_hostile_package_is_one_group_and_plain_tests_none(tmp_path):
+    got = _groups(tmp_path, "tests/test_modes_compare.py", "tests/hostile/test_head_loss.py",
+                  "tests/hostile/test_node_loss.py", "tests/test_progress_lines.py")
+    modes = {g for n, g in got.items() if n.startswith("tests/test_modes_compare.py")}
+    hostile = {g for n, g in got.items() if n.startswith("tests/hostile/")}
+    plain = {g for n, g in got.items() if n.startswith("tests/test_progress_lines.py")}
+    assert len(modes) == 1 and None not in modes, modes
+    assert len(hostile) == 1 and None not in hostile and hostile != modes, hostile
+    assert plain == {None}
+
+
+def test_a_test_with_a_group_mark_of_its_own_is_refused(tmp_path):
+    (tmp_path / "test_marked.py").write_text(textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.xdist_group("mine")
+        def test_x():
+            pass
+    """))
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "xdist_groups",
+                           "--rootdir", str(tmp_path), str(tmp_path / "test_marked.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{HERE.parent}:{HERE}"})
+    assert done.returncode != 0
+    assert "its xdist group comes from tests/xdist_groups.py" in done.stdout + done.stderr
