@@ -169,3 +169,34 @@ def test_the_planted_history_is_a_repository_whose_entry_passes_its_checks(tmp_p
                          "dtype": "fp32", "artifact": str(root / "kernels" / "auto_rms"), "seeds": [1, 2],
                          "timing": {"budget_s": 0.05, "min_samples": 3, "warmup_s": 0.01}})
         assert out["status"] == "ok", (v.name, out.get("diagnostic"))
+
+
+# A draft as `new` writes it now: benchmark sizes timed, the test's own size a check point.
+SIZED_DRAFT = """# Drafted by `flopwatch new` from src/liger_kernel/transformers/functional.py (function liger_rms_norm).
+name = "liger_rms_norm"
+# the output carries an autograd graph: its backward and full passes are timed too
+modes = ["forward", "backward", "full"]
+op = "rms_norm"
+backend = "triton"
+dtypes = ["fp32"]
+# sizes: scaled from test/transformers/test_rms_norm.py:229
+shapes = [[16384, 8192]]
+
+[binding]
+kind = "triton"
+entry = "liger_kernel.transformers.functional:liger_rms_norm"
+returns = true
+
+[[check]]
+shapes = [{ B = 2, T = 4 }]  # the test's own size (test/transformers/test_rms_norm.py:229): checked, not timed
+"""
+
+
+def test_a_draft_is_timed_at_its_tests_own_size_and_keeps_the_modes_it_names():
+    text = vm.with_modes(vm.at_test_sizes(SIZED_DRAFT), vm.MODES)
+    m = tomllib.loads(text)
+    assert m["shapes"] == [{"B": 2, "T": 4}] and "check" not in m
+    assert m["modes"] == ["forward", "backward", "full"] and text.count("modes = ") == 1
+    VariantManifest.model_validate(m)
+    plain = SIZED_DRAFT.split("[[check]]")[0]
+    assert vm.at_test_sizes(plain) == plain  # no check point: the draft's own sizes
