@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("write", help="onboard every case and keep what was written")
     w.add_argument("out", type=Path)
     w.add_argument("--code", type=Path, default=ROOT, help="the flopwatch tree to run (default: this one)")
-    w.add_argument("--ext", type=Path, default=Path("/work/ext"), help="the folder of public checkouts")
+    w.add_argument("--ext", type=Path, default=Path(os.environ.get("FLOPWATCH_EXT", ROOT / ".ext")),
+                   help="the folder of public checkouts (default: $FLOPWATCH_EXT, else the repository's .ext)")
     w.add_argument("--work", type=Path, default=Path("/tmp/onboarding-golden-work"),
                    help="where the copies are made (a fixed path: absolute paths in the output then agree)")
     w.add_argument("--build", action="store_true", help="add the cases that build each draft here")

@@ -18,6 +18,7 @@ pipeline/onboarding/conventions/competition.py, decide/challenge.py, write/chall
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -31,7 +32,9 @@ from pipeline.onboarding.source.records import ChallengeProblem, ChallengeSubmis
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE / "challenge_repo"
-REFERENCE_KERNELS = Path("/work/ext/reference-kernels")
+# a whole checkout of gpu-mode/reference-kernels, where the machine has one: FLOPWATCH_EXT names the
+# folder of public checkouts (as benchmarks/onboarding_golden.py --ext takes it)
+REFERENCE_KERNELS = Path(os.environ.get("FLOPWATCH_EXT", "/nonexistent")) / "reference-kernels"
 HARNESS_FUNCTIONS = ("generate_input", "ref_kernel", "check_implementation", "make_match_reference", "default_device",
                      "mismatches", "main", "copy", "sync")
 
@@ -310,7 +313,7 @@ def test_a_problem_whose_task_yml_does_not_parse_is_drafted_with_the_manifests_e
 
 # -- reference-kernels -----------------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not (REFERENCE_KERNELS / "problems").is_dir(), reason="no checkout of gpu-mode/reference-kernels")
+@pytest.mark.skipif(not (REFERENCE_KERNELS / "problems").is_dir(), reason="no checkout of gpu-mode/reference-kernels in $FLOPWATCH_EXT")
 def test_init_on_reference_kernels_drafts_one_variant_per_submission(tmp_path, capsys):
     root = tmp_path / "reference-kernels"
     shutil.copytree(REFERENCE_KERNELS, root, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
