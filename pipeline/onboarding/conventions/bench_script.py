@@ -31,7 +31,7 @@ from pathlib import PurePosixPath
 from pipeline.onboarding.conventions import script_values
 from pipeline.onboarding.source.call_args import args_of
 from pipeline.onboarding.source.py_values import dotted
-from pipeline.onboarding.source.records import Arg, BenchScript, Definition, Sweep
+from pipeline.onboarding.source.records import Arg, BenchScript, Definition, Sweep, sizes_of
 from pipeline.onboarding.source.repo import is_test
 from workers.core.formula import ExpressionError, evaluate, names
 
@@ -118,12 +118,7 @@ def static_sweeps(repo, rel: str) -> list[Sweep]:
         points = _points(tensors, values)
         if not points:
             continue
-        sizes: dict[str, list[int]] = {}
-        for p in points:
-            for k, v in p.items():
-                sizes.setdefault(k, [])
-                if v not in sizes[k]:
-                    sizes[k].append(v)
+        sizes = sizes_of(points)
         out.append(Sweep(rel, call.lineno, f.qualified(callee), sizes, tensors[0].dtype, "bench_script",
                          tuple(points), args, kwargs))
     return out

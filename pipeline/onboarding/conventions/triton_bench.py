@@ -23,7 +23,7 @@ import operator
 
 from pipeline.onboarding.source.call_args import args_of
 from pipeline.onboarding.source.py_values import Frame, Seq, dotted
-from pipeline.onboarding.source.records import Sweep
+from pipeline.onboarding.source.records import Sweep, sizes_of
 
 GIVES = (Sweep,)
 # Points read from one Benchmark: a sweep of 16 doublings is common; more is a generated grid.
@@ -54,12 +54,7 @@ def read(repo, rel: str) -> list[Sweep]:
             points += [p for p in _points(b, interp) if p not in points]
         if not points:
             continue
-        sizes: dict[str, list[int]] = {}
-        for p in points:
-            for k, v in p.items():
-                sizes.setdefault(k, [])
-                if v not in sizes[k]:
-                    sizes[k].append(v)
+        sizes = sizes_of(points)
         for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
             callee = dotted(call.func)
             if not callee or callee.split(".")[0] in HARNESS:

@@ -180,6 +180,18 @@ class Sweep:
     how: str = "read"  # read (from the text) | recorded (the script run under the recorder)
 
 
+def sizes_of(points) -> dict[str, list]:
+    """A sweep's `sizes` from its points: each size name's values, each once, in the order the
+    points first give them."""
+    sizes: dict[str, list] = {}
+    for p in points:
+        for k, v in p.items():
+            values = sizes.setdefault(k, [])
+            if v not in values:
+                values.append(v)
+    return sizes
+
+
 @dataclass(frozen=True)
 class BenchScript:
     """A benchmark script (under a `benchmark*/` folder, or named `bench*.py`): the words it
