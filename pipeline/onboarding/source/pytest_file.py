@@ -87,33 +87,14 @@ class PytestFile:
         """Parameter → expression, from the first row of each `@pytest.mark.parametrize` of `fn`
         (a `pytest.param(...)` row gives its values)."""
         out: dict[str, ast.AST] = {}
-        for d in fn.decorator_list:
-            if not (isinstance(d, ast.Call) and dotted(d.func).endswith("parametrize") and len(d.args) >= 2):
-                continue
-            names_node, rows = d.args[0], d.args[1]
-            if isinstance(names_node, ast.Constant) and isinstance(names_node.value, str):
-                names = [n.strip() for n in names_node.value.split(",") if n.strip()]
-            elif isinstance(names_node, (ast.Tuple, ast.List)):
-                names = [e.value for e in names_node.elts if isinstance(e, ast.Constant)]
-            else:
-                continue
-            rows = self._rows(rows)
-            if not isinstance(rows, (ast.List, ast.Tuple)) or not rows.elts:
-                continue
-            row = rows.elts[0]
-            if isinstance(row, ast.Call) and dotted(row.func).endswith("param"):
-                values = list(row.args)
-            elif len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)):
-                values = list(row.elts)
-            else:
-                values = [row]
-            out.update({n: v for n, v in zip(names, values)})
+        for names, rows in self._parametrized(fn):
+            if rows.elts:
+                out.update(zip(names, _row_values(rows.elts[0], names)))
         return out
 
-    def _varied(self, fn: ast.FunctionDef) -> set[str]:
-        """The parameters of `fn`'s `@pytest.mark.parametrize` rows that take two or more
-        different integers across the rows."""
-        out: set[str] = set()
+    def _parametrized(self, fn: ast.FunctionDef):
+        """(parameter names, rows node) of each `@pytest.mark.parametrize` of `fn` whose rows
+        are a literal list or tuple (or a name bound to one)."""
         for d in fn.decorator_list:
             if not (isinstance(d, ast.Call) and dotted(d.func).endswith("parametrize") and len(d.args) >= 2):
                 continue
@@ -124,17 +105,19 @@ class PytestFile:
                 names = [e.value for e in names_node.elts if isinstance(e, ast.Constant)]
             else:
                 continue
-            if not isinstance(rows, (ast.List, ast.Tuple)) or self.interp is None:
-                continue
+            if isinstance(rows, (ast.List, ast.Tuple)):
+                yield names, rows
+
+    def _varied(self, fn: ast.FunctionDef) -> set[str]:
+        """The parameters of `fn`'s `@pytest.mark.parametrize` rows that take two or more
+        different integers across the rows."""
+        out: set[str] = set()
+        if self.interp is None:
+            return out
+        for names, rows in self._parametrized(fn):
             seen: dict[str, set] = {}
             for row in rows.elts:
-                if isinstance(row, ast.Call) and dotted(row.func).endswith("param"):
-                    values = list(row.args)
-                elif len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)):
-                    values = list(row.elts)
-                else:
-                    values = [row]
-                for n, v in zip(names, values):
+                for n, v in zip(names, _row_values(row, names)):
                     found = self.interp.module_values(v)
                     if len(found) == 1 and type(found[0]) is int:
                         seen.setdefault(n, set()).add(found[0])
@@ -347,3 +330,13 @@ def ends_with(name: str, callee: tuple[str, ...]) -> bool:
     """Whether the dotted `name` ends with the parts of `callee`."""
     parts = name.split(".")
     return len(parts) >= len(callee) and tuple(parts[-len(callee):]) == callee
+
+
+def _row_values(row: ast.AST, names: list[str]) -> list[ast.AST]:
+    """The value nodes of one parametrize row, one per name: a `pytest.param(...)`'s arguments,
+    a tuple's items where there are several names, else the row itself."""
+    if isinstance(row, ast.Call) and dotted(row.func).endswith("param"):
+        return list(row.args)
+    if len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)):
+        return list(row.elts)
+    return [row]
