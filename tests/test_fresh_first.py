@@ -86,7 +86,6 @@ def test_sysconfig_is_filled_before_the_back_ends_are_asked_in_threads(monkeypat
         @staticmethod
         def toolchain():
             seen.append(sysconfig._CONFIG_VARS is not None)
-            return None
 
     monkeypatch.setattr(build, "BACKENDS", {"a": Probe, "b": Probe})
     build.toolchains()

@@ -147,8 +147,6 @@ def test_the_start_line_of_a_head_started_ahead_adds_up():
 
 
 def test_a_head_started_by_the_command_itself_adds_up_to_its_connect():
-    from pipeline.fleet import cluster
-
     head = {"python": 1.0, "resources": 0.1, "ray_import": 0.5, "ray_init": 6.0, "launched_at": 50.0,
             "join": 0.3, "joined_at": 58.4, "ahead": False}
     # The command's connect began 0.1 s before it launched the head (its lock, the key).

@@ -28,7 +28,7 @@ SHOW = textwrap.dedent("""
 def _groups(tmp_path: Path, *paths: str) -> dict[str, str | None]:
     (tmp_path / "show_groups.py").write_text(SHOW)
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "show_groups", *paths],
-                          cwd=HERE.parent, capture_output=True, text=True, timeout=120,
+                          cwd=HERE.parent, capture_output=True, text=True, timeout=120, check=False,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path}:{HERE.parent}:{HERE}"})
     line = next((x for x in done.stdout.splitlines() if x.startswith("GROUPS ")), None)
     assert line, done.stdout[-2000:] + done.stderr[-2000:]
@@ -56,7 +56,7 @@ def test_a_test_with_a_group_mark_of_its_own_is_refused(tmp_path):
     """))
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "xdist_groups",
                            "--rootdir", str(tmp_path), str(tmp_path / "test_marked.py")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=120, check=False,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{HERE.parent}:{HERE}"})
     assert done.returncode != 0
     assert "its xdist group comes from tests/xdist_groups.py" in done.stdout + done.stderr
