@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from workers.core.records import Record
 from workers.ops.problem import TOLERANCE, flatten_outputs
-from workers.ops.repo import OpCodeError
+from workers.ops.repo import HarnessOpNames, OpCodeError
 
 KIND = "challenge"
 SEED = "seed"  # the keyword of task.yml entries that is a seed, not a size
@@ -56,7 +56,7 @@ class NeedsDevice(RuntimeError):
 
 
 @dataclass(frozen=True)
-class ChallengeOp(Record):
+class ChallengeOp(HarnessOpNames, Record):
     """A challenge problem folder as the driver read it. `modules`: {module name: {"path":
     repository-relative file, "source": its text}} for every Python file task.yml lists but the
     submission; `dims`: the keywords of an entry without the seed, in task.yml's order;
@@ -86,18 +86,6 @@ class ChallengeOp(Record):
     @property
     def OUTPUT(self) -> str:
         return "out"
-
-    @property
-    def DIMS(self) -> tuple[str, ...]:
-        return self.dims
-
-    @property
-    def LAYOUTS(self) -> tuple[str, ...]:
-        return ("default",)
-
-    @property
-    def SCALARS(self) -> tuple[str, ...]:
-        return ()
 
     @property
     def digest(self) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from workers.core.records import Record
 from workers.ops import kernelbench
-from workers.ops.repo import OpCodeError, OpDefinitionError
+from workers.ops.repo import HarnessOpNames, OpCodeError, OpDefinitionError
 
 KIND = "problem"
 INIT_SEED = 42  # one seed for every module a job builds: Model and ModelNew get equal weights
@@ -42,7 +42,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
-class ProblemOp(Record):
+class ProblemOp(HarnessOpNames, Record):
     """A problem file as the driver knows it: its source (which travels to the job's child),
     the sizes it declares and their values, the Model's input names, the FLOPs expression."""
 
@@ -65,18 +65,6 @@ class ProblemOp(Record):
     @property
     def OUTPUT(self) -> str:
         return "out"
-
-    @property
-    def DIMS(self) -> tuple[str, ...]:
-        return self.dims
-
-    @property
-    def LAYOUTS(self) -> tuple[str, ...]:
-        return ("default",)
-
-    @property
-    def SCALARS(self) -> tuple[str, ...]:
-        return ()
 
     @property
     def digest(self) -> str:

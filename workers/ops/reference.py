@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from workers.core.records import Record
 from workers.ops.problem import TOLERANCE, _no_tf32, flatten_outputs
-from workers.ops.repo import OpCodeError
+from workers.ops.repo import HarnessOpNames, OpCodeError
 
 KIND = "reference"
 # The seed of an unchecked variant's first check: its output's digest is compared across
@@ -30,7 +30,7 @@ SAMPLE_VALUES = 8  # values of an unchecked output kept beside its digest
 
 
 @dataclass(frozen=True)
-class ReferenceOp(Record):
+class ReferenceOp(HarnessOpNames, Record):
     """A `[reference]` table as the driver read it: the callable ("" with check = "none"), the
     inputs (plain dicts: name, shape, dtype, high, value, output), the sizes and their defaults,
     and the text of the reference's file when it is the repository's (`path`), for the digest."""
@@ -62,18 +62,6 @@ class ReferenceOp(Record):
     @property
     def OUTPUT(self) -> str:
         return next((i["name"] for i in self.inputs if i.get("output")), "out")
-
-    @property
-    def DIMS(self) -> tuple[str, ...]:
-        return self.dims
-
-    @property
-    def LAYOUTS(self) -> tuple[str, ...]:
-        return ("default",)
-
-    @property
-    def SCALARS(self) -> tuple[str, ...]:
-        return ()
 
     @property
     def digest(self) -> str:

@@ -53,6 +53,24 @@ class OpCodeError(RuntimeError):
     """A function of a repository op raised while a job ran it (status `invalid`)."""
 
 
+class HarnessOpNames:
+    """The op-module names DIMS, LAYOUTS and SCALARS of an op a harness defines (a KernelBench
+    problem, a `[reference]` table, a challenge problem): its own `dims`, the one default
+    layout, no scalars — so validation code reads them as it reads a built-in op module."""
+
+    @property
+    def DIMS(self) -> tuple[str, ...]:
+        return self.dims
+
+    @property
+    def LAYOUTS(self) -> tuple[str, ...]:
+        return ("default",)
+
+    @property
+    def SCALARS(self) -> tuple[str, ...]:
+        return ()
+
+
 @dataclass(frozen=True)
 class RepoOp(Record):
     """A repository op as the driver knows it: the literal constants of its module and its
