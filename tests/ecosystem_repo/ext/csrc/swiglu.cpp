@@ -1,5 +1,7 @@
-#include <torch/extension.h>
+// The kernel's unit needs ATen alone, as many extensions' kernel files do; the binding unit
+// (bind.cpp) brings torch/extension.h and pybind11.
+#include <ATen/ATen.h>
 
-torch::Tensor swiglu(torch::Tensor a, torch::Tensor b) {
-    return torch::silu(a) * b;
+at::Tensor swiglu(at::Tensor a, at::Tensor b) {
+    return at::silu(a) * b;
 }
