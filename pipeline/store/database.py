@@ -316,7 +316,9 @@ def _insert_once(conn: sa.Connection, table: sa.Table, values: dict, again: bool
                              .order_by(table.c.id).limit(1)).scalar()
         if found is not None:
             return int(found)
-    return int(conn.execute(table.insert().values(values)).inserted_primary_key[0])
+    # The values as parameters of the table's one INSERT, not baked into a statement per row:
+    # SQLAlchemy then compiles the statement once and reuses it (a run stores many rows).
+    return int(conn.execute(table.insert(), values).inserted_primary_key[0])
 
 
 def _location(where) -> StoreLocation:
