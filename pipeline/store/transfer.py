@@ -94,7 +94,7 @@ def _copy_runs(src, dst, run_ids: dict[int, int]) -> int:
                     dst.execute(t.runs.update().where(t.runs.c.id == run_ids[old], t.runs.c.finished_at.is_(None))
                                 .values(finished_at=row["finished_at"], summary=row["summary"]))
                 continue
-            run_ids[old] = int(dst.execute(t.runs.insert().values(row)).inserted_primary_key[0])
+            run_ids[old] = int(dst.execute(t.runs.insert(), row).inserted_primary_key[0])  # one compiled INSERT, as the store's
             copied += 1
     return copied
 
