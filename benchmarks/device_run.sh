@@ -74,6 +74,9 @@
 # sizes       all three, in one call (past the 10-minute limit when Liger's scripts and runs are slow)
 # sizes_carried  sizes_run on drafts `new` wrote elsewhere (carried as .ext/sizes_draft, as modes_drafted),
 #             flopwatch's run alone (no Liger script)
+# sizes_carried_scripts  the same with Liger's scripts, run first, then the compared entries' run,
+#             then the others' (a call stopped at its deadline keeps the ratios and every finished job);
+#             sizes_ratio: the scripts and the compared drafts' copies at the scripts' points only
 # modes_drafted  verify_modes_gpu.py's Liger part on the drafts a sizes_draft call wrote (carry its
 #             liger-drafts/ and sizes-liger-new.json as .ext/sizes_draft): no second `flopwatch new`
 #
@@ -132,8 +135,9 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,power.draw,temperatur
 trace=$!
 trap 'kill $trace 2>/dev/null' EXIT
 
-status=0
-for name in "$@"; do
+# One case: its command, its outputs under $OUT (the direct cases under $OUT/NAME/); its exit status.
+run_case() {
+  local name=$1 work cmd reuse dest left rc
   work=/tmp/bench
   mkdir -p "$work"
   reuse=()
@@ -184,6 +188,10 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     sizes_extcpp) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part extcpp) ;;
     sizes) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part all) ;;
     sizes_carried) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft --no-scripts) ;;
+    sizes_carried_scripts) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft
+                                --scripts-first) ;;
+    sizes_ratio) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft
+                      --scripts-first --no-largest) ;;
     modes_drafted) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger --drafts .ext/sizes_draft) ;;
     joined_cluster) cmd=(python3 benchmarks/joined_cluster.py) ;;
     scaling_unpinned) cmd=(env FLOPWATCH_PIN_CPUS=0 FLOPWATCH_RAY_REUSE=0 python3 benchmarks/throughput.py
@@ -220,22 +228,36 @@ pstats.Stats("/tmp/bench/report.prof").sort_stats("cumulative").print_stats(25)'
     sweep_history) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps compare,bisect,best) ;;
     sweep_pairs) cmd=(python3 benchmarks/verify_sweep_gpu.py --steps pairs,compare) ;;
     profile) cmd=(python3 benchmarks/verify_gpu.py suite --shape 4096x4096x4096 --budget 0.5) ;;
-    *) echo "unknown benchmark $name" >&2; status=2; continue ;;
+    *) echo "unknown benchmark $name" >&2; return 2 ;;
   esac
   dest=$work
   case $name in sizes*|modes*|challenge*) dest=$OUT/$name; mkdir -p "$dest" ;; esac  # direct
   if [ "${DEADLINE_S:-0}" -gt 0 ]; then
     left=$(( DEADLINE_S - SECONDS ))
-    if [ $left -lt 20 ]; then echo "== $name: not started, ${left} s left before the deadline" | tee "$OUT/$name.txt"; status=124; continue; fi
+    if [ $left -lt 20 ]; then echo "== $name: not started, ${left} s left before the deadline" | tee "$OUT/$name.txt"; return 124; fi
     cmd=(timeout -s INT -k 15 "$left" "${cmd[@]}")
   fi
   echo "== $name: ${cmd[*]}  ($(date -u +%H:%M:%S))"
   OUT=$dest "${cmd[@]}" > "$OUT/$name.txt" 2>&1
   rc=$?
   echo "exit $rc" >> "$OUT/$name.txt"
-  [ $rc -eq 0 ] || status=$rc
   (cd "$work" && find . -maxdepth 1 \( -name '*.json' -o -name '*.log' -o -name '*.txt' \) -print0 \
      | xargs -0 -r tar -czf "$OUT/$name.tar.gz")
   tail -n 40 "$OUT/$name.txt"
+  return $rc
+}
+
+# NAME@bg runs beside the cases after it (for work whose figures a shared GPU does not change:
+# correctness, peak memory); the call waits for it before it ends.
+status=0
+background=()
+for arg in "$@"; do
+  if [[ $arg == *@bg ]]; then
+    run_case "${arg%@bg}" &
+    background+=($!)
+  else
+    run_case "$arg" || status=$?
+  fi
 done
+for pid in "${background[@]}"; do wait "$pid" || status=$?; done
 exit $status

@@ -59,6 +59,26 @@ COMPARED = {
     "liger_sparsemax": ("benchmark_sparsemax.py", "the repository's torch_sparsemax; the script: its torch sparsemax"),
     "liger_tvd": ("benchmark_tvd.py", "eager TVD (Liger's test); the script: its TorchTVDLoss"),
 }
+# entry → (x, the script's config) → flopwatch's sizes in the op's DIMS order, and the dtype the
+# script's inputs have: where a draft's sizes are not the script's (drafted where the scripts could
+# not run), a copy of the draft at the script's largest point is what the ratio is read from.
+# Left out: sparsemax (the draft's op is the repository's own, sized N, M, K).
+def _dtype(cfg: dict) -> str:
+    return {"torch.bfloat16": "bf16", "torch.float16": "fp16"}.get(str(cfg.get("dtype")), "fp32")
+
+
+AT_SCRIPT_POINT = {
+    "liger_cross_entropy": (lambda x, c: [x, c["vocab_size"]], lambda c: "fp32"),  # torch.randn's default
+    "liger_softmax": (lambda x, c: [x, c["hidden_size"]], _dtype),
+    "liger_layer_norm": (lambda x, c: [x, c["hidden_size"]], _dtype),
+    "liger_group_norm": (lambda x, c: [max(1, x // c["H"]), c["hidden_size"], c["H"],
+                                       c["hidden_size"] // c["channels_per_group"]], _dtype),
+    "liger_kl_div": (lambda x, c: [x, c["vocab_size"]], lambda c: "fp32"),
+    "liger_dyt": (lambda x, c: [x, c["hidden_size"]], _dtype),
+    "liger_relu_squared": (lambda x, c: [x, c["hidden_size"]], _dtype),
+    "liger_poly_norm": (lambda x, c: [x, c["hidden_size"]], _dtype),
+    "liger_tvd": (lambda x, c: [x, c["vocab_size"]], lambda c: "fp32"),
+}
 # Runs one Liger benchmark script with `utils.run_benchmarks` timing the forward mode of its speed
 # metric only, every size, each provider; its measurements to a JSON file. Argv: SCRIPT OUT.json.
 RUNNER = r'''
@@ -84,7 +104,9 @@ def forward_only(bench_test_fn, kernel_name, metric_name, metric_unit, x_name, x
                                                                       kernel_operation_mode="forward",
                                                                       extra_benchmark_config=cfg))
                     rows.append({"kernel": kernel_name, "provider": provider, "x_name": x_name, "x": x,
-                                 "ms": got.y_50, "config": repr(cfg)[:200]})
+                                 "ms": got.y_50, "config": repr(cfg)[:200],
+                                 "cfg": {k: v if isinstance(v, (int, float, str, bool)) else str(v)
+                                         for k, v in cfg.items()}})
                 except Exception as exc:  # an out-of-memory size: noted, the others go on
                     rows.append({"kernel": kernel_name, "provider": provider, "x": x, "error": repr(exc)[:200]})
                     import torch
@@ -203,24 +225,9 @@ def part_extcpp(ext: Path) -> None:
     (OUT / "sizes-extcpp-run.json").write_text(json.dumps(summary, indent=1))
 
 
-def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True) -> None:
-    liger = WORK / "Liger-Kernel"
-    if drafts is not None:
-        liger = fresh(ext / "Liger-Kernel", "Liger-Kernel")
-        shutil.copytree(drafts / "liger-drafts", liger, dirs_exist_ok=True)
-        shutil.copy2(drafts / "sizes-liger-new.json", OUT / "sizes-liger-new.json")
-        git_commit(liger, f"drafts of flopwatch new, written earlier ({drafts})")
-    if not (liger / "flopwatch").is_dir():
-        raise SystemExit(f"no drafts in {liger}: run --part draft first on this machine")
-    largest = largest_shapes(liger)
-    (OUT / "sizes-liger-largest.json").write_text(json.dumps(largest, indent=1))
-    args = ["run", "--json", "--db", str(WORK / "liger.db"), "--site", str(WORK / "liger-site")]
-    for key in sorted({k for k, _ in largest.values()}):
-        args += ["--shape", key]
-    ran = cli(liger, *args, log="sizes-liger-run.log")
-    (OUT / "sizes-liger-run.json").write_text(json.dumps(last_json(ran.stdout), indent=1))
-    if not scripts:
-        return
+def run_scripts(liger: Path, entries: list[str] | None = None) -> None:
+    """Each COMPARED op's benchmark script, forward speed at its largest size only, one at a
+    time (their timings share the GPU with nothing): measurements to OUT/sizes-script-ENTRY.json."""
     runner = WORK / "forward_only.py"
     runner.write_text(RUNNER)
     scripts = liger / "benchmark" / "scripts"
@@ -235,6 +242,8 @@ def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True) -> Non
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(liger / "src"), str(scripts), str(dist),
                                                         os.environ.get("PYTHONPATH", "")])}
     for entry, (script, _) in COMPARED.items():
+        if entries is not None and entry not in entries:
+            continue
         out = OUT / f"sizes-script-{entry}.json"
         t0 = time.time()
         try:
@@ -246,6 +255,113 @@ def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True) -> Non
             continue
         (OUT / f"sizes-script-{entry}.log").write_text(proc.stdout[-20000:] + "\n" + proc.stderr[-20000:])
         print(f"{script}: forward speed only (exit {proc.returncode}, {time.time() - t0:.0f} s)", flush=True)
+
+
+def script_point(rows: list[dict]) -> tuple[int, dict, float] | None:
+    """The script's largest x with both a Liger and a torch (or huggingface) time: (x, its
+    config, torch-to-Liger time ratio)."""
+    by_x: dict = {}
+    for r in rows:
+        if "ms" in r:
+            by_x.setdefault(r["x"], {})[r["provider"]] = r
+    for x in sorted(by_x, reverse=True):
+        times = by_x[x]
+        other = next((times[p] for p in ("torch", "huggingface") if p in times), None)
+        if "liger" in times and other:
+            return x, times["liger"].get("cfg") or {}, other["ms"] / times["liger"]["ms"]
+    return None
+
+
+def at_point_copy(text: str, name: str, sizes: list[int], dtype: str) -> str:
+    """A draft's variant.toml renamed, timed at `sizes` in `dtype` only: its `[[check]]` point
+    (the test's size, `new` writes it last) dropped, every other line as drafted."""
+    text = text.split("\n[[check]]")[0].rstrip() + "\n"
+    out = []
+    for row in text.splitlines(keepends=True):
+        if row.startswith("name = "):
+            row = f'name = "{name}"\nshapes = {json.dumps([sizes])}\n'
+        elif row.startswith("dtypes = "):
+            row = f'dtypes = ["{dtype}"]\n'
+        elif row.startswith("shapes = "):
+            continue
+        out.append(row)
+    return "".join(out)
+
+
+def write_point_copies(liger: Path) -> list[str]:
+    """`ratio_ENTRY`: each COMPARED draft at its script's largest point (AT_SCRIPT_POINT), where
+    the script measured one; the names written."""
+    names = []
+    for entry, (sizes_of, dtype_of) in AT_SCRIPT_POINT.items():
+        draft = liger / "flopwatch" / entry / "variant.toml"
+        point = script_point(_load(f"sizes-script-{entry}.json") or [])
+        if point is None or not draft.is_file():
+            continue
+        x, cfg, _ = point
+        try:
+            sizes, dtype = sizes_of(x, cfg), dtype_of(cfg)
+        except (KeyError, TypeError, ZeroDivisionError) as exc:
+            print(f"{entry}: the script's point {x} ({cfg}) gives no sizes: {exc!r}", flush=True)
+            continue
+        folder = liger / "flopwatch" / f"ratio_{entry}"
+        folder.mkdir(exist_ok=True)
+        (folder / "variant.toml").write_text(at_point_copy(draft.read_text(), f"ratio_{entry}", sizes, dtype))
+        names.append(f"ratio_{entry}")
+    return names
+
+
+def run_drafts(liger: Path, largest: dict[str, tuple[str, int]], names: list[str], log: str) -> None:
+    """`flopwatch run --json` of `names` at their largest sizes, into the one store; what the
+    store holds is exported beside (OUT/sizes-liger-stored.csv) however the run ends, so that a
+    run stopped at the call's deadline still shows every job it finished."""
+    if not names:
+        return
+    args = ["run", "--json", "--db", str(WORK / "liger.db"), "--site", str(WORK / "liger-site")]
+    for key in sorted({largest[n][0] for n in names if n in largest}):
+        args += ["--shape", key]
+    for name in names:
+        args += ["--variant", name]
+    try:
+        ran = cli(liger, *args, log=log)
+        summary = last_json(ran.stdout)
+        merged = _load("sizes-liger-run.json")
+        merged["results"] = merged.get("results", []) + summary.get("results", [])
+        merged.setdefault("runs", []).append({k: v for k, v in summary.items() if k != "results"})
+        (OUT / "sizes-liger-run.json").write_text(json.dumps(merged, indent=1))
+    finally:
+        subprocess.run([sys.executable, "-m", "pipeline.cli", "export", str(OUT / "sizes-liger-stored.csv"), "--db",
+                        str(WORK / "liger.db")], cwd=liger, check=False, timeout=60,
+                       env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+
+
+def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True, scripts_first: bool = False,
+             largest_run: bool = True) -> None:
+    """The drafts at their largest sizes; with `scripts`, Liger's own scripts of the COMPARED
+    ops too. `scripts_first`: the scripts, then the compared drafts' copies at the scripts'
+    points (`write_point_copies`), then (`largest_run`) every draft at its largest size, so that
+    a call stopped at its deadline keeps the ratios whole."""
+    liger = WORK / "Liger-Kernel"
+    if drafts is not None:
+        liger = fresh(ext / "Liger-Kernel", "Liger-Kernel")
+        shutil.copytree(drafts / "liger-drafts", liger, dirs_exist_ok=True)
+        shutil.copy2(drafts / "sizes-liger-new.json", OUT / "sizes-liger-new.json")
+        git_commit(liger, f"drafts of flopwatch new, written earlier ({drafts})")
+    if not (liger / "flopwatch").is_dir():
+        raise SystemExit(f"no drafts in {liger}: run --part draft first on this machine")
+    largest = largest_shapes(liger)
+    (OUT / "sizes-liger-largest.json").write_text(json.dumps(largest, indent=1))
+    (OUT / "sizes-liger-run.json").unlink(missing_ok=True)
+    if scripts and scripts_first:
+        run_scripts(liger, [e for e in COMPARED if e in AT_SCRIPT_POINT])
+        copies = write_point_copies(liger)
+        git_commit(liger, "the compared entries at their scripts' largest points")
+        run_drafts(liger, {}, copies, log="sizes-liger-run-compared.log")  # each copy has its one size
+        if largest_run:
+            run_drafts(liger, largest, list(largest), log="sizes-liger-run.log")
+        return
+    run_drafts(liger, largest, list(largest), log="sizes-liger-run.log")
+    if scripts:
+        run_scripts(liger)
 
 
 # -- the tables ---------------------------------------------------------------------------------------------
@@ -276,11 +392,39 @@ def ratio_at(script_rows: list[dict], shape_key: str) -> tuple[float | None, str
     return None, ""
 
 
+def stored_rows() -> list[dict]:
+    """The rows of OUT/sizes-liger-stored.csv (a run stopped before its JSON) as the run's JSON
+    gives them: variant, shape, status, median_s, launch_bound, and % of peer from the peer's
+    row at the same shape and dtype."""
+    import csv
+
+    path = OUT / "sizes-liger-stored.csv"
+    if not path.is_file():
+        return []
+    with path.open() as f:
+        table = list(csv.DictReader(f))
+    peers = {(r["op"], r["shape"], r["dtype"]): float(r["median_s"]) for r in table
+             if r["peer"] == "True" and r["median_s"]}
+    rows = []
+    for r in table:
+        row = {"variant": r["variant"], "shape": r["shape"], "status": r["status"], "peer": r["peer"] == "True",
+               "median_s": float(r["median_s"]) if r["median_s"] else None}
+        if r["launch_bound"] in ("True", "False"):
+            row["launch_bound"] = r["launch_bound"] == "True"
+        peer = peers.get((r["op"], r["shape"], r["dtype"]))
+        if peer and row["median_s"] and not row["peer"]:
+            row["pct_of_peer"] = 100 * peer / row["median_s"]
+        rows.append(row)
+    return rows
+
+
 def tables() -> bool:
     new = _load("sizes-liger-new.json")
     drafts = {d["variant"]: d for d in new.get("drafts", [])}
     largest = _load("sizes-liger-largest.json")
-    rows = [r for r in _rows(_load("sizes-liger-run.json")) if not r.get("peer")]
+    # the exported store first: it holds every run's finished jobs, also of a run the deadline stopped
+    rows = stored_rows() or _rows(_load("sizes-liger-run.json"))
+    rows = [r for r in rows if not r.get("peer")]
     by_variant = {r["variant"]: r for r in rows if largest.get(r["variant"], [""])[0] == r["shape"]}
     good = True
     if drafts:
@@ -299,15 +443,22 @@ def tables() -> bool:
         print(f"  timed at a size from its benchmark scripts or scaled, source named: {counted} of {len(drafts)} "
               f"(at least 22: {'yes' if counted >= 22 else 'NO'})")
         good = good and counted >= 22
+        timed = [by_variant[n] for n in drafts if by_variant.get(n, {}).get("median_s")]
+        bound = sorted(r["variant"] for r in timed if r.get("launch_bound"))
+        print(f"  launch-bound at its largest size: {len(bound)} of {len(timed)} timed (none: "
+              f"{'yes' if not bound else 'NO: ' + ', '.join(bound)})")
+        good = good and not bound
     compared = []
     for entry, (script, peers) in COMPARED.items():
         data = _load(f"sizes-script-{entry}.json")
-        r = by_variant.get(entry)
+        copy = next((r for r in rows if r["variant"] == f"ratio_{entry}"), None)  # at the script's point
+        r = copy or by_variant.get(entry)
         if not isinstance(data, list) or not r or not r.get("pct_of_peer"):
             compared.append((entry, script, None, None, "", peers, "no script result" if not isinstance(data, list)
                              else "no flopwatch row with a % of peer"))
             continue
-        theirs, at = ratio_at(data, r["shape"])
+        point = script_point(data) if copy else None
+        theirs, at = (point[2], f"x={point[0]}") if point else ratio_at(data, r["shape"])
         mine = r["pct_of_peer"] / 100
         compared.append((entry, script, mine, theirs, at, peers, ""))
     if any(c[2] is not None for c in compared):
@@ -350,6 +501,10 @@ def main() -> int:
     parser.add_argument("--drafts", type=Path, default=None,
                         help="--part run on drafts written earlier (a folder with liger-drafts/, as --part draft "
                              "writes it) instead of those of a --part draft on this machine")
+    parser.add_argument("--no-largest", action="store_true",
+                        help="--part run --scripts-first: the scripts and the copies at their points only")
+    parser.add_argument("--scripts-first", action="store_true",
+                        help="--part run: Liger's scripts first, then the compared entries' run, then the others'")
     parser.add_argument("--part", choices=("draft", "run", "extcpp", "all", "tables"), default="all")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -358,7 +513,8 @@ def main() -> int:
     if args.part in ("draft", "all"):
         part_draft(ext)
     if args.part in ("run", "all"):
-        part_run(ext, args.drafts, scripts=not args.no_scripts)
+        part_run(ext, args.drafts, scripts=not args.no_scripts, scripts_first=args.scripts_first,
+                 largest_run=not args.no_largest)
     if args.part in ("extcpp", "all"):
         part_extcpp(ext)
     return 0 if tables() else 1

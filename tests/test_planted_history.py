@@ -109,6 +109,18 @@ def history(tmp_path_factory):
     return root, shas
 
 
+def _series_of(db: str, shas: list[str]) -> list[str]:
+    """The planted variant's stored results, one line per commit in history order: what a failed
+    detection was given (status and median of every result)."""
+    from pipeline.history.frame import results_frame
+
+    frame = results_frame(db)
+    rows = frame[frame.variant == "cpp_blocked"]
+    return [f"{i:2d} {sha[:8]} " + " ".join(f"{r.status}:{(r.median_s or 0) * 1e3:.2f}ms"
+                                           for r in rows[rows.commit_sha == sha].itertuples())
+            for i, sha in enumerate(shas)]
+
+
 def _run(capsys, *argv) -> tuple[int, str]:
     code = cli.main(list(argv))
     return code, capsys.readouterr().out
@@ -221,7 +233,8 @@ def test_detect_finds_the_step(history, capsys, tmp_path):
     # the planted variant's series; the built-in peer's (peer.gemm: the repository declares none)
     # is timed from the same unchanged build every commit, noise only
     found = [r for r in json.loads(out)["regressions"] if r["variant"] == "cpp_blocked"]
-    assert [(r["good_sha"], r["bad_sha"]) for r in found] == [(shas[PLANTED - 1], shas[PLANTED])], found
+    assert [(r["good_sha"], r["bad_sha"]) for r in found] == [(shas[PLANTED - 1], shas[PLANTED])], \
+        (found, _series_of(db, shas))
     assert found[0]["change"] < -0.3
     feed = json.loads((tmp_path / "site" / "regressions.json").read_text())
     planted = [r for r in feed["regressions"] if r["variant"] == "cpp_blocked"]
