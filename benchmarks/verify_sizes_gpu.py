@@ -408,7 +408,7 @@ def stored_rows() -> list[dict]:
     rows = []
     for r in table:
         row = {"variant": r["variant"], "shape": r["shape"], "status": r["status"], "peer": r["peer"] == "True",
-               "median_s": float(r["median_s"]) if r["median_s"] else None}
+               "device": r.get("device", ""), "median_s": float(r["median_s"]) if r["median_s"] else None}
         if r["launch_bound"] in ("True", "False"):
             row["launch_bound"] = r["launch_bound"] == "True"
         peer = peers.get((r["op"], r["shape"], r["dtype"]))
@@ -424,7 +424,8 @@ def tables() -> bool:
     largest = _load("sizes-liger-largest.json")
     # the exported store first: it holds every run's finished jobs, also of a run the deadline stopped
     rows = stored_rows() or _rows(_load("sizes-liger-run.json"))
-    rows = [r for r in rows if not r.get("peer")]
+    # this machine's GPU: a Triton draft's rocm rows are `skipped` on an NVIDIA node
+    rows = [r for r in rows if not r.get("peer") and not (r.get("device") or "").startswith("rocm")]
     by_variant = {r["variant"]: r for r in rows if largest.get(r["variant"], [""])[0] == r["shape"]}
     good = True
     if drafts:

@@ -27,6 +27,12 @@ LAYOUTS = ("rows",)
 # head fails it, as gemm's fp32 check does); fp16/bf16 1e-3, 250× the bf16 peer's error, yet a
 # loss 0.3% off (a wrong softmax scale, a mean over the wrong count) fails.
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (1e-3, 1e-3), "bf16": (1e-3, 1e-3)}
+# The gradients are not averaged: each element of d(input) and d(weight) is rounded to the input
+# dtype once, so the loss's 1e-3 is too tight for them. The peer's gradient errors against fp64,
+# measured on CPU at M = 256, H = 512, V = 2048 over three seeds (relative Frobenius, max abs over
+# max |ref|): fp32 3e-7 / 1e-6, fp16 5.5e-3 / 4.8e-3, bf16 2.4e-3 / 4.0e-3. fp16/bf16 allow about
+# 2-4× that; a gradient 10% off (a mean over the wrong count of rows) still fails.
+GRAD_TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (1e-2, 1e-2), "bf16": (1e-2, 1.5e-2)}
 PEER_NAME = "torch eager: input @ weight.T, then F.cross_entropy in fp32 (Liger's TorchLMHeadCE)"
 ENTRY_NAMES = ("fused_linear_cross_entropy", "linear_cross_entropy", "fused_linear_ce", "linear_ce",
                "lm_head_cross_entropy", "lm_head_ce", "fused_linear_crossentropy", "linear_crossentropy",

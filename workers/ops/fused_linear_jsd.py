@@ -28,6 +28,12 @@ BETA = 0.5
 # on CPU at M = 512, H = 1024, V = 8192 was 6e-8 in fp32, 4e-7 in fp16 and 4e-6 in bf16. fp32
 # allows 1e-5 (accumulation order only); fp16/bf16 1e-3, 250× the bf16 peer's error.
 TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (1e-3, 1e-3), "bf16": (1e-3, 1e-3)}
+# The student's gradients are rounded to the input dtype element by element (not averaged as the
+# loss is). The peer's gradient errors against fp64, measured on CPU at M = 128, H = 256, V = 2048
+# over three seeds (relative Frobenius, max abs over max |ref|): fp32 9e-7 / 3e-6, bf16 5e-3 /
+# 8.7e-3; bf16 allows about 3-4× that. In fp16 the peer's gradients underflow (28% off): fp16
+# keeps the loss's tolerance, and a backward check in fp16 fails for the peer too.
+GRAD_TOLERANCE = {"fp32": (1e-5, 1e-5), "fp16": (1e-3, 1e-3), "bf16": (2e-2, 3e-2)}
 # A backward pass differentiates the student's head only: the teacher is frozen in distillation
 # (Liger's LigerFusedLinearJSDFunction returns no gradient for the teacher's input or weight).
 GRAD_INPUTS = ("student_input", "student_weight")
