@@ -150,7 +150,7 @@ def sized_copy(text: str, name: str, shapes: list[list[int]], dtype: str, modes:
             row = f'name = "{name}"\n'
         elif row.startswith("dtypes = "):
             row = f'dtypes = ["{dtype}"]\n'
-        elif row.startswith("shapes = "):
+        elif row.startswith(("shapes = ", "modes = ")):  # the draft's own modes: the copy measures `modes`
             continue
         out.append(row)
     text = "".join(out)

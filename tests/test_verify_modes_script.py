@@ -67,6 +67,11 @@ def test_the_drafts_edits_are_valid_manifests():
     m = VariantManifest.model_validate(sized)
     assert (m.name, m.dtypes, m.modes) == ("memratio_layer_norm", ["bf16"], ["full"])
     assert m.shapes == [[1024, 4096], [2048, 4096]] and m.binding.entry.endswith(":liger_layer_norm")
+    # a draft given all three modes first (run_liger rewrites the autograd drafts before copying them):
+    # the copy still measures the full pass only
+    moded = tomllib.loads(vm.sized_copy(vm.with_modes(DRAFT, vm.MODES), "memratio_layer_norm", [[1024, 4096]], "bf16",
+                                        ["full"]))
+    assert VariantManifest.model_validate(moded).modes == ["full"]
     with pytest.raises(ValueError, match="no top-level name"):
         vm.with_modes("[binding]\n", vm.MODES)
 
