@@ -76,7 +76,9 @@
 #             flopwatch's run alone (no Liger script)
 # sizes_carried_scripts  the same with Liger's scripts, run first, then the compared entries' run,
 #             then the others' (a call stopped at its deadline keeps the ratios and every finished job);
-#             sizes_ratio: the scripts and the compared drafts' copies at the scripts' points only
+#             sizes_ratio: the scripts and the compared drafts' copies at the scripts' points only;
+#             sizes_rescaled: the drafts whose sizes the scaling rule changed, and those a call's deadline
+#             left unrun, from drafts carried as .ext/sizes_draft2
 # modes_drafted  verify_modes_gpu.py's Liger part on the drafts a sizes_draft call wrote (carry its
 #             liger-drafts/ and sizes-liger-new.json as .ext/sizes_draft): no second `flopwatch new`
 #
@@ -190,6 +192,11 @@ print("\n".join(sorted(rows, key=lambda l: int(l.split("|")[1]))[-30:]))') ;;
     sizes_carried) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft --no-scripts) ;;
     sizes_carried_scripts) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft
                                 --scripts-first) ;;
+    sizes_rescaled) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft2 --no-scripts
+                         --variant liger_mhc_coeffs --variant liger_mhc_pre --variant liger_mhc_post_res
+                         --variant liger_multi_token_attention --variant liger_fused_linear_jsd
+                         --variant liger_fused_neighborhood_attention --variant liger_attn_res
+                         --variant liger_group_norm --variant liger_mhc_apply) ;;
     sizes_ratio) cmd=(python3 benchmarks/verify_sizes_gpu.py --ext .ext --part run --drafts .ext/sizes_draft
                       --scripts-first --no-largest) ;;
     modes_drafted) cmd=(python3 benchmarks/verify_modes_gpu.py --repos .ext --steps liger --drafts .ext/sizes_draft) ;;

@@ -335,7 +335,7 @@ def run_drafts(liger: Path, largest: dict[str, tuple[str, int]], names: list[str
 
 
 def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True, scripts_first: bool = False,
-             largest_run: bool = True) -> None:
+             largest_run: bool = True, only: list[str] | None = None) -> None:
     """The drafts at their largest sizes; with `scripts`, Liger's own scripts of the COMPARED
     ops too. `scripts_first`: the scripts, then the compared drafts' copies at the scripts'
     points (`write_point_copies`), then (`largest_run`) every draft at its largest size, so that
@@ -359,7 +359,7 @@ def part_run(ext: Path, drafts: Path | None = None, scripts: bool = True, script
         if largest_run:
             run_drafts(liger, largest, list(largest), log="sizes-liger-run.log")
         return
-    run_drafts(liger, largest, list(largest), log="sizes-liger-run.log")
+    run_drafts(liger, largest, [n for n in largest if not only or n in only], log="sizes-liger-run.log")
     if scripts:
         run_scripts(liger)
 
@@ -502,6 +502,8 @@ def main() -> int:
     parser.add_argument("--drafts", type=Path, default=None,
                         help="--part run on drafts written earlier (a folder with liger-drafts/, as --part draft "
                              "writes it) instead of those of a --part draft on this machine")
+    parser.add_argument("--variant", action="append", default=None,
+                        help="--part run: only these drafts (repeatable; default every draft)")
     parser.add_argument("--no-largest", action="store_true",
                         help="--part run --scripts-first: the scripts and the copies at their points only")
     parser.add_argument("--scripts-first", action="store_true",
@@ -515,7 +517,7 @@ def main() -> int:
         part_draft(ext)
     if args.part in ("run", "all"):
         part_run(ext, args.drafts, scripts=not args.no_scripts, scripts_first=args.scripts_first,
-                 largest_run=not args.no_largest)
+                 largest_run=not args.no_largest, only=args.variant)
     if args.part in ("extcpp", "all"):
         part_extcpp(ext)
     return 0 if tables() else 1

@@ -417,3 +417,40 @@ def test_a_signature_that_fits_no_op_is_drafted_unchecked_not_guessed(conv_repo)
     config = load_config(root)
     ops, _ = find_ops(root, config.kernel_dirs)
     load_variant(root, root / "flopwatch" / "conv_ext_frobnicate" / "variant.toml", config, ops)  # a manifest that loads
+
+
+def test_a_repository_ops_named_token_sizes_grow_alone_and_a_bias_keeps_its_length():
+    """liger_mhc_coeffs' test: x [B, T, HC, C], phi [N, M], b [M], the test varying HC and C. On an
+    H100, HC and C grown with N (= HC·C) left behind broke the reference's matmul, and M (the
+    bias's one axis) grew too: only the batch- and token-like B and T grow."""
+    from pipeline.onboarding.source.records import InputRow
+
+    rows = [InputRow("x", ("B", "T", "HC", "C")), InputRow("phi", ("N", "M")), InputRow("b", ("M",), "fp32")]
+    test = {"B": 2, "T": 4, "HC": 2, "C": 32, "N": 64, "M": 8}
+    goal = scaling.Target(bytes=256 << 20, flops=0.0, device="H100", cache=50 << 20)
+    grown, why, _ = scaling.scaled_reference(rows, test, "fp16", goal, named=set(test), varied={"HC", "C"})
+    assert {k: v for k, v in grown.items() if k not in ("B", "T")} == {"HC": 2, "C": 32, "N": 64, "M": 8}
+    assert grown["B"] * grown["T"] > 1000 and why == "grew B, T (batch- or token-like)"
+    # a test naming no batch-like size still grows what it varies
+    grown, why, _ = scaling.scaled_reference([InputRow("x", ("R", "W"))], {"R": 4, "W": 8}, "fp32", goal,
+                                             named={"R", "W"}, varied={"W"})
+    assert grown["R"] == 4 and grown["W"] > 8 and why == "grew W (the test varies it)"
+    # every input 1-D: the one axis is the data's length
+    grown, _, _ = scaling.scaled_reference([InputRow("x", ("Q",)), InputRow("y", ("Q",))], {"Q": 8}, "fp32", goal,
+                                           named={"Q"})
+    assert grown["Q"] > 8
+
+
+def test_a_fused_linear_loss_is_grown_within_what_its_logits_hold():
+    """fused_linear_jsd at Liger's test size (H = 4) grown on its inputs alone reached M = 131072,
+    V = 65536 and asked an H100 for 64 GiB at once: its peak (both heads' [M, V] logits) is held
+    to the per-call bound."""
+    goal = scaling.Target(bytes=1 << 30, flops=1.3e11, device="MI300X", cache=256 << 20)
+    for name, test in (("fused_linear_jsd", [8, 4, 64]), ("fused_linear_cross_entropy", [4, 8, 8])):
+        module = OPS[name]
+        shape, _, stop = scaling.scaled_builtin(module, test, "bf16", goal, {"H": ["H"], "V": ["V"]})
+        dims = dict(zip(module.DIMS, shape))
+        assert module.peak_bytes(dims, 2) <= scaling.MAX_WORKING_SET, (name, shape, stop)
+        assert shape != test
+    assert scaling.scaled_builtin(OPS["fused_linear_jsd"], [8, 4, 64], "bf16", goal, {"V": ["V"]})[2].endswith(
+        "at flopwatch's bound of 4096 MiB per call")

@@ -48,6 +48,13 @@ def bytes_moved(dims: dict, itemsize: int) -> float:
     return float(itemsize * (m * h + v * h) + 8 * m + 4)
 
 
+def peak_bytes(dims: dict, itemsize: int) -> float:
+    """What a call holds at its peak, for the sizes a draft may ask (`decide.scaling`): the peer
+    writes the [M, V] logits in the input dtype, casts them to fp32 and keeps the softmax's and
+    the backward's fp32 copies; the check's fp64 reference holds the logits and their exp."""
+    return bytes_moved(dims, itemsize) + dims["M"] * dims["V"] * (itemsize + 3 * 4 + 2 * 8)
+
+
 def output_dtype(dtype: str) -> str:
     return "fp32"
 

@@ -52,6 +52,14 @@ def bytes_moved(dims: dict, itemsize: int) -> float:
     return float(itemsize * 2 * (m * h + v * h) + 4)
 
 
+def peak_bytes(dims: dict, itemsize: int) -> float:
+    """What a call holds at its peak, for the sizes a draft may ask (`decide.scaling`): the
+    student's and the teacher's [M, V] logits, each in the input dtype, as fp32 log-probabilities
+    and their backward copies, and again in fp64 in the check's reference. A size grown on the
+    inputs alone (H = 4 in Liger's test) asked an H100 for 64 GiB at once."""
+    return bytes_moved(dims, itemsize) + 2 * dims["M"] * dims["V"] * (itemsize + 3 * 4 + 2 * 8)
+
+
 def output_dtype(dtype: str) -> str:
     return "fp32"
 

@@ -9,7 +9,16 @@ the dtype, whichever comes first. A dimension may grow where the test itself var
 name is batch- or token-like (`B`, `M`, `T`, `seq_len`, rows, the one axis of a 1-D tensor);
 the others keep the test's value: a head_dim, a hidden size, a multiple the kernel needs (a
 doubling keeps every power-of-two factor), and sizes two inputs share (one name) stay equal. A
-test with none of these grows along the leading axis of its largest tensor.
+test with none of these grows along the leading axis of its largest tensor. A repository's own
+op (a `[reference]` draft) grows only the batch- and token-like sizes of its largest input where
+the test names any:
+how its other sizes are tied together is not known (a weight's rows = the heads × their width),
+and the one axis of a 1-D input grows only where every input is 1-D (beside a larger tensor it
+is a bias's or a scale's).
+
+The bound. A call holds at most `MAX_WORKING_SET`; an op whose implementations hold more than
+they read and write (a fused-linear loss's peer writes the [M, V] logits out, and its fp64
+check holds them again) declares `peak_bytes(dims, itemsize)`, and the bound is held to that.
 
 Which device. The local GPU where there is one of a kind the draft runs on (its model read from
 what the kernel drivers list, its figures from `GPUS`); else the largest last-level cache and peak among the GPU
@@ -138,19 +147,25 @@ def grown(sizes: dict[str, int], growable: list[str], measure, goal: Target) -> 
         return out, "no dimension the rule lets grow"
     cache = f"{CACHE_MULTIPLE} × the {_mib(goal.cache)} last-level cache of {goal.device}"
     for _ in range(64):
-        nbytes, flops = measure(out)
+        nbytes, flops = measure(out)[:2]
         if nbytes >= goal.bytes:
             return out, f"working set {_mib(nbytes)} ≥ {cache}"
         if goal.flops and flops >= goal.flops:
             return out, f"{flops:.3g} FLOPs ≥ {FLOP_SECONDS * 1e6:.0f} µs at the peak of {goal.device}"
         name = min(growable, key=lambda n: (out[n], growable.index(n)))
         nxt = {**out, name: out[name] * 2}
-        if measure(nxt)[0] > goal.cap:
+        if _peak(measure(nxt)) > goal.cap:
             return out, (f"working set {_mib(nbytes)}, short of {cache}: kept under {_mib(goal.cap)} for the CPU, "
                          f"which runs it too" if goal.cap < MAX_WORKING_SET else
                          f"working set {_mib(nbytes)}, at flopwatch's bound of {_mib(goal.cap)} per call")
         out = nxt
     return out, "grown 64 times"
+
+
+def _peak(measured: tuple) -> float:
+    """What a call holds at its peak: the measure's third figure where it gives one (an op whose
+    implementations materialise more than they read and write), else its working set."""
+    return measured[2] if len(measured) > 2 else measured[0]
 
 
 def _mib(n: float) -> str:
@@ -207,8 +222,11 @@ def scaled_builtin(op_module, shape: list[int], dtype: str, goal: Target,
     why = "grew " + "; ".join(said) if said else ""
     size = itemsize(dtype)
 
-    def measure(s: dict) -> tuple[float, float]:
-        return op_module.bytes_moved(s, size), op_module.flops(s)
+    peak = getattr(op_module, "peak_bytes", None)
+
+    def measure(s: dict) -> tuple[float, ...]:
+        moved = op_module.bytes_moved(s, size)
+        return (moved, op_module.flops(s)) + ((peak(s, size),) if peak is not None else ())
 
     out, stop = grown(sizes, picked, measure, goal)
     return [out[d] for d in dims], why, stop
@@ -220,11 +238,21 @@ def scaled_reference(rows, sizes: dict[str, int], dtype: str, goal: Target, name
     (a number it writes gets a letter of flopwatch's, which says nothing of its role);
     `varied`: those its parametrize rows vary. (sizes, what grew and why, why it stopped)."""
     tensors = [r for r in rows if r.shape is not None and not r.dtype.startswith(("int", "bool"))]
-    single = {r.shape[0] for r in tensors if len(r.shape) == 1 and isinstance(r.shape[0], str)}
     largest = max(tensors, key=lambda r: len(r.shape), default=None)
+    # The one axis of a 1-D input is the data's length only where the inputs are all 1-D (a vector
+    # add); beside a larger tensor it sizes a parameter (a bias, a scale), tied to the others.
+    single = {r.shape[0] for r in tensors if len(r.shape) == 1 and isinstance(r.shape[0], str)} \
+        if largest is not None and len(largest.shape) <= 1 else set()
     leading = largest.shape[0] if largest is not None and largest.shape and isinstance(largest.shape[0], str) else ""
     candidates = [n for n in sizes if any(n in r.shape for r in tensors)]
-    picked, why = growable(candidates, varied, single, leading if leading in candidates else "", named)
+    # Where the test names batch- or token-like sizes of the data (the largest input), only
+    # those grow. Nothing says how a repository's own op ties its other sizes together
+    # (liger_mhc_coeffs: phi's N = HC·C and its M sizes the bias; its kernels unroll over HC), and
+    # a varied one grown alone breaks the call or its compile.
+    data = set(largest.shape) if largest is not None else set()
+    tokens = [n for n in candidates if token_like(n) and n in named and n in data and not constrained(n)]
+    picked, why = growable(tokens or candidates, set() if tokens else varied, set() if tokens else single,
+                           leading if leading in candidates else "", named)
 
     def measure(s: dict) -> tuple[float, float]:
         return row_bytes(rows, s, dtype), 0.0
