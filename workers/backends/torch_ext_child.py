@@ -27,7 +27,7 @@ def import_entry(variant: dict, out: Path, built: dict) -> str:
     """Import the variant's entry once, as its jobs will (the repository's package importing
     its prebuilt modules): an entry that only fails at import fails the build, with the
     traceback's last line, instead of every job. "" when it imports."""
-    from workers.bindings.python_entry import resolve
+    from workers.bindings.python_entry import problem_files, resolve
     from workers.core.records import Variant
     from workers.toolkit.artifact_index import INDEX
 
@@ -39,7 +39,7 @@ def import_entry(variant: dict, out: Path, built: dict) -> str:
     from workers.torch_ext.runtime import UndeclaredExtension
 
     try:
-        _problem_files(v)
+        problem_files(v)  # as the job makes them importable before it imports the entry
         resolve(v, out)
     except UndeclaredExtension:
         return ""  # the manifest's fault, not the build's: each job says `invalid` with the line to add
@@ -48,16 +48,6 @@ def import_entry(variant: dict, out: Path, built: dict) -> str:
         sys.stdout.flush()
         return f"{type(exc).__name__}: {exc}".strip().splitlines()[-1]
     return ""
-
-
-def _problem_files(variant) -> None:
-    """A challenge problem's files importable by their names first, as the job makes them
-    before it imports the entry: a submission's `from task import input_t` (gpu-mode's
-    load_inline solutions) found no `task` here and failed the build on an H100."""
-    from workers.ops import challenge
-
-    if variant.repo_op and challenge.is_challenge(variant.repo_op):
-        challenge.install(challenge.ChallengeOp.from_dict(variant.repo_op).modules)
 
 
 if __name__ == "__main__":

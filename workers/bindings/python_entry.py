@@ -121,6 +121,17 @@ def resolve(variant: Variant, artifact: Path, entry: str = "", key: str = "bindi
     return obj
 
 
+def problem_files(variant: Variant) -> None:
+    """A challenge problem's files importable by their names (`workers.ops.challenge.install`),
+    for an import of the entry outside a job, which loads the op first: a submission's `from
+    task import input_t` (gpu-mode's load_inline solutions) found no `task` in the torch
+    extension's build process and failed the build on an H100."""
+    from workers.ops import challenge
+
+    if variant.repo_op and challenge.is_challenge(variant.repo_op):
+        challenge.install(challenge.ChallengeOp.from_dict(variant.repo_op).modules)
+
+
 def _add_import_roots(tree: Path, index: dict) -> None:
     roots = [tree / r for r in index.get("roots") or ()]
     for root in reversed(roots):
