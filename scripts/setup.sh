@@ -14,26 +14,37 @@ ci_requires() { [ "${CI:-}" = true ] && [[ ",${FLOPWATCH_CI_TOOLCHAINS-gfx942,nv
 
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo"; fi
+# A package apt must still install (the machine's index is refreshed only when one is missing:
+# on a machine that has them all, setup touches neither the network nor the package lists).
+missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null; then
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends binutils >/dev/null
+  for pkg in binutils iproute2 postgresql chromium; do
+    if missing "$pkg"; then $SUDO apt-get update -qq; break; fi
+  done
+  if missing binutils; then $SUDO apt-get install -y -qq --no-install-recommends binutils >/dev/null; fi
   # `ip netns` and veth links: the network tests put Ray nodes and the store on namespaces of their own.
-  $SUDO apt-get install -y -qq --no-install-recommends iproute2 >/dev/null \
-    || echo "setup: iproute2 not installed; the network namespace tests will fail in CI and skip elsewhere" >&2
+  if missing iproute2; then
+    $SUDO apt-get install -y -qq --no-install-recommends iproute2 >/dev/null \
+      || echo "setup: iproute2 not installed; the network namespace tests will fail in CI and skip elsewhere" >&2
+  fi
   # Python.h for pybind11 modules (HipKittens' tk_kernel), where python3 is Debian's own:
   # clang parses the module's host code even when it builds only the device code.
   if python3 -c 'import sys, sysconfig, os; sys.exit(not sysconfig.get_paths()["include"].startswith("/usr/"))' &&
      [ ! -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
-    $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null \
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3-dev >/dev/null; } \
       || echo "setup: python3-dev not installed; pybind11 variants will be skipped" >&2
   fi
   # PostgreSQL server binaries: the store tests start a private server of their own (as the
   # `postgres` account when run as root) on a private port; they never use the package's own.
-  $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
-    || echo "setup: postgresql not installed; the PostgreSQL store tests will fail in CI and skip elsewhere" >&2
+  if missing postgresql; then
+    $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
+      || echo "setup: postgresql not installed; the PostgreSQL store tests will fail in CI and skip elsewhere" >&2
+  fi
   # Optional extras: where a distribution lacks them, the tests that need them skip and say why.
-  $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
-    || echo "setup: Chromium not installed; the browser test will skip" >&2
+  if missing chromium; then
+    $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+      || echo "setup: Chromium not installed; the browser test will skip" >&2
+  fi
   if ! $SUDO env FLOPWATCH_HIP_DEVLIB="${FLOPWATCH_HIP_DEVLIB:-$HOME/.cache/flopwatch/amdgcn-bitcode}" \
        bash tools/install-hip-cross.sh >/dev/null; then
     if ci_requires gfx942; then
@@ -56,15 +67,21 @@ fi
 # would pull a multi-GB CUDA build. PyTorch's CPU index first; where it cannot be reached, the
 # plain package (on a machine that keeps the CPU wheel at hand, pip's find-links give it; elsewhere
 # it may be PyPI's CUDA build). A torch already installed (a GPU node's own) is kept.
-if ! python3 -c "import torch" 2>/dev/null; then
+torch_line() {
+  python3 -c 'import torch; v = torch.version
+kind = f"CUDA {v.cuda}" if v.cuda else f"ROCm {v.hip}" if getattr(v, "hip", None) else "CPU"
+print(f"setup: torch {torch.__version__} ({kind} build) at {torch.__path__[0]}")' >&2 2>/dev/null
+}
+if ! torch_line; then
   python3 -m pip install -q --retries 1 --timeout 20 --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
     || python3 -m pip install -q "torch==2.13.0"
+  torch_line
 fi
-python3 -c 'import torch; v = torch.version
-kind = f"CUDA {v.cuda}" if v.cuda else f"ROCm {v.hip}" if getattr(v, "hip", None) else "CPU"
-print(f"setup: torch {torch.__version__} ({kind} build) at {torch.__path__[0]}")' >&2
-python3 -m pip install -q -e ".[test]"
-python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+# One resolver run for flopwatch and the CUDA binary tools. Without build isolation where the
+# interpreter has setuptools already (pyproject's build backend: no fresh environment to make);
+# with it where it has not.
+extras=(-e ".[test]" nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
+python3 -m pip install -q --no-build-isolation "${extras[@]}" 2>/dev/null || python3 -m pip install -q "${extras[@]}"
 # Triton compiles for sm_90a and gfx942 without a GPU (its wheel ships ptxas and links AMD code
 # objects itself): the `triton` back end builds and analyses Triton variants in CI. Pinned to
 # the release the GPU nodes run, so the ahead-of-time code is the code that runs there.
