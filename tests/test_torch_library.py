@@ -53,9 +53,11 @@ setup(name="scalelib", packages=find_packages(), ext_modules=get_extensions(),
       cmdclass={"build_ext": BuildExtension})
 """
 
+# ATen where the tutorial's muladd.cpp has <torch/all.h> (all of the C++ frontend): the operators
+# and their registration are the same, at half the compile.
 CPP = """\
 #include <Python.h>
-#include <torch/all.h>
+#include <ATen/ATen.h>
 #include <torch/library.h>
 
 extern "C" {
@@ -70,7 +72,7 @@ namespace scalelib {
 
 at::Tensor myscale_cpu(const at::Tensor& a, double s) {
   at::Tensor x = a.contiguous();
-  at::Tensor out = torch::empty_like(x);
+  at::Tensor out = at::empty_like(x);
   const float* p = x.data_ptr<float>();
   float* q = out.data_ptr<float>();
   for (int64_t i = 0; i < x.numel(); i++) q[i] = p[i] * s;
