@@ -273,19 +273,12 @@ def script_point(rows: list[dict]) -> tuple[int, dict, float] | None:
 
 
 def at_point_copy(text: str, name: str, sizes: list[int], dtype: str) -> str:
-    """A draft's variant.toml renamed, timed at `sizes` in `dtype` only: its `[[check]]` point
-    (the test's size, `new` writes it last) dropped, every other line as drafted."""
-    text = text.split("\n[[check]]")[0].rstrip() + "\n"
-    out = []
-    for row in text.splitlines(keepends=True):
-        if row.startswith("name = "):
-            row = f'name = "{name}"\nshapes = {json.dumps([sizes])}\n'
-        elif row.startswith("dtypes = "):
-            row = f'dtypes = ["{dtype}"]\n'
-        elif row.startswith("shapes = "):
-            continue
-        out.append(row)
-    return "".join(out)
+    """A draft's variant.toml renamed, timed at `sizes` in `dtype`, forward only
+    (`verify_modes_gpu.sized_copy`): its `[[check]]` point (the test's size, `new` writes it
+    last) dropped, every other line as drafted."""
+    from verify_modes_gpu import sized_copy
+
+    return sized_copy(text.split("\n[[check]]")[0].rstrip() + "\n", name, [sizes], dtype, ["forward"])
 
 
 def write_point_copies(liger: Path) -> list[str]:

@@ -3,6 +3,8 @@ read from its label, and the script's Liger-to-torch ratio at the size flopwatch
 
 from __future__ import annotations
 
+import tomllib
+
 from benchmarks import verify_sizes_gpu as vs
 
 
@@ -57,7 +59,7 @@ def test_a_compared_draft_is_copied_at_its_scripts_largest_point():
     draft = ('name = "liger_group_norm"\nop = "group_norm"\nbackend = "triton"\ndtypes = ["fp32"]\n'
              'shapes = [[16, 48, 8192, 12]]\n\n[binding]\nkind = "python"\n\n[[check]]\n'
              'shapes = [[2, 6, 32, 3]]  # the test\'s own size\n')
-    copy = vs.at_point_copy(draft, "ratio_liger_group_norm", [16, 4096, 512, 64], "bf16")
-    assert 'name = "ratio_liger_group_norm"\nshapes = [[16, 4096, 512, 64]]\n' in copy
-    assert 'dtypes = ["bf16"]' in copy and "[[check]]" not in copy and "[2, 6, 32, 3]" not in copy
-    assert '[binding]\nkind = "python"' in copy
+    copy = tomllib.loads(vs.at_point_copy(draft, "ratio_liger_group_norm", [16, 4096, 512, 64], "bf16"))
+    assert (copy["name"], copy["shapes"], copy["dtypes"], copy["modes"]) == (
+        "ratio_liger_group_norm", [[16, 4096, 512, 64]], ["bf16"], ["forward"])
+    assert "check" not in copy and copy["binding"] == {"kind": "python"} and copy["op"] == "group_norm"
