@@ -97,3 +97,24 @@ def test_query_falls_back_to_listing_every_gpu(monkeypatch):
     monkeypatch.setattr(smi.subprocess, "run", fake_run)
     row = smi.query_smi(smi.VENDORS["cuda"], "", "", smi.physical_token(smi.VENDORS["cuda"], {"CUDA_VISIBLE_DEVICES": "1"}))
     assert row["uuid"] == GPU1 and len(calls) == 2 and calls[0][-1] == "--id=1"
+
+
+def test_a_cpu_jobs_identity_starts_no_process():
+    """A job asks for its device's identity in a thread beside its checks. `platform.processor()`
+    ran `uname -p` as a child process there: a job that failed early exited before it, the
+    orphan was killed by the job's scope, and the result read "left processes behind (1
+    killed)". Run in a fresh interpreter: platform caches what it found once."""
+    probe = ("import subprocess\n"
+             "started = []\n"
+             "real = subprocess.Popen.__init__\n"
+             "def spy(self, args, *a, **k):\n"
+             "    started.append(args)\n"
+             "    real(self, args, *a, **k)\n"
+             "subprocess.Popen.__init__ = spy\n"
+             "from workers.measure.device import cpu_info\n"
+             "info = cpu_info()\n"
+             "assert info.name and info.kind == 'cpu', info\n"
+             "print(started)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -31,7 +31,11 @@ def kinds_here() -> list[str]:
 
 
 def cpu_info() -> DeviceInfo:
-    name = platform.processor() or platform.machine()
+    # Not platform.processor(): on Linux it runs `uname -p` in a child process. A job asks for
+    # its identity in a thread beside its checks; a job that failed early exited with that
+    # child still running, and its scope killed the orphan and marked the result "left
+    # processes behind (1 killed)" (on a loaded 2-core machine, 2 CI runs in 5).
+    name = platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
