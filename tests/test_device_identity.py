@@ -118,3 +118,20 @@ def test_a_cpu_jobs_identity_starts_no_process():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_job_process_ends_only_after_its_identity_query(monkeypatch):
+    """The identity query runs beside the checks; a job that fails before reading it (an op's
+    code raising) must not leave the query's tool running as an orphan for its scope to kill:
+    the child's main waits for every query it started before it returns."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from workers.job import child
+
+    pool = ThreadPoolExecutor(1)
+    query = pool.submit(time.sleep, 0.3)
+    pool.shutdown(wait=False)
+    monkeypatch.setattr(child, "_IDENTITY_QUERIES", [pool])
+    child._identity_queries_done()
+    assert query.done() and child._IDENTITY_QUERIES == []

@@ -617,6 +617,7 @@ def run(spec: dict, release: bool = True) -> dict:
         pool = ThreadPoolExecutor(1, thread_name_prefix="flopwatch-identity")
         identity = pool.submit(device.info, kind)
         pool.shutdown(wait=False)
+        _IDENTITY_QUERIES.append(pool)
 
     def with_identity(out: dict) -> dict:
         out["device_info"] = identity.result().to_dict()
@@ -835,11 +836,26 @@ def main(argv: list[str]) -> int:
     spec = json.loads(spec_path.read_text())
     if spec.get("threads"):
         torch.set_num_threads(int(spec["threads"]))
-    if spec.get("mode") == "batch":
-        run_batch(spec, result_path)
+    try:
+        if spec.get("mode") == "batch":
+            run_batch(spec, result_path)
+            return 0
+        _write(result_path, json.dumps(_reported(lambda: pair(spec) if spec.get("mode") == "pair" else run(spec))))
         return 0
-    _write(result_path, json.dumps(_reported(lambda: pair(spec) if spec.get("mode") == "pair" else run(spec))))
-    return 0
+    finally:
+        _identity_queries_done()
+
+
+# The identity queries started beside each job's checks (`device.info` in a thread of its own:
+# nvidia-smi / rocm-smi on a GPU). A job that fails before it reads its identity must still not
+# end this process while a query's tool runs: the orphan would be killed by the job's scope and
+# the result marked "left processes behind".
+_IDENTITY_QUERIES: list[ThreadPoolExecutor] = []
+
+
+def _identity_queries_done() -> None:
+    while _IDENTITY_QUERIES:
+        _IDENTITY_QUERIES.pop().shutdown(wait=True)
 
 
 def run_batch(spec: dict, out_dir: Path) -> None:
