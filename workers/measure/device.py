@@ -34,7 +34,7 @@ def cpu_info() -> DeviceInfo:
     # Not platform.processor(): on Linux it runs `uname -p` in a child process. A job asks for
     # its identity in a thread beside its checks; a job that failed early exited with that
     # child still running, and its scope killed the orphan and marked the result "left
-    # processes behind (1 killed)" (on a loaded 2-core machine, 2 CI runs in 5).
+    # processes behind (1 killed)" (2 of 4 clean-clone runs of the suite on a loaded 2-core machine).
     name = platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
