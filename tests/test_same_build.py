@@ -74,3 +74,33 @@ def test_both_ends_must_hold_one_and_the_same_identity(tmp_path):
         assert not same_build.unchanged_build(store, peer)
         kept, machine = same_build.split(store, [peer, dataclasses.replace(peer, variant="kernel")])
         assert [r.variant for r in kept] == ["peer"] and [r.variant for r in machine] == ["kernel"]
+
+
+def test_a_step_a_busy_commit_pulled_early_is_moved_onto_the_build_change(tmp_path):
+    """The kernel's build changes at STEP, but the commit before it was measured on a busy
+    machine, at the slow level: the detector splits a commit early, between two commits of the
+    old build (so it read "within an unchanged build" and nothing was recorded, on the 2-core CI
+    machine). The step is the build change's, one commit on; a build change further than NEAR
+    measured commits away leaves it the machine's."""
+    with Store(tmp_path / "r.db") as store:
+        for i in range(N):
+            sha = _sha(i)
+            store.record_commit(sha, f"commit {i}", "A <a@x>", f"2026-01-{i + 1:02d}", [_sha(i - 1)] if i else [])
+            run = store.start_run(sha, False, "run", "", "", "run")
+            rng = np.random.default_rng(i)
+            base = 1e-3 * (1.5 if i >= STEP - 1 else 1.0)  # the busy commit STEP - 1 reads slow too
+            samples = tuple(base * (1 + 0.002 * rng.standard_normal(20)))
+            median = float(np.median(samples))
+            store.record_result(run, sha, False, Result(
+                variant="kernel", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
+                median_s=median, ci_low_s=median * 0.999, ci_high_s=median * 1.001, samples_s=samples, flops=FLOPS,
+                identity="kernel-v2" if i >= STEP else "kernel-v1"))
+        order = [_sha(i) for i in range(N)]
+        found = detect(store, order, None)
+        assert [(r.good_sha, r.bad_sha) for r, _ in found.recorded] == [(_sha(STEP - 1), _sha(STEP))], found
+        assert not found.same_build
+        early = Regression("kernel", SHAPE, "fp32", "cpu:x", _sha(STEP - 2), _sha(STEP - 1), -0.33, 2.0, 1.3, 0.01)
+        assert same_build.beside_a_build_change(store, early, order).bad_sha == _sha(STEP)
+        far = dataclasses.replace(early, good_sha=_sha(STEP - 4), bad_sha=_sha(STEP - 3))
+        assert same_build.beside_a_build_change(store, far, order) is None  # three commits from the change
+        assert same_build.split(store, [far], order) == ([], [far])

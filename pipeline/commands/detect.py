@@ -65,7 +65,7 @@ def detect(store: Store, order: list[str], threshold: float | None, search=None,
     history = scanned.series
     work = series.detect_regressions(history, threshold, search=search, cache=cache,
                                      memory_threshold=memory_threshold)
-    steps, machine = same_build.split(store, work.regressions)
+    steps, machine = same_build.split(store, work.regressions, order)
     table = RegressionStore(store)
     recorded = [table.record(r) for r in steps]
     stored = table.all()
