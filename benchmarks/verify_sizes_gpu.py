@@ -370,19 +370,10 @@ def _load(name: str) -> dict:
 
 def ratio_at(script_rows: list[dict], shape_key: str) -> tuple[float | None, str]:
     """The script's torch-to-Liger forward time ratio (its Liger speed-up) at the largest x
-    that is one of the sizes in flopwatch's row, and that x."""
+    that is one of the sizes in flopwatch's row, and that x (`script_point` over those rows)."""
     values = {v for part in shape_key.split(",") for v in [part.split("=")[-1]] if v.isdigit()}
-    by_x: dict = {}
-    for r in script_rows:
-        if "ms" in r and str(r["x"]) in values:
-            by_x.setdefault(r["x"], {})[r["provider"]] = r["ms"]
-    for x in sorted(by_x, reverse=True):
-        times = by_x[x]
-        liger = times.get("liger")
-        other = next((times[p] for p in ("torch", "huggingface") if p in times), None)
-        if liger and other:
-            return other / liger, f"x={x}"
-    return None, ""
+    point = script_point([r for r in script_rows if str(r["x"]) in values])
+    return (point[2], f"x={point[0]}") if point else (None, "")
 
 
 def stored_rows() -> list[dict]:

@@ -217,6 +217,18 @@ def gradient_check(call, op, variant: Variant, dims: dict, dtype, kind: str, see
                                   passes.grad_names(op, inputs), seed + 7, dev, rtol, atol, strict)
 
 
+# The identity queries started beside each job's checks (`device.info` in a thread of its own:
+# nvidia-smi / rocm-smi on a GPU). A job that fails before it reads its identity must still not
+# end this process while a query's tool runs: the orphan would be killed by the job's scope and
+# the result marked "left processes behind".
+_IDENTITY_QUERIES: list[ThreadPoolExecutor] = []
+
+
+def _identity_queries_done() -> None:
+    while _IDENTITY_QUERIES:
+        _IDENTITY_QUERIES.pop().shutdown(wait=True)
+
+
 # Where a launch floor is measured (`workers.measure.launch_floor`): "gpu" (the default: every GPU
 # result), "all" (CPU jobs too: the call path of a CPU entry, a test's way to see the rule on
 # this machine) or "off". The job's spec (`launch_floor`) wins over the environment.
@@ -844,18 +856,6 @@ def main(argv: list[str]) -> int:
         return 0
     finally:
         _identity_queries_done()
-
-
-# The identity queries started beside each job's checks (`device.info` in a thread of its own:
-# nvidia-smi / rocm-smi on a GPU). A job that fails before it reads its identity must still not
-# end this process while a query's tool runs: the orphan would be killed by the job's scope and
-# the result marked "left processes behind".
-_IDENTITY_QUERIES: list[ThreadPoolExecutor] = []
-
-
-def _identity_queries_done() -> None:
-    while _IDENTITY_QUERIES:
-        _IDENTITY_QUERIES.pop().shutdown(wait=True)
 
 
 def run_batch(spec: dict, out_dir: Path) -> None:
