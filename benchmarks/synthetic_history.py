@@ -243,6 +243,7 @@ def record_nights(store: Store, repo: Path, meta: list[dict], specs: list[Series
         run = store.start_run(c["sha"], False, "nightly", str(repo), "synthetic", "synthetic_history")
         noise = rng.standard_normal((len(specs), SAMPLES))
         wobble = rng.standard_normal(len(specs))
+        night: list[Result] = []
         for j, spec in enumerate(specs):
             sample_noise, wobble_sd, spike = NOISE[spec.kind]
             factor, extra = _slowdown(spec, i, plant_list)
@@ -273,7 +274,8 @@ def record_nights(store: Store, repo: Path, meta: list[dict], specs: list[Series
                            correctness={"rel_fro_err": float(rng.uniform(1e-7, 4e-7)), "passed": True},
                            resources=_resources(variant, extra, spec.copy, nvidia),
                            counters=_counters(spec.copy, rng, extra, matrix_insts, nvidia))
-            store.record_result(run, c["sha"], False, r)
+            night.append(r)
+        store.record_results(run, c["sha"], False, night)  # one transaction per night
         store.finish_run(run)
 
 

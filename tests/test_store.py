@@ -45,6 +45,32 @@ def test_results_round_trip_with_json_columns_decoded(store_url):
             store.results(nonsense=1)
 
 
+def test_results_of_one_run_stored_together_are_the_rows_stored_one_by_one(store_url, monkeypatch):
+    results = [_result(counters={"l1_hit_pct": 50.5}), _result(variant="w", status="crashed", median=None),
+               _result(shape="M=2", diagnostic="d" * 100_000)]
+    with Store(store_url) as store:
+        run = store.start_run("c1", False, "run", "/repo", "host", "run")
+        singly = [store.record_result(run, "c1", False, r) for r in results]
+        together = store.record_results(run, "c1", False, results)
+        assert store.record_results(run, "c1", False, []) == []
+        rows = {row["id"]: row for row in store.results()}
+
+        def same(row):
+            return {k: v for k, v in row.items() if k not in ("id", "created_at")}
+
+        assert together == sorted(together) and len(together) == 3 and min(together) > max(singly)
+        assert [same(rows[i]) for i in together] == [same(rows[i]) for i in singly]
+
+        # the commit landed but its acknowledgement was lost: the retry finds the rows, writes none
+        def lost_ack(_dialect, _shown, attempt, **_kw):
+            attempt(False)
+            return attempt(True)
+
+        monkeypatch.setattr("pipeline.store.retry.write", lost_ack)
+        again = store.record_results(run, "c1", False, results[:2])
+        assert store.count_results() == 8 and len(again) == 2 and again == sorted(again)
+
+
 def test_commit_and_build_are_replaced_by_key_not_doubled(store_url):
     with Store(store_url) as store:
         store.record_commit("c1", "old subject", "a", "t", [])
