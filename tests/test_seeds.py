@@ -39,7 +39,7 @@ def fake_spawn(monkeypatch):
     does when it does not adopt, without the real runner's imports."""
     script = "import sys; print('{\"ready\": 1}', flush=True); sys.stdin.read()"
 
-    def start(argv, env, cwd=None):
+    def start(argv, env):
         return Spawned(subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         env=env, start_new_session=True, text=True, bufsize=1))
 

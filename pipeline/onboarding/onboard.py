@@ -27,7 +27,6 @@ from pipeline.onboarding.conventions import (
     torch_extension,
 )
 from pipeline.onboarding.conventions.kernelbench import find_problem
-from pipeline.onboarding.decide import peer
 from pipeline.onboarding.decide.evidence import (
     called_by_packages,
     complete,
@@ -132,12 +131,7 @@ def plan_files(repo: RepoFiles, native: list[str], py_files: list[str], function
     """The drafts of the kernel sources `native` (those an extension builds, `built`, left to
     the extension's drafts) and of the Python files `py_files` (every public function of those
     `functional` names, or of all), with a line for each extension whose sources were `asked`."""
-    with peer.one_interpreter():  # the entries' agreement checks fork from one interpreter
-        return _plan_files(repo, native, py_files, functional, built or {}, asked)
-
-
-def _plan_files(repo: RepoFiles, native: list[str], py_files: list[str], functional: bool | frozenset[str],
-                built: dict[str, str], asked: list[str]) -> Plan:
+    built = built or {}
     repo.include(py_files)  # a file named on the command line is read even beyond the listing's bounds
     drafts, notes = kernel_drafts(repo, native, repo.out_dir, set(built)) if native else ([], [])
     taken = {d.name for d in drafts}

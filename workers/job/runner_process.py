@@ -64,10 +64,10 @@ class Spawned:
         self.pid, self.stdin, self.stdout = popen.pid, popen.stdin, popen.stdout
 
     @staticmethod
-    def start(argv: list[str], env: dict, cwd: str | None = None) -> Spawned:
+    def start(argv: list[str], env: dict) -> Spawned:
         return Spawned(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
-                                        text=True, bufsize=1))
+                                        stderr=subprocess.DEVNULL, env=env, start_new_session=True, text=True,
+                                        bufsize=1))
 
     def alive(self) -> bool:
         return self.popen.poll() is None

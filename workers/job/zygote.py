@@ -18,8 +18,7 @@ job's last check and exit overlap the next job's start, and no job's kernel or c
 beside another's timing loop. A CPU job never says so: CPU jobs run one at a time.
 
 Protocol (the zygote side runs as `python -m workers.job.zygote`): one JSON request per line on
-stdin, `{"id", "cwd", "args", "timeout_s", "max_write_bytes"}` (and `"module"`, for a child that
-runs that module's `main(args)` instead of a job's); the replies on the zygote's
+stdin, `{"id", "cwd", "args", "timeout_s", "max_write_bytes"}`; the replies on the zygote's
 original stdout are `{"id", "pid"}` when the job's child starts (its timeout counts from
 then), then `{"id", "returncode", "timed_out", "left_behind", "write_limit_hit", "seconds"}`.
 The zygote is a child subreaper, and so is each job's child: processes a job leaves behind,
@@ -176,12 +175,11 @@ class Zygote:
     wait here at once, each for the replies to its own request (a reader thread sorts the
     replies by request id)."""
 
-    def __init__(self, env: dict, seeds: str | None = None, code_key: str = "", cwd: str | None = None):
+    def __init__(self, env: dict, seeds: str | None = None, code_key: str = ""):
         """`env`: the runner's environment. `seeds`: where flopwatch's local Ray head keeps
         runners already importing (`workers.job.seed`), for the first start to adopt one of
-        `code_key` (this flopwatch's code) instead of spawning. `cwd`: the folder a spawned
-        runner starts in (`python -m` puts it first on the import path), else this process's."""
-        self.env, self.seeds, self.code_key, self.cwd = env, seeds, code_key, cwd
+        `code_key` (this flopwatch's code) instead of spawning."""
+        self.env, self.seeds, self.code_key = env, seeds, code_key
         self.proc: RunnerProcess | None = None
         self.started = 0
         # When the last start's steps ended (epoch seconds): spawned, or the seed's start
@@ -209,8 +207,7 @@ class Zygote:
                 marks[f"seed_{exc.why}"] = time.time()
         if self.proc is None:
             marks["spawned"] = time.time()
-            self.proc = runner_process.Spawned.start([sys.executable, "-m", "workers.job.zygote"], self.env,
-                                                      cwd=self.cwd)
+            self.proc = runner_process.Spawned.start([sys.executable, "-m", "workers.job.zygote"], self.env)
         self._unread = b""
         self.started += 1
         ready = self._read(300.0)
@@ -263,11 +260,10 @@ class Zygote:
             raise reply
         return reply
 
-    def run(self, args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None,
-            module: str | None = None) -> ChildOutcome:
-        """Have the zygote run `workers.job.child` (or `module`'s `main(args)`) with `args` in
-        `workdir` in a child of its own; the same outcome record as `sandbox.run_child`. A zygote
-        that died is started again (once per job)."""
+    def run(self, args: list[str], timeout_s: float, workdir: Path, max_write_bytes: int | None = None) -> ChildOutcome:
+        """Have the zygote run `workers.job.child` with `args` in `workdir` in a child of its own;
+        the same outcome record as `sandbox.run_child`. A zygote that died is started again
+        (once per job)."""
         for attempt in (1, 2):
             pid, waiting = None, queue.SimpleQueue()
             with self._lock:
@@ -281,9 +277,8 @@ class Zygote:
                     # The job starts once those ahead of it have timed (or ended): its pid may
                     # take as long as their timeouts.
                     start_within = sum(self._timeouts.values()) + 60.0
-                    request = {"id": req_id, "cwd": str(workdir), "args": args, "timeout_s": timeout_s,
-                               "max_write_bytes": max_write_bytes}
-                    proc.stdin.write(json.dumps({**request, "module": module} if module else request) + "\n")
+                    proc.stdin.write(json.dumps({"id": req_id, "cwd": str(workdir), "args": args,
+                                                 "timeout_s": timeout_s, "max_write_bytes": max_write_bytes}) + "\n")
                     proc.stdin.flush()
                 except (ZygoteDied, BrokenPipeError, OSError, ValueError):
                     self._discard(None)

@@ -23,12 +23,10 @@ from workers.job import handoff, spare
 from workers.isolation.containment import Scope, become_subreaper
 from workers.isolation.sandbox import WRITE_POLL_S
 
-def _child(cwd: str, args: list[str], new_session: bool = True, handoff_fd: int | None = None,
-           module: str | None = None) -> None:
+def _child(cwd: str, args: list[str], new_session: bool = True, handoff_fd: int | None = None) -> None:
     """In the forked child: a new session (a spare has one already), stdio to the job folder,
-    then `workers.job.child.main`, or `main(args)` of `module` (a child that `python -m module
-    ARGS` would run, such as `new`'s agreement checks). `handoff_fd`: where it says that its
-    timing loop is over (`workers.job.handoff`; a spare was given its own)."""
+    then `workers.job.child.main`. `handoff_fd`: where it says that its timing loop is over
+    (`workers.job.handoff`; a spare was given its own)."""
     try:
         if new_session:
             os.setsid()
@@ -51,14 +49,9 @@ def _child(cwd: str, args: list[str], new_session: bool = True, handoff_fd: int 
 
         faulthandler.enable(file=sys.stderr)  # a segfault prints the Python stack, as in a spawned child
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if module is None:
-            from workers.job import child
+        from workers.job import child
 
-            code = child.main(["workers.job.child", *args])
-        else:
-            import importlib
-
-            code = importlib.import_module(module).main(args)
+        code = child.main(["workers.job.child", *args])
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -180,7 +173,7 @@ class JobLoop:
         waited_s = time.monotonic() - req.get("_received", time.monotonic())
         scope = Scope(own_session=True, nested=False)  # what already runs (other jobs, spares) is not its
         pid, handoff_fd = None, None
-        if self.prepared and not req.get("module"):  # a spare is made ready for a job, not another module
+        if self.prepared:
             oldest = self.prepared.pop(0)
             wait_s = READY_WAIT_BUSY_S if self.running else spare.READY_WAIT_S
             if oldest.ready(wait_s) and oldest.hand(req["cwd"], req["args"]):
@@ -201,7 +194,7 @@ class JobLoop:
                 os.close(handoff_fd)
                 os.close(self.proto.fileno())
                 spare.die_with(runner)
-                _child(req["cwd"], req["args"], handoff_fd=write_end, module=req.get("module"))
+                _child(req["cwd"], req["args"], handoff_fd=write_end)
             os.close(write_end)
             self._exclude_from_others(pid)
         self.proto.write(json.dumps({"id": req.get("id"), "pid": pid}) + "\n")

@@ -5,19 +5,13 @@ in the job's dtype (`workers.ops.reference`).
 The one decision of this room that runs the repository's code: both are run once on the CPU on
 the test's inputs (`workers.ops.agreement`), in a sandboxed child with a job's environment and
 a time limit, as a setup.py run is. A reference that cannot run here (GPU-only code, a missing
-package) leaves the peer unverified, and the draft says so.
-
-Inside `one_interpreter()` (the drafting of one `new` or `init`) the checks are children forked
-from one runner that imported torch once (`workers.job.zygote`), not a fresh interpreter each."""
+package) leaves the peer unverified, and the draft says so."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +19,6 @@ from pipeline.onboarding.source.records import InputRow, Inputs, Reference
 from workers.ops import OPS, returns_peer
 
 AGREEMENT_TIMEOUT_S = 120.0
-AGREEMENT_MODULE = "workers.ops.agreement"
-
-# The runner the checks of the current drafting fork from (`one_interpreter`); None: each check
-# spawns an interpreter of its own.
-_runner: contextvars.ContextVar = contextvars.ContextVar("flopwatch_agreement_runner", default=None)
 
 
 @dataclass(frozen=True)
@@ -56,6 +45,9 @@ def agreement(repo, call: str, folder: str, source: str, rows: list[InputRow], s
     """Whether built-in `op` computes what the reference `call` (written from the draft's
     `folder`; `source`: the text of a reference.py the draft writes) computes on the inputs
     `rows` at the test's `sizes`."""
+    from workers.isolation.sandbox import run_child
+    from workers.job.runner import child_env
+
     if repo.root is None:
         return Verdict(None, "the repository is not on disk here")
     roots = sorted({repo.import_root(p)[0] for p in repo.scripts if repo.import_root(p)[0]} | {"."})
@@ -65,58 +57,15 @@ def agreement(repo, call: str, folder: str, source: str, rows: list[InputRow], s
     with tempfile.TemporaryDirectory(prefix="flopwatch-agree-") as tmp:
         work = Path(tmp)
         (work / "request.json").write_text(json.dumps(request))
-        outcome = _run_check(work)
+        env = {**child_env(), "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""}
+        outcome = run_child([sys.executable, "-m", "workers.ops.agreement", "request.json", "result.json"],
+                            AGREEMENT_TIMEOUT_S, work, env)
         result = work / "result.json"
         if not result.is_file():
             how = "timed out" if outcome.timed_out else f"ended ({outcome.signal_name or outcome.returncode})"
             return Verdict(None, f"the check of both on the CPU {how}")
         data = json.loads(result.read_text())
     return Verdict(data.get("agrees"), data.get("detail", ""))
-
-
-def _check_env() -> dict:
-    from workers.job.runner import child_env
-    from workers.job.spare import ENV_KIND
-
-    env = {**child_env(), "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""}
-    env.pop(ENV_KIND, None)  # CPU work: a runner that prepares no GPU spares
-    return env
-
-
-def _run_check(work: Path):
-    """Run the check whose request is in `work`: forked from the drafting's runner where there
-    is one (a runner that died twice leaves the check to a spawned child), else spawned."""
-    from workers.isolation.sandbox import run_child
-    from workers.job.zygote import ZygoteDied
-
-    args = ["request.json", "result.json"]
-    runner = _runner.get()
-    if runner is not None:
-        try:
-            return runner.run(args, AGREEMENT_TIMEOUT_S, work, module=AGREEMENT_MODULE)
-        except ZygoteDied:
-            _runner.set(None)
-    return run_child([sys.executable, "-m", AGREEMENT_MODULE, *args], AGREEMENT_TIMEOUT_S, work, _check_env())
-
-
-@contextlib.contextmanager
-def one_interpreter() -> Iterator[None]:
-    """The agreement checks made inside the block fork from one runner that imports torch once
-    (started at the first check), instead of each spawning an interpreter that imports it: a
-    fresh one cost 1.2 s of CPU per check on a 2-core machine, and `new` on a functional module
-    checks an entry per built-in op its names say. Each check still runs alone in a child of
-    its own session, stdio and time limit, so one that crashes or hangs ends alone."""
-    from workers.job.zygote import Zygote
-
-    with tempfile.TemporaryDirectory(prefix="flopwatch-agree-runner-") as home:
-        # started in a folder of its own: `python -m` puts its folder first on the import path
-        runner = Zygote(_check_env(), cwd=home)
-        token = _runner.set(runner)
-        try:
-            yield
-        finally:
-            _runner.reset(token)
-            runner.close()
 
 
 def _row(r: InputRow) -> dict:
