@@ -273,6 +273,27 @@ def test_sources_are_taken_from_the_shell_s_folder_or_the_repository_s(tmp_path,
         assert (row["folder"], row["state"]) == ("flopwatch/fused_silu_mul", "not built")
 
 
+def test_new_and_init_from_a_subfolder_work_on_the_repository_around_it(tmp_path, capsys, monkeypatch):
+    """Docs review (2026-12-06, 973e79f): without `--repo`, `new` and `init` took the current folder
+    for the repository: from a subfolder `new ops.py` was refused and `init` wrote flopwatch.toml
+    into the subfolder. The default is the repository around the current folder, as for `run`."""
+    repo = _repo(tmp_path / "R", {"src/ops.py": OPS, "src/tests/test_ops.py": TEST.format(module="ops"),
+                                  "docs/README.md": "notes\n"})
+    monkeypatch.chdir(repo / "src")
+    for named in ("ops.py", "src/ops.py"):  # the shell's path, the repository's
+        assert cli(["new", named, "--no-build", "--json", "--force"]) == 0, named
+        (row,) = _json(capsys)["drafts"]
+        assert row["folder"] == "flopwatch/fused_silu_mul"
+        assert (repo / "flopwatch" / "fused_silu_mul" / "variant.toml").is_file()
+    assert not (repo / "src" / "flopwatch").exists() and not (repo / "src" / "flopwatch.toml").exists()
+    shutil.rmtree(repo / "flopwatch")
+    (repo / "flopwatch.toml").unlink()
+    monkeypatch.chdir(repo / "docs")
+    assert cli(["init", "--no-build", "--no-workflow", "--json"]) == 0
+    assert (repo / "flopwatch.toml").is_file() and (repo / "flopwatch" / "fused_silu_mul").is_dir()
+    assert not (repo / "docs" / "flopwatch.toml").exists() and not (repo / "docs" / "flopwatch").exists()
+
+
 def test_a_source_outside_the_repository_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     repo = _user_repo(tmp_path)
     (tmp_path / "stray.py").write_text(OPS)

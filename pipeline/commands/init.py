@@ -9,6 +9,7 @@ from pipeline.commands.common import UsageError
 from pipeline.commands.new import add_common, draft_and_report, out_folder
 from pipeline.onboarding import bench_runs, onboard
 from pipeline.onboarding.source.repo import RepoFiles
+from pipeline.project import checkout
 
 HELP = "draft variants for every kernel source of the repository and write a CI workflow"
 
@@ -19,7 +20,7 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    root = Path(args.repo).resolve()
+    root = checkout.root_around(Path(args.repo).resolve())
     with bench_runs.recording_budget(args.record_budget):
         planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
     if planned is None:

@@ -19,6 +19,7 @@ from pipeline.onboarding.source.records import Plan
 from pipeline.onboarding.source.repo import RepoFiles
 from pipeline.onboarding.write import builds, existing, gitignore, launch_check, project
 from pipeline.onboarding.write.inside import OutsideRepository, within
+from pipeline.project import checkout
 from pipeline.project.config import load_config
 from pipeline.run.summary import cell
 from pipeline.store import location
@@ -36,7 +37,8 @@ def add_arguments(p) -> None:
 
 
 def add_common(p) -> None:
-    p.add_argument("--repo", default=".", help="the repository (default: the current folder)")
+    p.add_argument("--repo", default=".", help="the repository (default: the one around the current folder; a "
+                                               "folder not under git: that folder)")
     p.add_argument("--out", default="flopwatch", help="folder for the drafts, inside the repository: relative to it, or "
                                                        "an absolute path in it (default: flopwatch)")
     p.add_argument("--force", action="store_true", help="overwrite drafts that exist")
@@ -51,7 +53,7 @@ def add_common(p) -> None:
 
 
 def main(args) -> int:
-    root = Path(args.repo).resolve()
+    root = checkout.root_around(Path(args.repo).resolve())
     try:
         files = onboard.source_files(root, args.paths, Path.cwd())
     except (FileNotFoundError, ValueError) as exc:

@@ -43,6 +43,15 @@ def open_repo(path: Path) -> git.Repo:
         raise CheckoutError(f"{path} is not inside a git repository") from None
 
 
+def root_around(path: Path) -> Path:
+    """The working tree of the git repository `path` lies in, as `open_repo` finds it; `path`
+    itself where no repository is around it (`new` and `init` draft a folder not yet under git)."""
+    try:
+        return Path(git.Repo(path, search_parent_directories=True).working_tree_dir).resolve()
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return path
+
+
 def commit_info(repo: git.Repo, rev: str, dirty: bool = False) -> CommitInfo:
     if not rev or rev.startswith("-") or any(ch in rev for ch in "\0\n\r"):
         # git would read "--output=…" as an option, not a revision
