@@ -249,6 +249,21 @@ def test_new_refuses_a_second_variant_of_a_name_the_project_has(tmp_path, capsys
     assert rows["fused_silu_mul"]["state"] == "not built" and rows["fast_add"]["state"] == "refused"
 
 
+def test_drafts_refused_are_not_counted_as_drafted_nor_listed_as_needing_a_hand(tmp_path, capsys):
+    """Docs review (2026-12-06, 973e79f): with every draft refused, `new` still printed "2 entries
+    drafted" and a "still needs your hand" line for a file it had not written."""
+    repo = _repo(tmp_path / "repo", {
+        "ops.py": OPS + "\n\ndef fast_add(a, b):\n    return a + b\n", "tests/test_ops.py": TEST.format(module="ops")})
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 0
+    first = capsys.readouterr().out
+    assert "2 entries drafted" in first and "still needs your hand:" in first  # fast_add: no reference found
+    assert cli(["new", "--out", "drafts", "ops.py", "--repo", str(repo), "--no-build"]) == 1
+    out = " ".join(capsys.readouterr().out.split())  # the table folds long cells
+    assert "0 entries drafted: 0 a built-in op, 0 the repository's reference, 0 unchecked (no reference found); " \
+           "1 not drafted; 2 not written (refused, or there already: the table says which)" in out
+    assert "still needs your hand" not in out and "timed at" not in out and not (repo / "drafts").exists()
+
+
 def test_a_hand_written_variant_s_name_is_taken_whatever_its_folder_is_called(tmp_path, capsys):
     repo = _user_repo(tmp_path)
     (repo / "kernels" / "mine").mkdir(parents=True)

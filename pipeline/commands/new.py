@@ -158,14 +158,21 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+# Draft states of a draft that was not written this time: its table row says why.
+NOT_WRITTEN = ("refused", "exists")
+
+
 def _reference_counts(rows: list[dict], undrafted: list[dict]) -> str:
-    """One line: how the module's entries are checked ("27 entries drafted: 16 a built-in op, 4
-    the repository's reference, 7 unchecked; 1 not drafted")."""
-    entries = [r for r in rows if r["reference"]]
+    """One line: how the module's entries written here are checked ("27 entries drafted: 16 a
+    built-in op, 4 the repository's reference, 7 unchecked; 1 not drafted"), and how many drafts
+    were not written (refused, or already there without --force)."""
+    entries = [r for r in rows if r["reference"] and r["state"] not in NOT_WRITTEN]
     builtin = sum(r["reference"].startswith("built-in op") for r in entries)
     none = sum(r["reference"].startswith("none found") for r in entries)
+    kept = [r for r in rows if r["reference"] and r["state"] in NOT_WRITTEN]
+    left = f"; {len(kept)} not written (refused, or there already: the table says which)" if kept else ""
     return (f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} drafted: {builtin} a built-in op, {len(entries) - builtin - none} the "
-            f"repository's reference, {none} unchecked (no reference found); {len(undrafted)} not drafted")
+            f"repository's reference, {none} unchecked (no reference found); {len(undrafted)} not drafted{left}")
 
 
 def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> None:
@@ -182,7 +189,7 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
     console.print(table)
     if checked:
         console.print(cell(_reference_counts(rows, undrafted)))
-    sized = [r for r in rows if r.get("sizes")]
+    sized = [r for r in rows if r.get("sizes") and r["state"] not in NOT_WRITTEN]
     if sized:
         console.print(cell("timed at (where each draft's sizes come from):"))
         for r in sized:
@@ -196,7 +203,7 @@ def _print(rows: list[dict], changes: list[str], undrafted: list[dict] = ()) -> 
             console.print(cell(f"  {u['entry']}: {u['reason']}"))
     for change in changes:
         console.print(cell(change))
-    todo = [(r["folder"], t) for r in rows for t in r["todo"]]
+    todo = [(r["folder"], t) for r in rows if r["state"] not in NOT_WRITTEN for t in r["todo"]]
     if todo:
         console.print(cell("still needs your hand:"))
         for folder, t in todo:
