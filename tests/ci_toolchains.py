@@ -25,7 +25,10 @@ from collections.abc import Callable, Mapping
 VARIABLE = "FLOPWATCH_CI_TOOLCHAINS"
 # name -> (words of a test's skip reason that mean it lacks this toolchain, how to get it)
 TOOLCHAINS = {
-    "gfx942": (re.compile(r"HIP toolchain|cross toolchain|clang-19|clang with the AMDGPU target|gfx942", re.I),
+    # the words of the tests' own skips, and of every reason the toolchain's finder gives
+    # (`workers.rocm.toolchain.ToolchainMissing`: each names the install script or what it lacks)
+    "gfx942": (re.compile(r"HIP toolchain|cross toolchain|clang-19|clang\+\+-19|clang with the AMDGPU target|gfx942|"
+                          r"install-hip-cross|oclc_isa_version|hip_runtime\.h", re.I),
                "tools/install-hip-cross.sh, run by scripts/setup.sh as root"),
     "nvcc": (re.compile(r"\bnvcc\b", re.I), "the CUDA toolkit's nvcc on PATH or under CUDA_HOME"),
 }

@@ -255,6 +255,13 @@ def test_the_tile_map_kept_is_the_failing_checks_when_an_earlier_one_passed():
     assert result.status == "incorrect" and c["tile_map"] == [[7.5, 7.5], [7.5, 7.5]] and c["tile"] == [128, 128]
     assert c["rel_fro_err"] == 0.2 and c["max_abs_err"] == 2.0 and len(c["checks"]) == 3
     assert all("tile_map" not in check for check in c["checks"])
+    # The failing check ahead of passing ones (the child runs every seed, it does not stop at the
+    # first failure): still its map, not the last check's.
+    data = {"status": "incorrect", "diagnostic": "1st check: rel err 0.3",
+            "checks": [_compared(False, 0.3, 9.0), _compared(True, 1e-6, 0.0)]}
+    first = runner.classify(base, data, ChildOutcome(0, "", False, 0.1, "", ""), 10.0, None,
+                            BuildResult("v", "h", True, "g++"), 0)
+    assert first.correctness["tile_map"] == [[9.0, 9.0], [9.0, 9.0]] and first.correctness["rel_fro_err"] == 0.3
     # All passing: no map kept at all.
     data = {"status": "ok", "checks": [_compared(True, 1e-6, 0.0), _compared(True, 2e-6, 0.0)],
             "timing": {"median_s": 1e-3, "ci_low_s": 1e-3, "ci_high_s": 1e-3}, "samples_s": [1e-3]}

@@ -54,6 +54,31 @@ def test_a_skip_reason_is_told_apart_from_a_missing_gpu(reason, tool):
     assert ci_toolchains.named_in(reason, {"gfx942": "x", "nvcc": "y"}) == tool
 
 
+def test_every_reason_the_hip_toolchain_finder_gives_is_a_gfx942_skip(tmp_path, monkeypatch):
+    """Tests review (2026-12-06, 973e79f): tests/rocm/* skip with the finder's own reason ("no ROCm
+    and no clang++-19 on PATH …", "clang++-19 found but …/oclc_isa_version_942.bc is missing …"),
+    which the words above did not match: under CI=true they stayed skips."""
+    import shutil as shutil_module
+
+    from workers.rocm import toolchain
+
+    monkeypatch.setattr(toolchain, "_find_rocm", lambda env: None)
+    reasons = []
+    monkeypatch.setattr(shutil_module, "which", lambda name, *a, **kw: None)
+    reasons.append(toolchain.find_hip_toolchain({}).reason)  # no clang++-19
+    monkeypatch.setattr(shutil_module, "which", lambda name, *a, **kw: f"/usr/bin/{name}")
+    reasons.append(toolchain.find_hip_toolchain({"FLOPWATCH_HIP_DEVLIB": str(tmp_path)}).reason)  # no device library
+    devlib = tmp_path / "devlib"
+    devlib.mkdir()
+    (devlib / "oclc_isa_version_942.bc").write_bytes(b"")
+    monkeypatch.setattr(toolchain, "_first_line", lambda argv: "clang version 19")
+    reasons.append(toolchain.find_hip_toolchain({"FLOPWATCH_HIP_DEVLIB": str(devlib),
+                                                 "FLOPWATCH_HIP_INCLUDE": str(tmp_path / "none")}).reason)
+    assert len(set(reasons)) == 3, reasons
+    for reason in reasons:
+        assert ci_toolchains.named_in(reason, {"gfx942": "x", "nvcc": "y"}) == "gfx942", reason
+
+
 def _pytest(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
     """A tiny suite under this conftest: one toolchain skip, one GPU skip, one pass."""
     (tmp_path / "test_tiny.py").write_text(textwrap.dedent("""

@@ -135,3 +135,48 @@ def test_a_job_process_ends_only_after_its_identity_query(monkeypatch):
     monkeypatch.setattr(child, "_IDENTITY_QUERIES", [pool])
     child._identity_queries_done()
     assert query.done() and child._IDENTITY_QUERIES == []
+
+
+def test_a_job_whose_op_raises_ends_its_main_only_after_its_identity_query(tmp_path, monkeypatch):
+    """The same rule through the child's real path: a job whose op raises at its first call ends
+    long before a slow identity query answers, and the child's main still returns only after
+    the query it started has finished (else the tool would be an orphan its scope kills). Run
+    in this process, as a slot's launcher runs it (`runner.execute_job`), so the query can be
+    replaced by one that sleeps and says when it ended."""
+    import time
+
+    from python_kernel import python_variant
+
+    from workers.core.records import BuildResult, Job
+    from workers.isolation.sandbox import ChildOutcome
+    from workers.job import child, runner
+    from workers.measure import device
+
+    answered = device.info("cpu")
+    query_ended, main_returned = [], []
+
+    def slow_info(kind):
+        time.sleep(0.5)
+        query_ended.append(time.perf_counter())
+        return answered
+
+    monkeypatch.setattr(device, "info", slow_info)
+
+    def in_this_process(args, timeout_s, workdir, max_write_bytes=None):
+        here = os.getcwd()
+        os.chdir(workdir)
+        try:
+            t0 = time.perf_counter()
+            child.main(["child", *args])
+            main_returned.append(time.perf_counter())
+            return ChildOutcome(0, "", False, main_returned[-1] - t0, "", "")
+        finally:
+            os.chdir(here)
+
+    v, files = python_variant(tmp_path, "def gemm(a, b, c):\n    raise RuntimeError('the op broke')\n", 60.0)
+    r = runner.execute_job(Job(v.name, v.op, v.shapes[0], "fp32", "cpu"), v, BuildResult(v.name, "h", True, "python"),
+                           files, {"timing": {"budget_s": 0.05}}, in_this_process)
+    assert r.status == "crashed" and "the op broke" in r.diagnostic, (r.status, r.diagnostic)
+    assert query_ended, "main returned while its identity query was still running"
+    assert query_ended[0] <= main_returned[0]
+    assert child._IDENTITY_QUERIES == []

@@ -4,10 +4,17 @@ end, and --json printed nothing at all: a 7-minute run on a GPU node looked hung
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
+from suite_repo import commit_blocked_gemm, init_repo
+
+from pipeline import cli
 from pipeline.run.progress import Progress
 
 
@@ -41,3 +48,24 @@ def test_the_progress_text_is_one_line_of_plain_text(capsys):
         advance("evil\x1b[2J status\nsecond line")
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err
+
+
+@pytest.mark.slow
+def test_a_run_with_json_prints_the_json_on_stdout_and_a_line_per_finished_job_on_stderr(tmp_path, capsys):
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ to build the CPU GEMM")
+    root = tmp_path / "kernels-repo"
+    sha = commit_blocked_gemm(root, init_repo(root))  # one variant, one shape
+    # a private local Ray of the command's own (FLOPWATCH_RAY_REUSE=0, tests/conftest.py)
+    assert cli.main(["run", sha, "--repo", str(root), "--store", f"sqlite:///{tmp_path / 'results.db'}",
+                     "--budget", "0.05", "--no-report", "--json", "--variant", "cpp_blocked"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)  # stdout is the JSON, nothing else
+    assert summary["commit"] == sha
+    assert ("cpp_blocked", "ok") in {(r["variant"], r["status"]) for r in summary["results"]}, summary["results"]
+    steps = [m.groups() for m in re.finditer(r"^build \+ run \S+ \[(\d+)/(\d+)\] (.*) \(\d+ s\)$", err, re.M)]
+    assert steps, err[-3000:]
+    # one line per finished job (the builds, then each timing), numbered as they finish
+    assert [(int(i), int(n)) for i, n, _ in steps] == [(i, len(steps)) for i in range(1, len(steps) + 1)], err
+    assert "built cpp_blocked ok" in [what for _, _, what in steps], steps
+    assert "cpp_blocked M=256,N=256,K=256 ok" in [what for _, _, what in steps], steps

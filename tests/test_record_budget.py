@@ -9,13 +9,15 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import git
 
-from pipeline.onboarding import bench_runs
+from pipeline.onboarding import bench_runs, onboard
+from pipeline.onboarding.source.repo import RepoFiles
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -58,3 +60,40 @@ def test_a_zero_budget_runs_no_script_and_the_draft_says_so(tmp_path):
     sizes = rows["scaled_silu"]["sizes"]
     assert "benchmark/bench_scaled.py was not run: the scripts' recording budget of 0 s was spent" in sizes, sizes
     assert "scaled from" in sizes, sizes  # the test's sizes, grown by the rule
+
+
+def test_drafting_a_module_records_the_script_named_after_an_entry_before_one_that_is_not(tmp_path, monkeypatch):
+    # bench_scaled.py (scaled_silu's, named after neither entry) comes first in the repository
+    # and in the entries' order; bench_scaled_norm.py is named after scaled_norm
+    root = tmp_path / "repo"
+    shutil.copytree(HERE / "sizes_repo", root)
+    (root / "benchmark" / "bench_scaled_norm.py").write_text(textwrap.dedent('''
+        """Times scaled_norm at the token counts a memory budget allows."""
+        import torch
+
+        from toy_sizes.functional import scaled_norm
+
+
+        def token_counts(hidden):
+            return [2**i for i in range(6, (1 << 20) // (8 * hidden))]
+
+
+        if __name__ == "__main__":
+            for tokens in token_counts(32):
+                scaled_norm(torch.randn(1, tokens, 32), torch.ones(32))
+    '''))
+    repo = git.Repo.init(root, initial_branch="main")
+    repo.index.add([str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts])
+    repo.index.commit("a package, its test and two benchmarks", author=git.Actor("Dev", "dev@example.com"))
+    started = []
+
+    def record_calls(root, script, targets, limits, roots):
+        started.append((script, tuple(targets)))
+        return SimpleNamespace(records=[], ended="finished", detail="", of=lambda target: [])
+
+    monkeypatch.setattr(bench_runs, "record_calls", record_calls)
+    monkeypatch.setattr(bench_runs, "jobs_here", lambda gpu: 1)  # one at a time: the start order is the order
+    drafts, _ = onboard.python_drafts(RepoFiles(root), "src/toy_sizes/functional.py", "flopwatch", set())
+    assert started == [("benchmark/bench_scaled_norm.py", ("toy_sizes.functional:ScaledNormFunction",)),
+                       ("benchmark/bench_scaled.py", ("toy_sizes.functional:ScaledSiLUFunction",))], started
+    assert {d.name for d in drafts} == {"scaled_silu", "scaled_norm"}

@@ -104,3 +104,52 @@ def test_a_step_a_busy_commit_pulled_early_is_moved_onto_the_build_change(tmp_pa
         far = dataclasses.replace(early, good_sha=_sha(STEP - 4), bad_sha=_sha(STEP - 3))
         assert same_build.beside_a_build_change(store, far, order) is None  # three commits from the change
         assert same_build.split(store, [far], order) == ([], [far])
+
+
+def test_a_step_pulled_late_onto_the_new_builds_commits_is_moved_back_onto_the_build_change(tmp_path):
+    """The other direction: the kernel's build changes at STEP, but STEP, the new build's first
+    commit, reads at the old level (a noisy measurement), so the detector splits a commit late,
+    between STEP and STEP + 1, two commits of the new build. The step is the build change's, one
+    commit before its good end; one three measured commits late is left the machine's."""
+    with Store(tmp_path / "r.db") as store:
+        for i in range(N):
+            sha = _sha(i)
+            store.record_commit(sha, f"commit {i}", "A <a@x>", f"2026-01-{i + 1:02d}", [_sha(i - 1)] if i else [])
+            run = store.start_run(sha, False, "run", "", "", "run")
+            rng = np.random.default_rng(i)
+            base = 1e-3 * (1.5 if i >= STEP + 1 else 1.0)  # commit STEP reads fast, at the old level
+            samples = tuple(base * (1 + 0.002 * rng.standard_normal(20)))
+            median = float(np.median(samples))
+            store.record_result(run, sha, False, Result(
+                variant="kernel", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
+                median_s=median, ci_low_s=median * 0.999, ci_high_s=median * 1.001, samples_s=samples, flops=FLOPS,
+                identity="kernel-v2" if i >= STEP else "kernel-v1"))
+        order = [_sha(i) for i in range(N)]
+        found = detect(store, order, None)
+        assert [(r.good_sha, r.bad_sha) for r, _ in found.recorded] == [(_sha(STEP - 1), _sha(STEP))], found
+        assert not found.same_build
+        late = Regression("kernel", SHAPE, "fp32", "cpu:x", _sha(STEP), _sha(STEP + 1), -0.33, 2.0, 1.3, 0.01)
+        moved = same_build.beside_a_build_change(store, late, order)
+        assert (moved.good_sha, moved.bad_sha) == (_sha(STEP - 1), _sha(STEP))
+        far = dataclasses.replace(late, good_sha=_sha(STEP + 2), bad_sha=_sha(STEP + 3))
+        assert same_build.beside_a_build_change(store, far, order) is None  # three commits from the change
+        assert same_build.split(store, [far], order) == ([], [far])
+
+
+def test_ends_that_each_measured_two_builds_are_not_an_unchanged_build(tmp_path):
+    """Both ends measured the same two builds (a re-run of each from another build): the sets of
+    identities are equal, but which build each end's figure is of cannot be told, so the range
+    may have moved it. Such a step is kept as a commit's, not set apart as the machine's."""
+    with Store(tmp_path / "r.db") as store:
+        _fill(store, lambda variant, i: "one-build")
+        peer = Regression("peer", SHAPE, "fp32", "cpu:x", _sha(STEP - 1), _sha(STEP), -0.33, 2.0, 1.3, 0.01)
+        assert same_build.unchanged_build(store, peer)
+        for sha in (_sha(STEP - 1), _sha(STEP)):
+            run = store.start_run(sha, False, "run", "", "", "run")
+            store.record_result(run, sha, False, Result(
+                variant="peer", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
+                median_s=1e-3, samples_s=(1e-3,), flops=FLOPS, identity="another-build"))
+        assert same_build.identities_at(store, peer, _sha(STEP - 1)) == {"one-build", "another-build"}
+        assert same_build.identities_at(store, peer, _sha(STEP)) == {"one-build", "another-build"}
+        assert not same_build.unchanged_build(store, peer)
+        assert same_build.split(store, [peer], [_sha(i) for i in range(N)]) == ([peer], [])

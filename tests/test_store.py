@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline.history.regressions import Regression, RegressionStore
-from pipeline.store import SCHEMA_VERSION, TEXT_LIMITS, Store, StoreError, location
+from pipeline.store import SCHEMA_VERSION, TEXT_LIMITS, Store, StoreError, location, retry
 from pipeline.store.tables import meta
 from workers.core.records import BuildResult, Result
 
@@ -51,7 +51,12 @@ def test_results_of_one_run_stored_together_are_the_rows_stored_one_by_one(store
     with Store(store_url) as store:
         run = store.start_run("c1", False, "run", "/repo", "host", "run")
         singly = [store.record_result(run, "c1", False, r) for r in results]
+        writes = []
+        real_write = retry.write
+        monkeypatch.setattr(retry, "write", lambda *a, **kw: writes.append(1) or real_write(*a, **kw))
         together = store.record_results(run, "c1", False, results)
+        assert len(writes) == 1  # the three rows in one write transaction, not one each
+        monkeypatch.setattr(retry, "write", real_write)
         assert store.record_results(run, "c1", False, []) == []
         rows = {row["id"]: row for row in store.results()}
 
@@ -66,7 +71,7 @@ def test_results_of_one_run_stored_together_are_the_rows_stored_one_by_one(store
             attempt(False)
             return attempt(True)
 
-        monkeypatch.setattr("pipeline.store.retry.write", lost_ack)
+        monkeypatch.setattr(retry, "write", lost_ack)
         again = store.record_results(run, "c1", False, results[:2])
         assert store.count_results() == 8 and len(again) == 2 and again == sorted(again)
 
