@@ -33,6 +33,7 @@ from pipeline.fleet import cluster
 import ray
 info = cluster.connect(None, announce=lambda line: None)
 print(json.dumps({"gcs": ray.get_runtime_context().gcs_address, "mode": info.mode,
+                  "session": ray._private.worker._global_node.get_session_dir_path(),
                   "token_path": os.environ.get("RAY_AUTH_TOKEN_PATH"),
                   "auth_mode": os.environ.get("RAY_AUTH_MODE")}), flush=True)
 sys.stdin.readline()
@@ -84,6 +85,10 @@ def test_a_process_without_the_token_cannot_join_the_private_local_ray_by_networ
         assert stat.S_IMODE(token.parent.stat().st_mode) == 0o700
         assert len(token.read_text().strip()) >= 32
         assert not (base / "owner" / ".ray" / "auth_token").exists()
+        # Its sockets and logs in that private folder too, not in Ray's shared temporary folder
+        # (workflows review, 2026-12-06: another user read the logs and put a raylet socket there).
+        assert Path(up["session"]).is_relative_to(token.parent), up["session"]
+        assert not (base / "t-owner").exists() or not any((base / "t-owner").rglob("session_*"))
 
         port = up["gcs"].rsplit(":", 1)[1]
         address = f"{_network_address()}:{port}"
@@ -130,3 +135,25 @@ def test_the_private_token_folder_is_fresh_and_private(tmp_path):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert stat.S_IMODE((folder / local_ray.TOKEN).stat().st_mode) == 0o600
     assert (first / local_ray.TOKEN).read_text() != (second / local_ray.TOKEN).read_text()
+
+
+def test_a_default_folder_taken_by_someone_else_leaves_the_private_ray_a_fresh_one(tmp_path, monkeypatch):
+    """Workflows review (2026-12-06): /tmp/flopwatch-<uid> has a name another user can take first,
+    and then every command refused to start. A private Ray needs no name a later command finds:
+    it takes a fresh private folder. A folder the user chose stays an error of theirs to fix."""
+    taken = tmp_path / "taken"
+    taken.symlink_to(tmp_path)  # refused as a symbolic link, as another user's folder is refused
+    monkeypatch.delenv("FLOPWATCH_LOCAL_RAY_DIR", raising=False)
+    monkeypatch.setattr(local_ray, "base_dir", lambda env=None: taken)
+    folder = local_ray.private_token_folder()
+    try:
+        assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("flopwatch-private-")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE((folder / local_ray.TOKEN).stat().st_mode) == 0o600
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+    with pytest.raises(ClusterError, match="symbolic link"):
+        local_ray.private_token_folder(taken)
+    monkeypatch.setenv("FLOPWATCH_LOCAL_RAY_DIR", str(taken))
+    with pytest.raises(ClusterError, match="symbolic link"):
+        local_ray.private_token_folder()

@@ -177,8 +177,11 @@ def _start_private(num_gpus: int | None) -> None:
     _auth_before = local_ray.use_head_token(_token_folder / local_ray.TOKEN)
     resources, gpus = local_ray.advertised_resources(num_gpus)
     try:
-        ray.init(address="local", namespace="flopwatch", resources=resources, num_gpus=gpus, include_dashboard=False,
-                 log_to_driver=False, logging_level="ERROR")
+        # Its session (sockets, logs) in the same private folder, as the kept head's: Ray's default
+        # /tmp/ray is open to every user, who could read its logs or put a socket of theirs there.
+        ray.init(address="local", _temp_dir=str(_token_folder / local_ray.RAY_TEMP), namespace="flopwatch",
+                 resources=resources, num_gpus=gpus, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
     except BaseException:
         _release()
         raise

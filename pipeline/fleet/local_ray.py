@@ -272,7 +272,15 @@ def private_token_folder(base: Path | None = None) -> Path:
     Ray of one command; the caller removes it when that Ray stops. Not Ray's default token file:
     Ray writes ~/.ray/auth_token with the user's umask (644 seen), readable by other users
     wherever the home is traversable."""
-    folder = Path(tempfile.mkdtemp(prefix="private-", dir=private_folder(base or base_dir())))
+    try:
+        parent = private_folder(base or base_dir())
+    except ClusterError:
+        if base is not None or os.environ.get("FLOPWATCH_LOCAL_RAY_DIR"):
+            raise  # a folder the caller chose: theirs to fix
+        # The default folder has a name anyone can take first (/tmp/flopwatch-<uid>): a Ray of
+        # one command needs no name a later command finds, so it goes to a fresh folder instead.
+        parent = None
+    folder = Path(tempfile.mkdtemp(prefix="private-" if parent else "flopwatch-private-", dir=parent))
     fresh_token(folder)
     return folder
 
