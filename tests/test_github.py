@@ -282,3 +282,57 @@ def test_write_step_summary_appends(tmp_path):
     assert write_step_summary("two\n", env)
     assert summary.read_text() == "# one\ntwo\n"
     assert not write_step_summary("ignored", {})
+
+
+
+def _recording_server(respond):
+    """A local server answering every GET with `respond(handler)`; returns (the server, the
+    headers of each request it got)."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            respond(self)
+
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, seen
+
+
+def _no_comments(handler):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    handler.wfile.write(b"[]")
+
+
+def test_a_redirect_to_another_host_does_not_carry_the_token():
+    """Workflows review (2026-12-06): urllib copies every header onto a redirected request, so an
+    API URL answering with a redirect to another host handed that host the token. A redirect on
+    the same host (GitHub's own, for a renamed repository) still carries it."""
+    other, other_seen = _recording_server(_no_comments)
+
+    def redirect(handler):
+        if handler.path.startswith("/moved/"):
+            return _no_comments(handler)
+        port = (other if "/away/" in handler.path else handler.server).server_address[1]
+        handler.send_response(301)
+        handler.send_header("Location", f"http://127.0.0.1:{port}/moved{handler.path}")
+        handler.end_headers()
+
+    first, first_seen = _recording_server(redirect)
+    api = Api(token=TOKEN, url=f"http://127.0.0.1:{first.server_address[1]}", timeout_s=5)
+    try:
+        assert github.list_issue_comments(api, "acme/same", 1) == []
+        assert [h.get("authorization") for h in first_seen] == [f"Bearer {TOKEN}"] * 2  # the same host
+        first_seen.clear()
+        assert github.list_issue_comments(api, "acme/away", 1) == []
+        assert [h.get("authorization") for h in first_seen] == [f"Bearer {TOKEN}"]
+        assert len(other_seen) == 1 and "authorization" not in other_seen[0], other_seen  # another host
+    finally:
+        first.shutdown()
+        other.shutdown()

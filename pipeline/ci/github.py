@@ -25,6 +25,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -139,6 +140,22 @@ class _Failed(Exception):
         self.error, self.headers = error, headers
 
 
+class _SameHostAuth(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect as urllib does, but sends the token on only to the host it was meant
+    for: urllib copies every header onto the redirected request, so a redirect to another host
+    (a hostile or hijacked GITHUB_API_URL) would hand it the token. GitHub's own redirects (a
+    renamed repository) stay on its host and keep it."""
+
+    def redirect_request(self, req, fp, code, msg, hdrs, newurl):
+        new = super().redirect_request(req, fp, code, msg, hdrs, newurl)
+        if new is not None and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc:
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameHostAuth)
+
+
 def _request_once(api: Api, method: str, path: str, body: Any) -> Any:
     url = f"{api.url}{path}"
     data = None if body is None else json.dumps(body).encode("utf-8")
@@ -146,7 +163,7 @@ def _request_once(api: Api, method: str, path: str, body: Any) -> Any:
     if data is not None:
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, timeout=api.timeout_s) as response:
+        with _OPENER.open(req, timeout=api.timeout_s) as response:
             raw = response.read()
     except urllib.error.HTTPError as err:
         raise _Failed(GitHubError(method, url, err.code, _error_message(err.read())), dict(err.headers or {})) from None
