@@ -116,6 +116,10 @@ def test_a_device_no_result_has_is_refused_naming_the_devices_stored(store, tmp_
     assert not out.exists()
     assert cli.main(["export", "-", "--db", str(store), "--device", "rocm:MI300"]) == 2
     assert "no stored result has device 'rocm:MI300'; did you mean 'rocm:MI300X'?" in capsys.readouterr().err
+    # a kind alone (docs review, 973e79f: `cpu` got "did you mean 'cuda'?"): the devices of that kind
+    assert cli.main(["export", "-", "--db", str(store), "--device", "cpu"]) == 2
+    assert "no stored result has device 'cpu'; did you mean 'cpu:Intel(R) Xeon(R) Processor'?" \
+        in capsys.readouterr().err
     assert cli.main(["export", "-", "--db", str(store), "--device", "cpu:Intel(R) Xeon(R) Processor"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 2
 

@@ -106,7 +106,9 @@ def no_stored(what: str, value: str, stored: set[str], limit: int = 12) -> str:
     """"no stored result has device 'cpu:x86_64'; devices stored: …", the nearest first."""
     if not stored:
         return f"no stored result has {what} {value!r}: the store holds no results"
-    near = difflib.get_close_matches(value, sorted(stored), n=3, cutoff=0.5)
+    # a device kind alone ("cpu") means the stored devices of that kind, whatever their spelling
+    kind = sorted(v for v in stored if what == "device" and ":" not in value and v.split(":", 1)[0] == value)
+    near = kind[:3] or difflib.get_close_matches(value, sorted(stored), n=3, cutoff=0.5)
     listed = near + sorted(stored - set(near))
     more = f" and {len(listed) - limit} more" if len(listed) > limit else ""
     hint = f"; did you mean {near[0]!r}?" if near else ""
