@@ -6,6 +6,9 @@ the reference, the CUDA, HIP (written as for hiprtc) and Triton ones built and a
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,7 +103,12 @@ def test_a_wrong_head_is_located_in_the_four_dimensional_output():
 
 def test_op_digests_change_with_what_defines_the_op():
     assert op_source_digest("attention") != op_source_digest("attention_causal")
-    assert op_source_digest("softmax") == op_source_digest("softmax")
+    # the same in another process (a digest of text, not of anything a process draws at random):
+    # the driver computes it and a node's cache keys are compared with it
+    other = subprocess.run([sys.executable, "-c", "from workers.ops import op_source_digest; "
+                            "print(op_source_digest('softmax'))"], capture_output=True, text=True, check=True,
+                           cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "random", "PYTHONPATH": str(ROOT)})
+    assert other.stdout.strip() == op_source_digest("softmax")
     assert op_source_digest("gemm").startswith("builtin:")
 
 
