@@ -288,10 +288,11 @@ def test_sources_are_taken_from_the_shell_s_folder_or_the_repository_s(tmp_path,
         assert (row["folder"], row["state"]) == ("flopwatch/fused_silu_mul", "not built")
 
 
-def test_new_and_init_from_a_subfolder_work_on_the_repository_around_it(tmp_path, capsys, monkeypatch):
+def test_new_from_a_subfolder_drafts_into_the_repository_around_it_and_init_names_it(tmp_path, capsys, monkeypatch):
     """Docs review (2026-12-06, 973e79f): without `--repo`, `new` and `init` took the current folder
     for the repository: from a subfolder `new ops.py` was refused and `init` wrote flopwatch.toml
-    into the subfolder. The default is the repository around the current folder, as for `run`."""
+    into the subfolder. `new` drafts into the repository around the current folder, as `run`
+    finds it; `init` names that repository and leaves the choice to the user."""
     repo = _repo(tmp_path / "R", {"src/ops.py": OPS, "src/tests/test_ops.py": TEST.format(module="ops"),
                                   "docs/README.md": "notes\n"})
     monkeypatch.chdir(repo / "src")
@@ -303,8 +304,15 @@ def test_new_and_init_from_a_subfolder_work_on_the_repository_around_it(tmp_path
     assert not (repo / "src" / "flopwatch").exists() and not (repo / "src" / "flopwatch.toml").exists()
     shutil.rmtree(repo / "flopwatch")
     (repo / "flopwatch.toml").unlink()
+    # init drafts a whole repository (and its workflow): from a folder inside one it names the
+    # repository and writes nothing (workflows review: a project in a home kept under git had
+    # the home's root drafted), neither there nor in the folder
     monkeypatch.chdir(repo / "docs")
-    assert cli(["init", "--no-build", "--no-workflow", "--json"]) == 0
+    assert cli(["init", "--no-build", "--no-workflow", "--json"]) == 2
+    assert (f"{repo / 'docs'} is inside the git repository {repo}; init drafts a whole repository: run it there, "
+            f"or `flopwatch init --repo {repo}`") in capsys.readouterr().err
+    assert not (repo / "flopwatch.toml").exists() and not (repo / "docs" / "flopwatch.toml").exists()
+    assert cli(["init", "--repo", str(repo), "--no-build", "--no-workflow", "--json"]) == 0
     assert (repo / "flopwatch.toml").is_file() and (repo / "flopwatch" / "fused_silu_mul").is_dir()
     assert not (repo / "docs" / "flopwatch.toml").exists() and not (repo / "docs" / "flopwatch").exists()
 

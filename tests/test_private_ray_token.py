@@ -131,6 +131,9 @@ def test_the_private_token_folder_is_fresh_and_private(tmp_path):
     first = local_ray.private_token_folder(tmp_path / "heads")
     second = local_ray.private_token_folder(tmp_path / "heads")
     assert first != second and first.parent == second.parent == tmp_path / "heads"
+    # no longer than a kept head's folder name (its key, 12 characters): Ray's socket paths
+    # below it must fit a Unix socket name (workflows review: 4 bytes longer broke a long uid's)
+    assert len(first.name) <= 12 and len(second.name) <= 12
     for folder in (first, second):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert stat.S_IMODE((folder / local_ray.TOKEN).stat().st_mode) == 0o600
@@ -147,7 +150,7 @@ def test_a_default_folder_taken_by_someone_else_leaves_the_private_ray_a_fresh_o
     monkeypatch.setattr(local_ray, "base_dir", lambda env=None: taken)
     folder = local_ray.private_token_folder()
     try:
-        assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("flopwatch-private-")
+        assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("flopwatch-p")
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert stat.S_IMODE((folder / local_ray.TOKEN).stat().st_mode) == 0o600
     finally:

@@ -20,7 +20,13 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    root = checkout.root_around(Path(args.repo).resolve())
+    asked = Path(args.repo).resolve()
+    root = checkout.root_around(asked)
+    if root != asked:
+        # init drafts a whole repository and writes its workflow: from a folder inside it (a
+        # project in a home kept under git, a subfolder) it says which repository and stops.
+        raise UsageError(f"{asked} is inside the git repository {root}; init drafts a whole repository: run it "
+                         f"there, or `flopwatch init --repo {root}` (to draft files of this folder: flopwatch new FILE)")
     with bench_runs.recording_budget(args.record_budget):
         planned = onboard.plan_init(RepoFiles.at(root, out_folder(root, args.out)))
     if planned is None:

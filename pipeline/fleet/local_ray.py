@@ -168,8 +168,9 @@ def private_folder(path: Path) -> Path:
         raise ClusterError(f"cannot use {path} for flopwatch's local Ray: {exc.strerror}") from None
     problem = folder_problem(st.st_mode, st.st_uid, os.getuid())
     if problem:
-        raise ClusterError(f"refusing to use {path} for flopwatch's local Ray: it {problem}; remove it, or set "
-                           f"FLOPWATCH_LOCAL_RAY_DIR to a folder of your own")
+        raise ClusterError(f"refusing to use {path} for flopwatch's local Ray: it {problem}; remove it, set "
+                           f"FLOPWATCH_LOCAL_RAY_DIR to a folder of your own, or run with --no-ray-reuse (a private "
+                           f"Ray of the command's own, in a fresh folder)")
     return path
 
 
@@ -280,7 +281,9 @@ def private_token_folder(base: Path | None = None) -> Path:
         # The default folder has a name anyone can take first (/tmp/flopwatch-<uid>): a Ray of
         # one command needs no name a later command finds, so it goes to a fresh folder instead.
         parent = None
-    folder = Path(tempfile.mkdtemp(prefix="private-" if parent else "flopwatch-private-", dir=parent))
+    # A name no longer than a kept head's folder (12 characters): Ray's socket paths below it
+    # must stay within the 107 bytes of a Unix socket name.
+    folder = Path(tempfile.mkdtemp(prefix="p" if parent else "flopwatch-p", dir=parent))
     fresh_token(folder)
     return folder
 
