@@ -76,6 +76,24 @@ def test_both_ends_must_hold_one_and_the_same_identity(tmp_path):
         assert [r.variant for r in kept] == ["peer"] and [r.variant for r in machine] == ["kernel"]
 
 
+def _build_change_at_step(store, slow_from: int) -> list[str]:
+    """N commits of one kernel whose build changes at STEP, measured 1.5x slower from commit
+    `slow_from` on (a noisy commit beside the change reads at the other level); their SHAs."""
+    for i in range(N):
+        sha = _sha(i)
+        store.record_commit(sha, f"commit {i}", "A <a@x>", f"2026-01-{i + 1:02d}", [_sha(i - 1)] if i else [])
+        run = store.start_run(sha, False, "run", "", "", "run")
+        rng = np.random.default_rng(i)
+        base = 1e-3 * (1.5 if i >= slow_from else 1.0)
+        samples = tuple(base * (1 + 0.002 * rng.standard_normal(20)))
+        median = float(np.median(samples))
+        store.record_result(run, sha, False, Result(
+            variant="kernel", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
+            median_s=median, ci_low_s=median * 0.999, ci_high_s=median * 1.001, samples_s=samples, flops=FLOPS,
+            identity="kernel-v2" if i >= STEP else "kernel-v1"))
+    return [_sha(i) for i in range(N)]
+
+
 def test_a_step_a_busy_commit_pulled_early_is_moved_onto_the_build_change(tmp_path):
     """The kernel's build changes at STEP, but the commit before it was measured on a busy
     machine, at the slow level: the detector splits a commit early, between two commits of the
@@ -83,19 +101,7 @@ def test_a_step_a_busy_commit_pulled_early_is_moved_onto_the_build_change(tmp_pa
     machine). The step is the build change's, one commit on; a build change further than NEAR
     measured commits away leaves it the machine's."""
     with Store(tmp_path / "r.db") as store:
-        for i in range(N):
-            sha = _sha(i)
-            store.record_commit(sha, f"commit {i}", "A <a@x>", f"2026-01-{i + 1:02d}", [_sha(i - 1)] if i else [])
-            run = store.start_run(sha, False, "run", "", "", "run")
-            rng = np.random.default_rng(i)
-            base = 1e-3 * (1.5 if i >= STEP - 1 else 1.0)  # the busy commit STEP - 1 reads slow too
-            samples = tuple(base * (1 + 0.002 * rng.standard_normal(20)))
-            median = float(np.median(samples))
-            store.record_result(run, sha, False, Result(
-                variant="kernel", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
-                median_s=median, ci_low_s=median * 0.999, ci_high_s=median * 1.001, samples_s=samples, flops=FLOPS,
-                identity="kernel-v2" if i >= STEP else "kernel-v1"))
-        order = [_sha(i) for i in range(N)]
+        order = _build_change_at_step(store, slow_from=STEP - 1)  # the busy commit STEP - 1 reads slow too
         found = detect(store, order, None)
         assert [(r.good_sha, r.bad_sha) for r, _ in found.recorded] == [(_sha(STEP - 1), _sha(STEP))], found
         assert not found.same_build
@@ -112,19 +118,7 @@ def test_a_step_pulled_late_onto_the_new_builds_commits_is_moved_back_onto_the_b
     between STEP and STEP + 1, two commits of the new build. The step is the build change's, one
     commit before its good end; one three measured commits late is left the machine's."""
     with Store(tmp_path / "r.db") as store:
-        for i in range(N):
-            sha = _sha(i)
-            store.record_commit(sha, f"commit {i}", "A <a@x>", f"2026-01-{i + 1:02d}", [_sha(i - 1)] if i else [])
-            run = store.start_run(sha, False, "run", "", "", "run")
-            rng = np.random.default_rng(i)
-            base = 1e-3 * (1.5 if i >= STEP + 1 else 1.0)  # commit STEP reads fast, at the old level
-            samples = tuple(base * (1 + 0.002 * rng.standard_normal(20)))
-            median = float(np.median(samples))
-            store.record_result(run, sha, False, Result(
-                variant="kernel", op="gemm", backend="cpp", shape=SHAPE, dtype="fp32", device="cpu:x", status="ok",
-                median_s=median, ci_low_s=median * 0.999, ci_high_s=median * 1.001, samples_s=samples, flops=FLOPS,
-                identity="kernel-v2" if i >= STEP else "kernel-v1"))
-        order = [_sha(i) for i in range(N)]
+        order = _build_change_at_step(store, slow_from=STEP + 1)  # commit STEP reads fast, at the old level
         found = detect(store, order, None)
         assert [(r.good_sha, r.bad_sha) for r, _ in found.recorded] == [(_sha(STEP - 1), _sha(STEP))], found
         assert not found.same_build
