@@ -262,6 +262,10 @@ def test_drafts_refused_are_not_counted_as_drafted_nor_listed_as_needing_a_hand(
     assert "0 entries drafted: 0 a built-in op, 0 the repository's reference, 0 unchecked (no reference found); " \
            "1 not drafted; 2 not written (refused, or there already: the table says which)" in out
     assert "still needs your hand" not in out and "timed at" not in out and not (repo / "drafts").exists()
+    # drafts that are there already (left as they are without --force) are not written either
+    assert cli(["new", "ops.py", "--repo", str(repo), "--no-build"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "0 entries drafted" in out and "2 not written" in out and "still needs your hand" not in out
 
 
 def test_a_hand_written_variant_s_name_is_taken_whatever_its_folder_is_called(tmp_path, capsys):
