@@ -29,10 +29,15 @@ def identities_at(store, reg: Regression, sha: str) -> set[str]:
     return {r["identity"] or "" for r in rows if status.measured(r["status"])}
 
 
+def _one_build(identities: set[str]) -> bool:
+    """Whether a commit's results of a series measured one identified build."""
+    return len(identities) == 1 and "" not in identities
+
+
 def unchanged_build(store, reg: Regression) -> bool:
     """Whether both ends of the step measured one and the same identified build."""
     good, bad = identities_at(store, reg, reg.good_sha), identities_at(store, reg, reg.bad_sha)
-    return len(good) == 1 and good == bad and "" not in good
+    return _one_build(good) and good == bad
 
 
 # How far (in the series' measured commits) a change point may sit from the build change that
@@ -73,7 +78,7 @@ def beside_a_build_change(store, reg: Regression, order: Sequence[str]) -> Regre
 
     def change_at(j: int) -> bool:  # the build differs from measured commit j to j + 1
         (_, a), (_, b) = builds[j], builds[j + 1]
-        return len(a) == 1 and len(b) == 1 and a != b and "" not in a | b
+        return _one_build(a) and _one_build(b) and a != b
 
     before = [j for j in range(max(0, good - NEAR), good) if change_at(j)]
     after = [j for j in range(bad, min(len(builds) - 1, bad + NEAR)) if change_at(j)]
